@@ -1,0 +1,75 @@
+"""Canonical bytes and domain-separated digests (SPEC F-4).
+
+* Canonical JSON is RFC 8785 (JCS) through the ``rfc8785`` package: keys sorted by UTF-16
+  code units, no insignificant whitespace, ECMAScript number formatting.
+* A structure digest is ``sha256(tag || 0x00 || canonical_bytes)`` rendered
+  ``sha256:<64 hex>``. The tag separates domains, so the same body hashed as a receipt and
+  as a bus event can never collide by construction.
+* A *file* digest is the plain SHA-256 of its bytes (bare hex), so anyone can re-check it
+  with ``sha256sum``; no tag is involved.
+
+Schema ids follow ``factory.<name>/<n>``; :func:`schema_id` checks the convention.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any
+
+import rfc8785
+
+from factory.errors import FactoryError
+
+SHA256_PREFIX = "sha256:"
+_SCHEMA_ID = re.compile(r"^factory\.[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*/[1-9][0-9]*$")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """RFC 8785 canonical JSON of ``value`` (dicts, lists, str, int, float, bool, None).
+
+    Raises:
+        FactoryError: (internal) when the value holds something JSON cannot express,
+            such as NaN or a non-string key; that is a bug in the caller.
+    """
+    try:
+        return rfc8785.dumps(value)
+    except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
+        raise FactoryError(f"value is not canonicalisable JSON: {exc}") from exc
+
+
+def tagged_sha256(tag: str, payload: bytes) -> str:
+    """``sha256:<hex>`` of ``tag`` (UTF-8), a NUL byte, then ``payload``.
+
+    The tag must not contain NUL, otherwise two (tag, payload) pairs could share bytes.
+    """
+    if "\x00" in tag or not tag:
+        raise FactoryError("a digest tag must be a non-empty string without NUL")
+    h = hashlib.sha256()
+    h.update(tag.encode("utf-8"))
+    h.update(b"\x00")
+    h.update(payload)
+    return SHA256_PREFIX + h.hexdigest()
+
+
+def digest(tag: str, value: Any) -> str:
+    """Domain-separated digest of a JSON value's canonical bytes (SPEC F-4)."""
+    return tagged_sha256(tag, canonical_bytes(value))
+
+
+def sha256_hex(data: bytes) -> str:
+    """Plain SHA-256 of ``data``, 64 lowercase hex digits (file and evidence digests)."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def is_digest(text: str) -> bool:
+    """True when ``text`` is exactly ``sha256:`` followed by 64 lowercase hex digits."""
+    return bool(_DIGEST.fullmatch(text))
+
+
+def schema_id(text: str) -> str:
+    """Return ``text`` if it follows ``factory.<name>/<n>``; raise otherwise."""
+    if not _SCHEMA_ID.fullmatch(text):
+        raise FactoryError(f"not a factory schema id: {text!r}")
+    return text

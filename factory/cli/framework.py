@@ -1,0 +1,169 @@
+"""Strict argument parsing and the single error handler around every command (SPEC F-2, F-3).
+
+* :class:`StrictParser` refuses unknown flags, abbreviations and a flag given twice, by
+  raising :class:`~factory.errors.UsageError` (exit 2) instead of printing argparse's own
+  usage dump.
+* :func:`run_command` maps every exception to its exit code in one place. An internal
+  error writes its traceback to a log file and prints only where that file is.
+
+stdout is for the final machine-readable output only (:func:`emit_stdout`); every
+diagnostic goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+from factory.errors import ExitCode, FactoryError, UsageError, exit_code_for
+
+_SEEN = "_factory_seen_options"
+
+
+class _Once(argparse.Action):
+    """``store`` that refuses a second occurrence of the same option."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        _mark_seen(namespace, self.dest, option_string)
+        setattr(namespace, self.dest, values)
+
+
+class _OnceTrue(argparse.Action):
+    """``store_true`` that refuses a second occurrence of the same option."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        kwargs.setdefault("default", False)
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        _mark_seen(namespace, self.dest, option_string)
+        setattr(namespace, self.dest, True)
+
+
+def _mark_seen(namespace: argparse.Namespace, dest: str, option_string: str | None) -> None:
+    seen: set[str] = getattr(namespace, _SEEN, None) or set()
+    if dest in seen:
+        raise UsageError(
+            f"{option_string or dest} was given more than once; give it once",
+            code="duplicate-flag",
+        )
+    seen.add(dest)
+    setattr(namespace, _SEEN, seen)
+
+
+class StrictParser(argparse.ArgumentParser):
+    """ArgumentParser that raises :class:`UsageError` and refuses duplicate flags."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
+        if args and str(args[0]).startswith("-"):
+            action = kwargs.get("action")
+            if action in (None, "store"):
+                kwargs["action"] = _Once
+            elif action == "store_true":
+                kwargs["action"] = _OnceTrue
+        return super().add_argument(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{message} (see '{self.prog} --help')", code="usage")
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def emit_stdout(data: bytes) -> None:
+    """Write the command's final machine output to stdout, exactly these bytes."""
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+
+
+def say(message: str) -> None:
+    """One diagnostic line on stderr."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def default_state_dir() -> Path:
+    """The default runtime folder: ``$FACTORY_STATE_DIR``, else the checkout's ``state/``.
+
+    When factory is installed outside a checkout (no ``state/`` beside the package), the
+    user's ``$XDG_STATE_HOME/factory`` (default ``~/.local/state/factory``) is used.
+    """
+    explicit = os.environ.get("FACTORY_STATE_DIR")
+    if explicit:
+        return Path(explicit)
+    checkout_state = Path(__file__).resolve().parents[2] / "state"
+    if checkout_state.is_dir():
+        return checkout_state
+    xdg = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(xdg) / "factory"
+
+
+def _write_crash_log(args: argparse.Namespace | None, exc: BaseException) -> Path | None:
+    data_dir = getattr(args, "data_dir", None) if args is not None else None
+    candidates = []
+    if data_dir is not None and Path(data_dir).is_dir():
+        candidates.append(Path(data_dir) / "logs")
+    candidates.append(default_state_dir() / "logs")
+    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    text = "".join(traceback.format_exception(exc))
+    body = f"factory internal error\nargv: {sys.argv!r}\npython: {sys.version}\n\n{text}"
+    for folder in candidates:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            path = folder / f"factory-error-{stamp}-{os.getpid()}.log"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(body)
+            return path
+        except OSError:
+            continue
+    return None
+
+
+def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
+    """Parse ``argv``, run the chosen handler and map the outcome to an exit code."""
+    args: argparse.Namespace | None = None
+    try:
+        args = parser.parse_args(list(argv))
+        handler: Handler | None = getattr(args, "handler", None)
+        if handler is None:
+            parser.print_help(sys.stderr)
+            return int(ExitCode.USAGE)
+        return int(handler(args))
+    except FactoryError as exc:
+        say(exc.diagnostics())
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        say("factory: interrupted")
+        return int(ExitCode.INTERRUPTED)
+    except BrokenPipeError:
+        # The reader of stdout went away; nothing useful can be printed.
+        return int(ExitCode.INTERNAL)
+    except Exception as exc:
+        log = _write_crash_log(args, exc)
+        where = f"; traceback in {log}" if log else "; the traceback could not be written"
+        say(f"factory: internal error ({type(exc).__name__}){where}")
+        return int(exit_code_for(exc))

@@ -1,0 +1,73 @@
+"""The ``ordinal-path-bytes-sha256/1`` recipe (SPEC F-6), byte-identical to the reference.
+
+1. Walk regular files under the root, skipping directories named ``.git`` or
+   ``node_modules`` at any depth (a *file* with either name is an ordinary file).
+2. One line per file: ``relative/path|byte-count|sha256-hex`` with ``/`` separators.
+3. Sort by the path's UTF-16 code units (ordinal; not locale, not code points).
+4. Join with LF, no trailing LF; the digest is the SHA-256 of the UTF-8 document.
+
+Anything that is neither a regular file nor a directory is refused by name, never
+skipped, and so is a name that is not valid UTF-8 or that contains LF (a line could then
+not be parsed back). A ``|`` inside a name is fine: a line parses from the right.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from factory.errors import Refused
+
+INVENTORY_FORMAT = "inventory-digest/1"
+INVENTORY_RECIPE = "ordinal-path-bytes-sha256/1"
+EXCLUDED_DIRECTORY_NAMES = frozenset({".git", "node_modules"})
+
+
+class InventoryRefused(Refused):
+    """The tree cannot be digested faithfully; nothing was written (exit 2)."""
+
+    default_code = "inventory-refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One file of the inventory: recipe path, size in bytes, SHA-256 hex of its bytes."""
+
+    path: str
+    size: int
+    sha256: str
+
+    def line(self) -> str:
+        return f"{self.path}|{self.size}|{self.sha256}"
+
+
+@dataclass(frozen=True, slots=True)
+class InventoryResult:
+    """The fixed point of a tree: file count, total bytes, the document's SHA-256 hex."""
+
+    count: int
+    total_bytes: int
+    digest: str
+    document: bytes
+
+
+def ordinal_key(path: str) -> bytes:
+    """Sort key equal to UTF-16 code-unit order (big-endian bytes compare unit by unit)."""
+    return path.encode("utf-16-be", "surrogatepass")
+
+
+def manifest_document(rows: list[Row]) -> bytes:
+    """The exact hashed document: rows in ordinal order, LF-joined, no trailing LF."""
+    ordered = sorted(rows, key=lambda r: ordinal_key(r.path))
+    return "\n".join(r.line() for r in ordered).encode("utf-8")
+
+
+def inventory(rows: list[Row]) -> InventoryResult:
+    """Digest a list of rows (pure; no I/O)."""
+    document = manifest_document(rows)
+    return InventoryResult(
+        count=len(rows),
+        total_bytes=sum(r.size for r in rows),
+        digest=hashlib.sha256(document).hexdigest(),
+        document=document,
+    )

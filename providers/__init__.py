@@ -1,0 +1,1 @@
+"""The closed provider profiles (SPEC P-2): ``claude`` and ``codex``. Nothing else."""
