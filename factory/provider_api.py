@@ -1,0 +1,144 @@
+"""The provider-neutral contract between the agent run and the closed profiles (SPEC P-2, P-4).
+
+The agent run (``factory/agent``) only knows these types; ``providers/`` implements them
+for exactly two CLIs; the CLI layer wires one to the other. A profile invocation either
+returns a :class:`ProviderResult` or raises :class:`~factory.errors.ProviderFailure` with
+one of the P-4 codes — after every process it started is gone (SPEC P-1).
+
+Routes (SPEC P-3, P-5):
+
+* :class:`SubscriptionRoute` — the installed CLIs' own logins in their normal stores.
+* :class:`RehearsalRoute` — the scripted loopback model the factory started itself; the
+  endpoint and throwaway key are injected here and can never come from the caller's env.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Protocol
+
+Role = Literal["worker", "repair", "reviewer"]
+VerdictValue = Literal["APPROVE", "REQUEST_CHANGES"]
+
+PROVIDER_FAILURE_CODES = (
+    "provider-not-found",
+    "provider-auth-required",
+    "provider-network",
+    "provider-timeout",
+    "provider-output-limit",
+    "provider-protocol",
+    "provider-failed",
+)
+
+REHEARSAL_EXECUTION = (
+    "rehearsal: scripted loopback model; proves the control path, nothing about model judgement"
+)
+SUBSCRIPTION_EXECUTION = "subscription: the installed CLIs' own logins; real model judgement"
+
+
+@dataclass(frozen=True, slots=True)
+class SubscriptionRoute:
+    """Default route: each CLI uses its own login from the user's profile stores."""
+
+    name: Literal["subscription"] = "subscription"
+
+    @property
+    def execution(self) -> str:
+        return SUBSCRIPTION_EXECUTION
+
+
+@dataclass(frozen=True, slots=True)
+class RehearsalRoute:
+    """Route to the scripted loopback model (SPEC P-5).
+
+    Attributes:
+        base_url: ``http://127.0.0.1:<port>`` of the server the factory started.
+        api_key: a throwaway key minted for this run; not a secret of anyone's.
+        config_root: a private folder for the CLIs' config homes on this route
+            (``CLAUDE_CONFIG_DIR``, ``CODEX_HOME``), so no real login is read or written.
+    """
+
+    base_url: str
+    api_key: str
+    config_root: Path
+    name: Literal["rehearsal"] = "rehearsal"
+
+    @property
+    def execution(self) -> str:
+        return REHEARSAL_EXECUTION
+
+
+Route = SubscriptionRoute | RehearsalRoute
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A reviewer verdict validated by us against the verdict schema (SPEC A-5)."""
+
+    verdict: VerdictValue
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderResult:
+    """What one finished provider invocation left behind.
+
+    Attributes:
+        profile: ``"claude"`` or ``"codex"``.
+        role: the role it ran in.
+        cli_version: the ``--version`` line of the binary that ran (SPEC P-6).
+        argv_shape: the argv with the prompt and temp paths replaced by placeholders,
+            safe to put in a receipt.
+        exit_code: the leader's exit status (negative: killed by that signal).
+        duration_ms: wall time from spawn to the last descendant gone.
+        outputs: bounded raw outputs by evidence name (``stdout``, ``stderr``,
+            ``verdict``) — sensitive; stored content-addressed, never put in a receipt.
+        verdict: the parsed verdict (reviewer only).
+        requested_authority: what the profile asked the CLI for (e.g.
+            ``"accept-edits-in-worktree"``, ``"read-only-sandbox"``).
+    """
+
+    profile: str
+    role: Role
+    cli_version: str
+    argv_shape: tuple[str, ...]
+    exit_code: int
+    duration_ms: int
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    verdict: Verdict | None = None
+    requested_authority: str = ""
+
+
+class AgentProfile(Protocol):
+    """A closed profile that edits a worktree (claude: worker and repair)."""
+
+    name: str
+
+    async def run_agent(
+        self, *, role: Role, worktree: Path, prompt: str, timeout_ms: int, route: Route
+    ) -> ProviderResult:
+        """Run one worker or repair invocation in ``worktree``.
+
+        Raises:
+            ProviderFailure: with a P-4 code, after every child process is gone.
+        """
+        ...
+
+
+class ReviewerProfile(Protocol):
+    """A closed profile that judges a worktree read-only (codex: reviewer)."""
+
+    name: str
+
+    async def run_reviewer(
+        self, *, worktree: Path, prompt: str, timeout_ms: int, route: Route, scratch: Path
+    ) -> ProviderResult:
+        """Run one fresh, read-only review; ``scratch`` (outside the worktree) holds the
+        output schema and verdict files. The result carries a validated :class:`Verdict`.
+
+        Raises:
+            ProviderFailure: ``provider-protocol`` for a missing or schema-violating verdict,
+                or another P-4 code, after every child process is gone.
+        """
+        ...
