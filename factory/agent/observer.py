@@ -19,6 +19,7 @@ remaining provider time is that count × the per-invocation timeout, labelled "(
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Literal, Protocol
 
 Stage = Literal[
@@ -88,7 +89,7 @@ class NullObserver:
 
 
 class FanOut:
-    """Forwards every call to several observers, each guarded by :func:`safely`."""
+    """Forwards every call to several observers; a raising observer is skipped."""
 
     def __init__(self, *observers: RunObserver) -> None:
         self._observers = observers
@@ -103,23 +104,26 @@ class FanOut:
     ) -> None:
         for o in self._observers:
             safely(
-                lambda o=o: o.stage(
-                    stage, remaining_invocations=remaining_invocations, verdict=verdict,
+                partial(
+                    o.stage,
+                    stage,
+                    remaining_invocations=remaining_invocations,
+                    verdict=verdict,
                     outcome=outcome,
                 )
             )
 
     def phase_started(self, phase: Phase) -> None:
         for o in self._observers:
-            safely(lambda o=o: o.phase_started(phase))
+            safely(partial(o.phase_started, phase))
 
     def phase_ended(self, phase: Phase, *, outcome: str, duration_ms: int) -> None:
         for o in self._observers:
-            safely(lambda o=o: o.phase_ended(phase, outcome=outcome, duration_ms=duration_ms))
+            safely(partial(o.phase_ended, phase, outcome=outcome, duration_ms=duration_ms))
 
     def close(self, *, outcome: Outcome, exit_code: int) -> None:
         for o in self._observers:
-            safely(lambda o=o: o.close(outcome=outcome, exit_code=exit_code))
+            safely(partial(o.close, outcome=outcome, exit_code=exit_code))
 
 
 def safely(call: Callable[[], object]) -> None:
