@@ -1,0 +1,94 @@
+"""The demo's sample repository: a tiny Python module with a real bug, and a linked worktree.
+
+``median()`` returns the upper middle value for an even number of inputs instead of the
+mean of the two middle values. The repository is created with the git CLI (argv only,
+``GIT_*`` scrubbed, a fixed demo identity for the one commit, so the user's own git
+configuration and identity are neither needed nor used).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from factory.errors import Failure
+
+DEMO_TASK = (
+    "Fix median() in stats.py: for an even number of values it must return the mean of "
+    "the two middle values."
+)
+
+FILES: dict[str, str] = {
+    "README.md": "# stats\n\nSmall statistics helpers (factory demo sample).\n",
+    ".gitignore": "__pycache__/\n*.pyc\n",
+    "stats.py": (
+        '"""Small statistics helpers."""\n'
+        "\n"
+        "\n"
+        "def median(values: list[float]) -> float:\n"
+        '    """The middle value of a non-empty list; the mean of the two middle values when\n'
+        '    the length is even."""\n'
+        "    ordered = sorted(values)\n"
+        "    middle = len(ordered) // 2\n"
+        "    return ordered[middle]\n"
+    ),
+}
+
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "factory demo",
+    "GIT_AUTHOR_EMAIL": "demo@factory.invalid",
+    "GIT_COMMITTER_NAME": "factory demo",
+    "GIT_COMMITTER_EMAIL": "demo@factory.invalid",
+    "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+class DemoSetupFailed(Failure):
+    """The sample repository could not be created (exit 4)."""
+
+    default_code = "demo-setup-failed"
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """Where the demo's repository and its linked worktree live."""
+
+    repo: Path
+    worktree: Path
+
+
+def _git(cwd: Path, *args: str) -> None:
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    env.update(_IDENTITY)
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, check=False, stdin=subprocess.DEVNULL
+    )
+    if proc.returncode != 0:
+        raise DemoSetupFailed(
+            f"git {args[0]} failed while creating the sample repository (exit {proc.returncode})"
+        )
+
+
+def create_sample(root: Path) -> Sample:
+    """Create ``root/repo`` (one commit) and the linked worktree ``root/worktree``.
+
+    ``root`` must exist and be empty (the caller claims it).
+
+    Raises:
+        DemoSetupFailed: git failed.
+    """
+    repo = root / "repo"
+    worktree = root / "worktree"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    for rel, text in FILES.items():
+        (repo / rel).write_text(text, encoding="utf-8")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "--no-gpg-sign", "-m", "stats: median()")
+    _git(repo, "worktree", "add", "-q", "-b", "demo/fix-median", str(worktree))
+    return Sample(repo=repo, worktree=worktree)
