@@ -29,7 +29,8 @@ from factory.rehearsal.scenario import CLAUDE_ROLES, CODEX_ROLES, Scenario
 
 Api = Literal["anthropic", "openai"]
 Outcome = Literal[
-    "scripted", "auxiliary", "startup", "not-found", "unauthorized", "violation", "too-large"
+    "scripted", "auxiliary", "startup", "websocket-refused", "not-found", "unauthorized",
+    "violation", "too-large",
 ]
 
 

@@ -177,6 +177,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == "/api/hello":
             record["outcome"] = "startup"
             return 200, b"", "text/plain"
+        if headers.get("upgrade", "").lower() == "websocket":
+            record["outcome"] = "websocket-refused"
+            return 426, b'{"error":"websocket not offered; use HTTP"}', "application/json"
         if path == "/v1/models" and self.command == "GET":
             record["outcome"] = "startup"
             listing = {"object": "list", "data": [], "has_more": False}
