@@ -154,6 +154,11 @@ class _Handler(BaseHTTPRequestHandler):
             body = (wire.anthropic_error("invalid_request_error", f"rehearsal: {exc}")
                     if path.startswith("/v1/messages") else
                     wire.responses_error("invalid_request_error", f"rehearsal: {exc}"))
+        except Exception as exc:  # a server bug must not kill the thread or print a traceback
+            book.violate(f"server error on {path}: {type(exc).__name__}: {exc}")
+            record.update(outcome="violation", note=f"{type(exc).__name__}: {exc}")
+            status, ctype = 500, "application/json"
+            body = wire.responses_error("server_error", "rehearsal server error")
         finally:
             record["status"] = status
             record.setdefault("body_sha256", "")
@@ -235,6 +240,10 @@ class _ModelServer(ThreadingHTTPServer):
         self.book = book
         self.api_key = api_key
         super().__init__((require_loopback(host), 0), _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hung up mid-answer (a killed CLI) is not an error of ours; the
+        stdlib default would print a traceback to stderr."""
 
 
 class ScriptedModelServer:

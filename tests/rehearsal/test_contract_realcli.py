@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from factory.rehearsal import Scenario, open_rehearsal, parse_scenario
+from factory.rehearsal import DEMO_SCENARIO, Scenario, load_scenario, open_rehearsal, parse_scenario
 from tests.rehearsal import realcli
 from tests.support.git import add_linked_worktree, git, init_repo
 
@@ -223,3 +223,35 @@ async def test_repository_hooks_twin_runs_them_without_setting_sources(
     _, markers = await _worker_with_hooks(tmp_path, worktree, child_home,
                                           drop_setting_sources=True)
     assert sorted(p.name for p in markers.iterdir()) == ["pre-tool-use", "session-start"]
+
+
+async def test_demo_scenario_runs_end_to_end_through_both_clis(
+    tmp_path: Path, worktree: Path, child_home: Path
+) -> None:
+    script = load_scenario(DEMO_SCENARIO)
+    schema = _verdict_schema_file(tmp_path)
+    verdicts = []
+    async with open_rehearsal(script, tmp_path / "route") as session:
+        route = session.route
+        for n, invocation in enumerate(script.invocations):
+            if invocation.role == "reviewer":
+                verdict = tmp_path / f"verdict-{n}.json"
+                ran = await realcli.run_cli(
+                    realcli.codex_reviewer_argv(route, worktree, schema, verdict),
+                    realcli.codex_env(route, child_home), worktree, b"Review.",
+                )
+                verdicts.append(_assert_verdict(verdict)["verdict"])
+            else:
+                ran = await realcli.run_cli(
+                    realcli.claude_worker_argv(), realcli.claude_env(route, child_home),
+                    worktree, b"Work.",
+                )
+                assert result_event(ran)["is_error"] is False
+            assert ran.returncode == 0, ran.stderr.decode()
+        session.check_consumed()
+        progress = session.progress()
+
+    assert verdicts == ["REQUEST_CHANGES", "APPROVE"]
+    assert [len(p.served_turns) for p in progress] == [2, 2, 2, 2]
+    assert git(worktree, "status", "--porcelain").splitlines() == [
+        "?? greeting.py", "?? test_greeting.py"]
