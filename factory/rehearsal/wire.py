@@ -99,16 +99,21 @@ def anthropic_last_tool_result(body: Mapping[str, Any]) -> str | None:
     """Text of the newest ``tool_result`` block the CLI sent back, cut to
     :data:`MAX_EXCERPT_CHARS`; ``None`` when the request carries none."""
     messages = body.get("messages")
-    if not isinstance(messages, list) or not messages:
+    if not isinstance(messages, list):
         return None
-    last = messages[-1]
-    if not isinstance(last, dict) or not isinstance(last.get("content"), list):
-        return None
-    for block in reversed(last["content"]):
-        if isinstance(block, dict) and block.get("type") == "tool_result":
-            text = _text_of(block.get("content"))
-            prefix = "[is_error] " if block.get("is_error") else ""
-            return (prefix + text)[:MAX_EXCERPT_CHARS]
+    # Newest first, back to the last assistant turn: Claude may append messages after the
+    # tool result (e.g. a ``system`` budget note with --max-budget-usd).
+    for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") == "assistant":
+            return None
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in reversed(content):
+            if isinstance(block, dict) and block.get("type") == "tool_result":
+                text = _text_of(block.get("content"))
+                prefix = "[is_error] " if block.get("is_error") else ""
+                return (prefix + text)[:MAX_EXCERPT_CHARS]
     return None
 
 

@@ -1,8 +1,10 @@
-"""Drive the pinned real CLIs against the scripted model (contract-test helper).
+"""Drive the pinned real CLIs against the scripted model (contract-test helper, SPEC P-6).
 
-The argv here is provider-clis.md §4 verbatim plus the rehearsal route's endpoint wiring;
-it is replaced by the closed profiles' own builders once ``providers/`` provides them.
-The child env is built from empty: nothing of the caller's environment reaches the CLI.
+Everything here goes through the closed profiles in ``providers/``: the binary they
+resolve (``node_modules`` of this checkout), the exact argv they build, the child env
+they build from empty. The caller environment handed to them is planted with sentinel
+values of the variable families a child must never see (SPEC P-3), so a run that still
+talks to the scripted model with the route's key shows that none of them won.
 """
 
 from __future__ import annotations
@@ -15,21 +17,23 @@ from pathlib import Path
 import trio
 
 from factory.provider_api import RehearsalRoute
+from providers import claude, codex
+from providers.common import Effects
 
-ROOT = Path(__file__).resolve().parents[2]
-CLAUDE_BIN = ROOT / "node_modules/@anthropic-ai/claude-code-linux-x64/claude"
-CODEX_BIN = ROOT / "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex"
-BASE_PATH = "/usr/local/bin:/usr/bin:/bin"
-VERDICT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "verdict": {"type": "string", "enum": ["APPROVE", "REQUEST_CHANGES"]},
-        "summary": {"type": "string"},
-    },
-    "required": ["verdict", "summary"],
-    "additionalProperties": False,
-}
 DEADLINE_S = 25
+TIMEOUT_MS = DEADLINE_S * 1000
+CALLER_ENVIRON = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    # sentinels: must never reach a child (the route supplies endpoint and key)
+    "ANTHROPIC_API_KEY": "sentinel-anthropic-key",
+    "ANTHROPIC_BASE_URL": "http://192.0.2.1:9",
+    "CODEX_API_KEY": "sentinel-codex-key",
+    "OPENAI_API_KEY": "sentinel-openai-key",
+    "OPENAI_BASE_URL": "http://192.0.2.1:9",
+    "CLAUDECODE": "1",
+}
+EFFECTS = Effects(environ=CALLER_ENVIRON)
 
 
 @dataclass(frozen=True)
@@ -41,65 +45,44 @@ class Ran:
     seconds: float
 
     def events(self) -> list[dict[str, object]]:
-        return [json.loads(line) for line in self.stdout.decode().splitlines() if line.strip()]
+        return jsonl(self.stdout)
 
 
-def claude_worker_argv() -> list[str]:
-    return [
-        str(CLAUDE_BIN), "-p", "--output-format", "stream-json", "--verbose",
-        "--permission-mode", "acceptEdits", "--permission-prompts", "none",
-        "--allowedTools",
-        "Read,Edit,Write,Glob,Grep,Bash(git status:*),Bash(git diff:*),Bash(pytest:*)",
-        "--disallowedTools", "WebFetch,WebSearch",
-        "--setting-sources", "user", "--strict-mcp-config", "--no-session-persistence",
-        "--max-turns", "40", "--max-budget-usd", "5", "--model", "claude-sonnet-4-5",
-        "--append-system-prompt", "Work only inside the current directory.",
-    ]
+def jsonl(data: bytes) -> list[dict[str, object]]:
+    return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
 
 
-def claude_env(route: RehearsalRoute, home: Path) -> dict[str, str]:
-    return {
-        "PATH": BASE_PATH,
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "CLAUDE_CONFIG_DIR": str(route.config_root / "claude"),
-        "ANTHROPIC_BASE_URL": route.base_url,
-        "ANTHROPIC_API_KEY": route.api_key,
-        "CLAUDE_CODE_MAX_RETRIES": "0",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-    }
+def claude_profile() -> claude.ClaudeProfile:
+    return claude.ClaudeProfile(EFFECTS)
 
 
-def codex_reviewer_argv(
-    route: RehearsalRoute, worktree: Path, schema: Path, verdict: Path
-) -> list[str]:
-    provider = "model_providers.factory_rehearsal"
-    return [
-        str(CODEX_BIN), "exec", "--sandbox", "read-only", "-c", 'approval_policy="never"',
-        "-c", 'model_provider="factory_rehearsal"',
-        "-c", f'{provider}.name="factory rehearsal"',
-        "-c", f'{provider}.base_url="{route.base_url}/v1"',
-        "-c", f'{provider}.env_key="CODEX_API_KEY"',
-        "-c", f'{provider}.wire_api="responses"',
-        "--json", "--ephemeral", "--color", "never", "--ignore-user-config", "--ignore-rules",
-        "-C", str(worktree), "--output-schema", str(schema), "-o", str(verdict),
-        "-m", "gpt-5", "-",
-    ]
+def codex_profile() -> codex.CodexProfile:
+    return codex.CodexProfile(EFFECTS)
 
 
-def codex_env(route: RehearsalRoute, home: Path) -> dict[str, str]:
-    return {
-        "PATH": BASE_PATH,
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "CODEX_HOME": str(route.config_root / "codex"),
-        "CODEX_API_KEY": route.api_key,
-    }
+def claude_argv_env(route: RehearsalRoute) -> tuple[list[str], dict[str, str]]:
+    """The worker argv and env exactly as the claude profile builds them."""
+    binary = claude_profile().resolve().path
+    return claude.build_argv(binary, "worker"), claude.build_env(route, CALLER_ENVIRON)
+
+
+def codex_argv_env(
+    route: RehearsalRoute, worktree: Path, scratch: Path
+) -> tuple[list[str], dict[str, str], Path]:
+    """The reviewer argv and env exactly as the codex profile builds them; returns the
+    verdict file path too (schema written like the profile writes it)."""
+    binary = codex_profile().resolve().path
+    scratch.mkdir(parents=True, exist_ok=True)
+    schema, verdict = scratch / "verdict-schema.json", scratch / "verdict.json"
+    schema.write_text(json.dumps(codex.VERDICT_SCHEMA, sort_keys=True))
+    argv = codex.build_argv(binary, worktree=worktree, schema_file=schema,
+                            verdict_file=verdict, route=route)
+    return argv, codex.build_env(route, CALLER_ENVIRON), verdict
 
 
 async def run_cli(argv: list[str], env: dict[str, str], cwd: Path, prompt: bytes) -> Ran:
-    """Run one CLI with the prompt on stdin (then EOF), under a hard deadline."""
+    """Run one CLI with the prompt on stdin (then EOF), under a hard deadline (twins only;
+    the contract runs themselves go through the profiles' supervised runner)."""
     started = time.monotonic()
     with trio.fail_after(DEADLINE_S):
         proc = await trio.run_process(

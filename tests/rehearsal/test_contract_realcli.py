@@ -1,7 +1,9 @@
 """Contract tests: the pinned real CLIs against the scripted loopback model (SPEC P-5, P-6).
 
-Each test runs the real Claude Code or Codex binary from ``node_modules`` with the
-profile argv, a child env built from empty, and the route the rehearsal session minted.
+The contract runs go through the closed profiles end to end (binary resolution, the exact
+argv and env they build, the supervised runner, their output parsers). Each refusal has a
+negative-control twin that changes exactly one flag of the profile's argv and shows the
+same script then does have its effect.
 """
 
 from __future__ import annotations
@@ -11,7 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from factory.rehearsal import DEMO_SCENARIO, Scenario, load_scenario, open_rehearsal, parse_scenario
+from factory.provider_api import RehearsalRoute, Verdict
+from factory.rehearsal import (
+    DEMO_SCENARIO,
+    RehearsalSession,
+    Scenario,
+    load_scenario,
+    open_rehearsal,
+    parse_scenario,
+)
 from tests.rehearsal import realcli
 from tests.support.git import add_linked_worktree, git, init_repo
 
@@ -31,21 +41,22 @@ def worktree(tmp_path: Path) -> Path:
     return add_linked_worktree(repo, tmp_path / "wt")
 
 
-@pytest.fixture
-def child_home(tmp_path: Path) -> Path:
-    home = tmp_path / "child-home"
-    home.mkdir()
-    return home
-
-
-def result_event(ran: realcli.Ran) -> dict[str, object]:
-    results = [e for e in ran.events() if e.get("type") == "result"]
-    assert results, ran.stderr.decode()
+def result_event(stdout: bytes) -> dict[str, object]:
+    results = [e for e in realcli.jsonl(stdout) if e.get("type") == "result"]
+    assert results
     return results[-1]
 
 
+def assert_clean_log(session: RehearsalSession) -> None:
+    """Script fully consumed; every request carried the route's key, never a sentinel."""
+    session.check_consumed()
+    assert session.requests
+    assert all(r.authorized for r in session.requests)
+    assert all(not {"x-api-key", "authorization"} & set(r.headers) for r in session.requests)
+
+
 async def test_claude_worker_edits_the_worktree_through_its_own_tools(
-    tmp_path: Path, worktree: Path, child_home: Path
+    tmp_path: Path, worktree: Path
 ) -> None:
     script = scenario({
         "role": "worker",
@@ -58,197 +69,170 @@ async def test_claude_worker_edits_the_worktree_through_its_own_tools(
         "final_message": "Edited app.py and wrote notes.txt.",
     })
     async with open_rehearsal(script, tmp_path / "route") as session:
-        ran = await realcli.run_cli(
-            realcli.claude_worker_argv(), realcli.claude_env(session.route, child_home),
-            worktree, b"Change VALUE to 2 and write notes.txt.",
+        result = await realcli.claude_profile().run_agent(
+            role="worker", worktree=worktree, prompt="Change VALUE to 2; write notes.txt.",
+            timeout_ms=realcli.TIMEOUT_MS, route=session.route,
         )
-        session.check_consumed()
+        assert_clean_log(session)
         requests = session.requests
 
-    result = result_event(ran)
-    assert ran.returncode == 0, ran.stderr.decode()
-    assert result["is_error"] is False and result["terminal_reason"] == "completed"
-    assert result["result"] == "Edited app.py and wrote notes.txt."
-    assert result["permission_denials"] == []
+    assert result.exit_code == 0 and result.cli_version == "2.1.332 (Claude Code)"
+    final = result_event(result.outputs["stdout"])
+    assert final["is_error"] is False and final["terminal_reason"] == "completed"
+    assert final["result"] == "Edited app.py and wrote notes.txt."
+    assert final["permission_denials"] == []
     assert (worktree / "notes.txt").read_text() == "written by Write\n"
     assert (worktree / "app.py").read_text() == "VALUE = 2\n"
     assert git(worktree, "status", "--porcelain").splitlines() == [" M app.py", "?? notes.txt"]
     scripted = [r for r in requests if r.outcome == "scripted"]
     assert [(r.invocation, r.turn) for r in scripted] == [(0, 0), (0, 1), (0, 2), (0, 3)]
-    assert all(r.authorized for r in requests)
+    assert "created successfully" in (scripted[1].tool_result or "")
     assert "updated successfully" in (scripted[3].tool_result or "")
-    assert all("x-api-key" not in r.headers for r in requests)
 
 
-def _verdict_schema_file(tmp_path: Path) -> Path:
-    schema = tmp_path / "verdict.schema.json"
-    schema.write_text(json.dumps(realcli.VERDICT_SCHEMA))
-    return schema
+async def _review(
+    tmp_path: Path, worktree: Path, script: Scenario
+) -> tuple[Verdict | None, list[str | None], dict[str, bytes]]:
+    async with open_rehearsal(script, tmp_path / "route") as session:
+        result = await realcli.codex_profile().run_reviewer(
+            worktree=worktree, prompt="Review the change.", timeout_ms=realcli.TIMEOUT_MS,
+            route=session.route, scratch=tmp_path,
+        )
+        assert_clean_log(session)
+        results = [r.tool_result for r in session.requests if r.outcome == "scripted"]
+    assert result.exit_code == 0 and result.cli_version == "codex-cli 0.171.0"
+    assert realcli.jsonl(result.outputs["stdout"])[-1]["type"] == "turn.completed"
+    return result.verdict, results, result.outputs
 
 
-def _assert_verdict(path: Path) -> dict[str, object]:
-    value = json.loads(path.read_text())
-    assert set(value) == {"verdict", "summary"}
-    assert value["verdict"] in ("APPROVE", "REQUEST_CHANGES")
-    assert isinstance(value["summary"], str)
-    return value
-
-
-async def test_codex_reviewer_returns_a_verdict_file(
-    tmp_path: Path, worktree: Path, child_home: Path
-) -> None:
-    script = scenario({
+async def test_codex_reviewer_returns_a_verdict_file(tmp_path: Path, worktree: Path) -> None:
+    verdict, results, outputs = await _review(tmp_path, worktree, scenario({
         "role": "reviewer",
         "tool_calls": [{"tool": "shell", "command": "cat app.py"}],
         "final_message": VERDICT,
-    })
-    verdict = tmp_path / "verdict.json"
-    async with open_rehearsal(script, tmp_path / "route") as session:
-        ran = await realcli.run_cli(
-            realcli.codex_reviewer_argv(
-                session.route, worktree, _verdict_schema_file(tmp_path), verdict
-            ),
-            realcli.codex_env(session.route, child_home), worktree, b"Review the change.",
-        )
-        session.check_consumed()
-        requests = session.requests
-
-    assert ran.returncode == 0, ran.stderr.decode()
-    assert _assert_verdict(verdict) == json.loads(VERDICT)
-    events = ran.events()
-    assert events[-1]["type"] == "turn.completed"
-    scripted = [r for r in requests if r.outcome == "scripted"]
-    assert [(r.invocation, r.turn) for r in scripted] == [(0, 0), (0, 1)]
-    assert "VALUE = 1" in (scripted[1].tool_result or "")
-    assert all("authorization" not in r.headers for r in requests)
+    }))
+    assert verdict == Verdict(verdict="REQUEST_CHANGES", summary="add a test")
+    assert json.loads(outputs["verdict"]) == json.loads(VERDICT)
+    assert results[0] is None and "VALUE = 1" in (results[1] or "")
 
 
-async def _review_that_writes(
-    tmp_path: Path, worktree: Path, child_home: Path, sandbox: str
-) -> tuple[realcli.Ran, list[str | None], Path]:
-    script = scenario({
-        "role": "reviewer",
-        "tool_calls": [{"tool": "shell", "command": "echo tampered > reviewer-wrote.txt"}],
-        "final_message": VERDICT,
-    })
-    verdict = tmp_path / f"verdict-{sandbox}.json"
-    async with open_rehearsal(script, tmp_path / f"route-{sandbox}") as session:
-        argv = realcli.codex_reviewer_argv(
-            session.route, worktree, _verdict_schema_file(tmp_path), verdict
-        )
-        argv[argv.index("read-only")] = sandbox
-        ran = await realcli.run_cli(
-            argv, realcli.codex_env(session.route, child_home), worktree, b"Review."
-        )
-        session.check_consumed()
-        results = [r.tool_result for r in session.requests if r.outcome == "scripted"]
-    return ran, results, verdict
+WRITE_ATTEMPT = {
+    "role": "reviewer",
+    "tool_calls": [{"tool": "shell", "command": "echo tampered > reviewer-wrote.txt"}],
+    "final_message": VERDICT,
+}
 
 
 async def test_codex_read_only_sandbox_refuses_a_scripted_write(
-    tmp_path: Path, worktree: Path, child_home: Path
+    tmp_path: Path, worktree: Path
 ) -> None:
-    ran, results, verdict = await _review_that_writes(tmp_path, worktree, child_home,
-                                                      "read-only")
-    assert ran.returncode == 0, ran.stderr.decode()
+    verdict, results, _ = await _review(tmp_path, worktree, scenario(WRITE_ATTEMPT))
     assert not (worktree / "reviewer-wrote.txt").exists()
     assert "Read-only file system" in (results[-1] or "")
-    assert _assert_verdict(verdict)["verdict"] == "REQUEST_CHANGES"
+    assert verdict is not None and verdict.verdict == "REQUEST_CHANGES"
     assert git(worktree, "status", "--porcelain") == ""
 
 
 async def test_codex_write_twin_succeeds_outside_the_read_only_sandbox(
-    tmp_path: Path, worktree: Path, child_home: Path
+    tmp_path: Path, worktree: Path
 ) -> None:
-    # Negative control: the same scripted command does write under workspace-write, so
-    # the refusal above is the sandbox's doing, not a broken command.
-    ran, results, verdict = await _review_that_writes(tmp_path, worktree, child_home,
-                                                      "workspace-write")
+    # Negative control: the profile's argv with only "--sandbox read-only" changed to
+    # workspace-write lets the same scripted command write, so the refusal above is the
+    # sandbox's doing, not a broken command.
+    async with open_rehearsal(scenario(WRITE_ATTEMPT), tmp_path / "route") as session:
+        argv, env, verdict = realcli.codex_argv_env(session.route, worktree, tmp_path / "s")
+        at = argv.index("--sandbox")
+        assert argv[at + 1] == "read-only"
+        argv[at + 1] = "workspace-write"
+        ran = await realcli.run_cli(argv, env, worktree, b"Review.")
+        assert_clean_log(session)
+        results = [r.tool_result for r in session.requests if r.outcome == "scripted"]
     assert ran.returncode == 0, ran.stderr.decode()
     assert (worktree / "reviewer-wrote.txt").read_text() == "tampered\n"
     assert "exited with code 0" in (results[-1] or "")
-    _assert_verdict(verdict)
+    assert json.loads(verdict.read_text()) == json.loads(VERDICT)
 
 
 def _plant_hooks(worktree: Path, markers: Path) -> None:
-    def touch(name: str) -> list[dict[str, object]]:
-        return [{"hooks": [{"type": "command", "command": f"touch {markers / name}"}]}]
+    markers.mkdir()
 
-    settings = {"hooks": {"SessionStart": touch("session-start"),
-                          "PreToolUse": [{"matcher": "*", **touch("pre-tool-use")[0]}]}}
+    def touch(name: str) -> dict[str, object]:
+        return {"hooks": [{"type": "command", "command": f"touch {markers / name}"}]}
+
+    settings = {"hooks": {"SessionStart": [touch("session-start")],
+                          "PreToolUse": [{"matcher": "*", **touch("pre-tool-use")}]}}
     (worktree / ".claude").mkdir()
     (worktree / ".claude" / "settings.json").write_text(json.dumps(settings))
     git(worktree, "add", "-A")
     git(worktree, "commit", "-q", "-m", "repository hooks")
 
 
-async def _worker_with_hooks(
-    tmp_path: Path, worktree: Path, child_home: Path, *, drop_setting_sources: bool
-) -> tuple[realcli.Ran, Path]:
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    _plant_hooks(worktree, markers)
-    script = scenario({
-        "role": "worker",
-        "tool_calls": [{"tool": "Write", "file_path": "out.txt", "content": "x\n"}],
-        "final_message": "done",
-    })
-    argv = realcli.claude_worker_argv()
-    if drop_setting_sources:
-        at = argv.index("--setting-sources")
-        del argv[at:at + 2]
-    async with open_rehearsal(script, tmp_path / "route") as session:
-        ran = await realcli.run_cli(
-            argv, realcli.claude_env(session.route, child_home), worktree, b"Write out.txt."
-        )
-        session.check_consumed()
-    assert ran.returncode == 0, ran.stderr.decode()
-    assert (worktree / "out.txt").read_text() == "x\n"
-    return ran, markers
+HOOKED_WORK = {
+    "role": "worker",
+    "tool_calls": [{"tool": "Write", "file_path": "out.txt", "content": "x\n"}],
+    "final_message": "done",
+}
 
 
 async def test_repository_hooks_do_not_run_with_user_setting_sources(
-    tmp_path: Path, worktree: Path, child_home: Path
+    tmp_path: Path, worktree: Path
 ) -> None:
-    _, markers = await _worker_with_hooks(tmp_path, worktree, child_home,
-                                          drop_setting_sources=False)
+    markers = tmp_path / "markers"
+    _plant_hooks(worktree, markers)
+    async with open_rehearsal(scenario(HOOKED_WORK), tmp_path / "route") as session:
+        result = await realcli.claude_profile().run_agent(
+            role="worker", worktree=worktree, prompt="Write out.txt.",
+            timeout_ms=realcli.TIMEOUT_MS, route=session.route,
+        )
+        assert_clean_log(session)
+    assert result.exit_code == 0
+    assert (worktree / "out.txt").read_text() == "x\n"
     assert sorted(p.name for p in markers.iterdir()) == []
 
 
 async def test_repository_hooks_twin_runs_them_without_setting_sources(
-    tmp_path: Path, worktree: Path, child_home: Path
+    tmp_path: Path, worktree: Path
 ) -> None:
-    # Negative control: the same hooks fire when the flag is dropped, so their absence
-    # above is the flag's doing.
-    _, markers = await _worker_with_hooks(tmp_path, worktree, child_home,
-                                          drop_setting_sources=True)
+    # Negative control: the profile's argv minus "--setting-sources user" runs the same
+    # hooks, so their absence above is that flag's doing.
+    markers = tmp_path / "markers"
+    _plant_hooks(worktree, markers)
+    async with open_rehearsal(scenario(HOOKED_WORK), tmp_path / "route") as session:
+        argv, env = realcli.claude_argv_env(session.route)
+        at = argv.index("--setting-sources")
+        assert argv[at + 1] == "user"
+        del argv[at:at + 2]
+        ran = await realcli.run_cli(argv, env, worktree, b"Write out.txt.")
+        assert_clean_log(session)
+    assert ran.returncode == 0, ran.stderr.decode()
+    assert (worktree / "out.txt").read_text() == "x\n"
     assert sorted(p.name for p in markers.iterdir()) == ["pre-tool-use", "session-start"]
 
 
-async def test_demo_scenario_runs_end_to_end_through_both_clis(
-    tmp_path: Path, worktree: Path, child_home: Path
+async def test_demo_scenario_runs_end_to_end_through_both_profiles(
+    tmp_path: Path, worktree: Path
 ) -> None:
     script = load_scenario(DEMO_SCENARIO)
-    schema = _verdict_schema_file(tmp_path)
     verdicts = []
     async with open_rehearsal(script, tmp_path / "route") as session:
-        route = session.route
+        route: RehearsalRoute = session.route
         for n, invocation in enumerate(script.invocations):
             if invocation.role == "reviewer":
-                verdict = tmp_path / f"verdict-{n}.json"
-                ran = await realcli.run_cli(
-                    realcli.codex_reviewer_argv(route, worktree, schema, verdict),
-                    realcli.codex_env(route, child_home), worktree, b"Review.",
+                scratch = tmp_path / f"scratch-{n}"
+                scratch.mkdir()
+                review = await realcli.codex_profile().run_reviewer(
+                    worktree=worktree, prompt="Review.", timeout_ms=realcli.TIMEOUT_MS,
+                    route=route, scratch=scratch,
                 )
-                verdicts.append(_assert_verdict(verdict)["verdict"])
+                assert review.verdict is not None
+                verdicts.append(review.verdict.verdict)
             else:
-                ran = await realcli.run_cli(
-                    realcli.claude_worker_argv(), realcli.claude_env(route, child_home),
-                    worktree, b"Work.",
+                work = await realcli.claude_profile().run_agent(
+                    role=invocation.role, worktree=worktree, prompt="Work.",
+                    timeout_ms=realcli.TIMEOUT_MS, route=route,
                 )
-                assert result_event(ran)["is_error"] is False
-            assert ran.returncode == 0, ran.stderr.decode()
-        session.check_consumed()
+                assert result_event(work.outputs["stdout"])["is_error"] is False
+        assert_clean_log(session)
         progress = session.progress()
 
     assert verdicts == ["REQUEST_CHANGES", "APPROVE"]
