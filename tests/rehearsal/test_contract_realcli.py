@@ -12,10 +12,13 @@ import json
 from pathlib import Path
 
 import pytest
+import trio
 
+from factory.errors import ProviderFailure
 from factory.provider_api import RehearsalRoute, Verdict
 from factory.rehearsal import (
     DEMO_SCENARIO,
+    RehearsalIncomplete,
     RehearsalSession,
     Scenario,
     load_scenario,
@@ -239,3 +242,38 @@ async def test_demo_scenario_runs_end_to_end_through_both_profiles(
     assert [len(p.served_turns) for p in progress] == [2, 2, 2, 2]
     assert git(worktree, "status", "--porcelain").splitlines() == [
         "?? greeting.py", "?? test_greeting.py"]
+
+
+async def test_a_cli_asking_outside_the_script_fails_fast_and_is_reported(
+    tmp_path: Path, worktree: Path
+) -> None:
+    # The scenario has no worker invocation: Claude's first request is a violation. The
+    # 400 answer must end the run at once (no retry loop until the deadline).
+    only_review = scenario({"role": "reviewer", "final_message": VERDICT})
+    async with open_rehearsal(only_review, tmp_path / "route") as session:
+        with trio.fail_after(15), pytest.raises(ProviderFailure) as caught:
+            await realcli.claude_profile().run_agent(
+                role="worker", worktree=worktree, prompt="Work.",
+                timeout_ms=realcli.TIMEOUT_MS, route=session.route,
+            )
+        problems = session.problems()
+        with pytest.raises(RehearsalIncomplete):
+            session.check_consumed()
+    assert caught.value.code == "provider-failed"
+    assert problems[0] == "anthropic conversation #1 but the scenario has only 0 for that API"
+    assert git(worktree, "status", "--porcelain") == ""
+
+
+async def test_codex_asking_outside_the_script_fails_fast_and_is_reported(
+    tmp_path: Path, worktree: Path
+) -> None:
+    only_work = scenario({"role": "worker", "final_message": "done"})
+    async with open_rehearsal(only_work, tmp_path / "route") as session:
+        with trio.fail_after(15), pytest.raises(ProviderFailure) as caught:
+            await realcli.codex_profile().run_reviewer(
+                worktree=worktree, prompt="Review.", timeout_ms=realcli.TIMEOUT_MS,
+                route=session.route, scratch=tmp_path,
+            )
+        problems = session.problems()
+    assert caught.value.code == "provider-failed"
+    assert problems[0] == "openai conversation #1 but the scenario has only 0 for that API"

@@ -222,3 +222,15 @@ async def test_each_run_mints_its_own_key(tmp_path: Path) -> None:
         assert one.route.api_key != two.route.api_key
         assert one.route.base_url != two.route.base_url
         assert len(one.route.api_key) > 30
+
+
+async def test_cancellation_still_stops_the_server(tmp_path: Path) -> None:
+    seen: list[str] = []
+    with trio.CancelScope() as scope:
+        async with open_rehearsal(SCENARIO, tmp_path / "route") as session:
+            seen.append(session.route.base_url)
+            scope.cancel()
+            await trio.sleep(1)  # cancelled at once; the exit path must still stop it
+    assert scope.cancelled_caught
+    with pytest.raises(ConnectionRefusedError):
+        await trio.to_thread.run_sync(_request, seen[0], "HEAD", "/api/hello", None, {})
