@@ -277,3 +277,79 @@ async def test_codex_asking_outside_the_script_fails_fast_and_is_reported(
         problems = session.problems()
     assert caught.value.code == "provider-failed"
     assert problems[0] == "openai conversation #1 but the scenario has only 0 for that API"
+
+
+SENTINELS = tuple(
+    value for name, value in realcli.CALLER_ENVIRON.items()
+    if name not in ("PATH", "LANG", "CLAUDECODE")  # CLAUDECODE=1 is set by Claude itself
+)
+
+
+async def test_no_sentinel_reaches_claude_children(tmp_path: Path, worktree: Path) -> None:
+    # A *user-level* hook (the route's own CLAUDE_CONFIG_DIR, read with --setting-sources
+    # user) dumps the env Claude gives its children: sentinels from the caller never
+    # arrive; the route's endpoint does (the positive control that we read the right env).
+    dump = tmp_path / "claude-child-env"
+    async with open_rehearsal(scenario(HOOKED_WORK), tmp_path / "route") as session:
+        hook = {"hooks": [{"type": "command", "command": f"env > {dump}"}]}
+        settings = session.route.config_root / "claude" / "settings.json"
+        settings.write_text(json.dumps({"hooks": {"SessionStart": [hook]}}))
+        await realcli.claude_profile().run_agent(
+            role="worker", worktree=worktree, prompt="Write out.txt.",
+            timeout_ms=realcli.TIMEOUT_MS, route=session.route,
+        )
+        assert_clean_log(session)
+        route = session.route
+    seen = dict(line.split("=", 1) for line in dump.read_text().splitlines() if "=" in line)
+    assert seen["ANTHROPIC_BASE_URL"] == route.base_url
+    assert seen["HOME"] == str(route.config_root / "home")
+    assert not [v for v in SENTINELS if v in dump.read_text()]
+
+
+async def test_no_sentinel_or_key_reaches_codex_tool_processes(
+    tmp_path: Path, worktree: Path
+) -> None:
+    async with open_rehearsal(scenario({
+        "role": "reviewer",
+        "tool_calls": [{"tool": "shell", "command": "env | sort"}],
+        "final_message": VERDICT,
+    }), tmp_path / "route") as session:
+        await realcli.codex_profile().run_reviewer(
+            worktree=worktree, prompt="Review.", timeout_ms=realcli.TIMEOUT_MS,
+            route=session.route, scratch=tmp_path,
+        )
+        assert_clean_log(session)
+        output = session.requests[-1].tool_result or ""
+        route = session.route
+    assert f"HOME={route.config_root / 'home'}" in output  # positive control
+    assert not [v for v in SENTINELS if v in output]
+    assert route.api_key not in output
+
+
+async def test_worker_bash_outside_the_allow_list_is_denied_and_inside_runs(
+    tmp_path: Path, worktree: Path
+) -> None:
+    # Refusal and its twin in one run: the profile's permission rules (acceptEdits,
+    # --permission-prompts none, the allow-list) deny a Python one-liner that would
+    # write, and let the allow-listed "git status" run.
+    async with open_rehearsal(scenario({
+        "role": "worker",
+        "tool_calls": [
+            {"tool": "Bash", "command": "python3 -c 'open(\"py-made\", \"w\")'"},
+            {"tool": "Bash", "command": "git status"},
+        ],
+        "final_message": "done",
+    }), tmp_path / "route") as session:
+        result = await realcli.claude_profile().run_agent(
+            role="worker", worktree=worktree, prompt="Work.",
+            timeout_ms=realcli.TIMEOUT_MS, route=session.route,
+        )
+        assert_clean_log(session)
+        results = [r.tool_result or "" for r in session.requests if r.outcome == "scripted"]
+    final = result_event(result.outputs["stdout"])
+    denied = final["permission_denials"]
+    assert isinstance(denied, list) and len(denied) == 1
+    assert denied[0]["tool_input"]["command"].startswith("python3")
+    assert results[1].startswith("[is_error] Permission for this tool use was denied")
+    assert not (worktree / "py-made").exists()
+    assert results[2].startswith("On branch work")  # git status ran
