@@ -148,6 +148,8 @@ async def test_full_script_is_served_and_consumed(tmp_path: Path) -> None:
     assert all(not {"x-api-key", "authorization"} & set(r.headers) for r in log.requests)
     assert log.problems == ()
     assert route.api_key not in log.model_dump_json()
+    assert route.api_key.encode() not in log.canonical()
+    assert log.to_json_value()["schema"] == "factory.rehearsal-log/1"
 
 
 async def test_requests_outside_the_script_are_violations(tmp_path: Path) -> None:
