@@ -256,7 +256,8 @@ class CodexProfile:
                           verdict_file=verdict_file, route=route)
         remaining = max(0.1, timeout_ms / 1000 - (trio.current_time() - started))
         spec = RunSpec(argv=argv, env=env, timeout_s=remaining, cwd=worktree,
-                       stdin=prompt.encode("utf-8"), stdout_cap=STDOUT_CAP, grace_s=GRACE_S)
+                       stdin=prompt.encode("utf-8"), stdout_cap=STDOUT_CAP,
+                       grace_s=GRACE_S if self._fx.grace_s is None else self._fx.grace_s)
         try:
             res = await self._fx.runner(spec)
         except ProcessFailure as exc:

@@ -36,11 +36,13 @@ class Effects:
         runner: the supervised runner (:func:`factory.proc.run`).
         fallback_dirs: folders searched after ``PATH`` (default: the checkout's
             ``node_modules/.bin``); None means the default.
+        grace_s: SIGTERM→SIGKILL grace in seconds; None means the profile's default.
     """
 
     environ: Mapping[str, str] | None = None
     runner: Runner = run
     fallback_dirs: tuple[Path, ...] | None = None
+    grace_s: float | None = None
 
     def env(self) -> Mapping[str, str]:
         return os.environ if self.environ is None else self.environ
