@@ -37,8 +37,11 @@ from factory.rehearsal.book import RehearsalRequest, ScriptBook, ScriptViolation
 LOOPBACK_HOST = "127.0.0.1"
 MAX_REQUEST_BYTES = 32 << 20
 """Largest request body accepted (bytes); the CLIs send ~100 KiB per turn."""
-IDLE_TIMEOUT_S = 30.0
-"""A keep-alive connection idle this long is closed (seconds)."""
+IDLE_TIMEOUT_S = 1800.0
+"""A keep-alive connection idle this long is closed (seconds). Longer than the longest
+invocation deadline (SPEC A: 1 800 000 ms): a CLI whose pooled connection we closed
+during a long tool run might fail its next request instead of reconnecting, and the
+profiles allow it no retries on this route."""
 _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization", "cookie"})
 
 
