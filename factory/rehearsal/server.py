@@ -144,6 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             raw = self._read_body()
             if raw is None:
+                book.violate(f"{path}: body over {MAX_REQUEST_BYTES} bytes")
                 record.update(body_sha256="", body_bytes=-1, outcome="too-large")
                 status, body = 413, wire.anthropic_error("request_too_large", "body too large")
                 return

@@ -236,3 +236,58 @@ async def test_cancellation_still_stops_the_server(tmp_path: Path) -> None:
     assert scope.cancelled_caught
     with pytest.raises(ConnectionRefusedError):
         await trio.to_thread.run_sync(_request, seen[0], "HEAD", "/api/hello", None, {})
+
+
+def _raw_post(base_url: str, path: str, headers: dict[str, str], chunks: list[bytes]) -> int:
+    parts = urlsplit(base_url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=5)
+    try:
+        conn.putrequest("POST", path)
+        for name, value in headers.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        for chunk in chunks:
+            conn.send(chunk)
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+async def test_chunked_and_gzip_bodies_are_decoded(tmp_path: Path) -> None:
+    import gzip
+
+    async with open_rehearsal(SCENARIO, tmp_path / "route") as session:
+        key = session.route.api_key
+        body = json.dumps(claude_body(0)).encode()
+        chunked = [b"%x\r\n%s\r\n" % (len(body[:100]), body[:100]),
+                   b"%x\r\n%s\r\n" % (len(body[100:]), body[100:]), b"0\r\n\r\n"]
+        status = await trio.to_thread.run_sync(_raw_post, session.route.base_url, "/v1/messages", {
+            "x-api-key": key, "x-claude-code-session-id": "w", "transfer-encoding": "chunked",
+            "content-type": "application/json"}, chunked)
+        assert status == 200
+        packed = gzip.compress(json.dumps(claude_body(1)).encode())
+        status = await trio.to_thread.run_sync(_raw_post, session.route.base_url, "/v1/messages", {
+            "x-api-key": key, "x-claude-code-session-id": "w", "content-encoding": "gzip",
+            "content-length": str(len(packed))}, [packed])
+        assert status == 200
+        progress = session.progress()[0]
+        sizes = [r.body_bytes for r in session.requests]
+    assert progress.served_turns == (0, 1)
+    assert sizes[0] == len(body)  # decoded size, not the framing
+
+
+async def test_oversized_and_unsupported_bodies_are_refused(tmp_path: Path) -> None:
+    async with open_rehearsal(SCENARIO, tmp_path / "route") as session:
+        base = session.route.base_url
+        key = session.route.api_key
+        status = await trio.to_thread.run_sync(_raw_post, base, "/v1/messages", {
+            "x-api-key": key, "content-length": str(64 << 20)}, [])
+        assert status == 413
+        status = await trio.to_thread.run_sync(_raw_post, base, "/v1/messages", {
+            "x-api-key": key, "content-encoding": "br", "content-length": "2"}, [b"{}"])
+        assert status == 400
+        outcomes = [r.outcome for r in session.requests]
+        problems = session.problems()
+    assert outcomes == ["too-large", "violation"]
+    assert problems[:2] == ("/v1/messages: body over 33554432 bytes",
+                            "request body encoding 'br' is not supported")
