@@ -237,7 +237,7 @@ class ClaudeProfile:
             profile=NAME, role=role, cli_version=version,
             argv_shape=shape(argv, {str(resolved.path): NAME, str(worktree): "<worktree>"}),
             exit_code=res.exit_code,
-            duration_ms=round((trio.current_time() - started) * 1000),
+            duration_ms=res.duration_ms,
             outputs={"stdout": res.stdout, "stderr": res.stderr},
             requested_authority=AUTHORITY,
         )

@@ -274,7 +274,7 @@ class CodexProfile:
         return ProviderResult(
             profile=NAME, role="reviewer", cli_version=version,
             argv_shape=shape(argv, replacements), exit_code=res.exit_code,
-            duration_ms=round((trio.current_time() - started) * 1000),
+            duration_ms=res.duration_ms,
             outputs={"stdout": res.stdout, "stderr": res.stderr, "verdict": raw},
             verdict=verdict, requested_authority=AUTHORITY,
         )

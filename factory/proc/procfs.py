@@ -50,11 +50,15 @@ class Stat:
 def read_stat(pid: int) -> Stat | None:
     """Parse ``/proc/<pid>/stat``; ``None`` when no such process exists (any more)."""
     try:
-        raw = (PROC / str(pid) / "stat").read_bytes()
-    except (FileNotFoundError, ProcessLookupError, PermissionError, NotADirectoryError):
-        return None
+        fd = os.open(f"{PROC}/{pid}/stat", os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        raw = os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     # comm (field 2) may hold spaces and parentheses: split at the last ')'.
     close = raw.rfind(b")")
     if close < 0:

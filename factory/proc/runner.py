@@ -225,7 +225,6 @@ async def run(spec: RunSpec) -> RunResult:
     interrupted = False
     deadline = started + spec.timeout_s if math.isfinite(spec.timeout_s) else math.inf
     with ProcessTree(leader) as tree:
-        tree.refresh()
         async with trio.open_nursery() as nursery:
             wait_scope = trio.CancelScope(deadline=deadline)
             overflow = _Callback(stopped, wait_scope)

@@ -68,7 +68,6 @@ def forever():
 '''
 
 _CLAUDE = r'''
-NAME = "claude"
 args = sys.argv[1:]
 if args == ["--version"]:
     record("version"); print("2.1.332 (Claude Code)"); sys.exit(0)
@@ -131,7 +130,6 @@ sys.exit(3)
 '''
 
 _CODEX = r'''
-NAME = "codex"
 args = sys.argv[1:]
 if args == ["--version"]:
     record("version"); print("codex-cli 0.171.0"); sys.exit(0)
@@ -174,13 +172,16 @@ if MODE == "prose-verdict":
     finish("I approve this change.")
 if MODE == "unauthorized":
     for i in range(1, 3):
-        out({"type": "error", "message": f"Reconnecting... {i}/5 (unexpected status 401 Unauthorized)"})
-    out({"type": "turn.failed", "error": {"message": "unexpected status 401 Unauthorized: Incorrect API key"}})
+        out({"type": "error",
+             "message": f"Reconnecting... {i}/5 (unexpected status 401 Unauthorized)"})
+    out({"type": "turn.failed",
+         "error": {"message": "unexpected status 401 Unauthorized: Incorrect API key"}})
     sys.exit(1)
 if MODE == "network-loss":
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     while True:
-        out({"type": "error", "message": "Reconnecting... waiting for network (Connection failed: error sending request)"})
+        out({"type": "error", "message": "Reconnecting... waiting for network "
+                                         "(Connection failed: error sending request)"})
         time.sleep(0.2)
 if MODE == "stubborn-tree":
     spawn_stubborn()
@@ -236,7 +237,7 @@ def install_fakes(folder: Path) -> Fakes:
     folder.mkdir(parents=True, exist_ok=True)
     for name, body in (("claude", _CLAUDE), ("codex", _CODEX)):
         path = folder / name
-        path.write_text(f"#!{sys.executable}\n{_COMMON}\n{body}")
+        path.write_text(f"#!{sys.executable}\nNAME = {name!r}\n{_COMMON}\n{body}")
         path.chmod(0o755)
     fakes = Fakes(folder)
     fakes.mode()
