@@ -1,0 +1,26 @@
+"""Process supervision (SPEC P-1): the one runner every child of the factory goes through."""
+
+from factory.proc.env import BASE_ALLOW, pick
+from factory.proc.runner import (
+    DEFAULT_CAP_BYTES,
+    DEFAULT_GRACE_S,
+    MIB,
+    ProcessFailure,
+    RunResult,
+    RunSpec,
+    run,
+)
+from factory.proc.tree import SweepReport
+
+__all__ = [
+    "BASE_ALLOW",
+    "DEFAULT_CAP_BYTES",
+    "DEFAULT_GRACE_S",
+    "MIB",
+    "ProcessFailure",
+    "RunResult",
+    "RunSpec",
+    "SweepReport",
+    "pick",
+    "run",
+]

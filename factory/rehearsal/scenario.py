@@ -1,0 +1,193 @@
+"""The rehearsal scenario: what the scripted loopback model answers, per invocation (SPEC P-5).
+
+Schema ``factory.rehearsal-scenario/1`` (documented in ``design/rehearsal.md``)::
+
+    {
+      "schema": "factory.rehearsal-scenario/1",
+      "description": "free text",
+      "invocations": [
+        {"role": "worker",
+         "tool_calls": [{"tool": "Write", "file_path": "notes.txt", "content": "hi\\n"}],
+         "final_message": "Wrote notes.txt."},
+        {"role": "reviewer",
+         "tool_calls": [{"tool": "shell", "command": "cat notes.txt"}],
+         "final_message": "{\\"verdict\\":\\"APPROVE\\",\\"summary\\":\\"fine\\"}"}
+      ]
+    }
+
+Each invocation is one run of a provider CLI. Its turns are served one per model request:
+turn ``k < len(tool_calls)`` returns ``tool_calls[k]`` as the only tool call, the last turn
+returns ``final_message`` as plain text and ends the conversation. Claude tools (worker and
+repair) are ``Write``, ``Edit``, ``Read`` and ``Bash``; the Codex reviewer has ``shell``
+(served as Codex's ``exec_command`` function call). Relative paths are passed to the CLI as
+written; the CLI resolves them against its working directory.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from factory.errors import UsageError
+from factory.models import StrictModel, describe_validation_error
+from factory.provider_api import Role
+
+SCENARIO_SCHEMA = "factory.rehearsal-scenario/1"
+MAX_SCENARIO_BYTES = 1 << 20
+"""Scenario files are small, hand-written scripts; anything larger is refused (bytes)."""
+
+
+class ScenarioInvalid(UsageError):
+    """The scenario file is missing, unreadable, too large or fails the schema (exit 2)."""
+
+    default_code = "rehearsal-scenario-invalid"
+
+
+class ClaudeWrite(StrictModel):
+    """Claude Code's ``Write`` tool: create or overwrite ``file_path`` with ``content``."""
+
+    tool: Literal["Write"]
+    file_path: str = Field(min_length=1)
+    content: str
+
+    def tool_input(self) -> dict[str, object]:
+        return {"file_path": self.file_path, "content": self.content}
+
+
+class ClaudeEdit(StrictModel):
+    """Claude Code's ``Edit`` tool: replace ``old_string`` by ``new_string`` in ``file_path``."""
+
+    tool: Literal["Edit"]
+    file_path: str = Field(min_length=1)
+    old_string: str = Field(min_length=1)
+    new_string: str
+    replace_all: bool = False
+
+    def tool_input(self) -> dict[str, object]:
+        return {
+            "file_path": self.file_path,
+            "old_string": self.old_string,
+            "new_string": self.new_string,
+            "replace_all": self.replace_all,
+        }
+
+
+class ClaudeRead(StrictModel):
+    """Claude Code's ``Read`` tool (Claude refuses an ``Edit`` of a file it has not read)."""
+
+    tool: Literal["Read"]
+    file_path: str = Field(min_length=1)
+
+    def tool_input(self) -> dict[str, object]:
+        return {"file_path": self.file_path}
+
+
+class ClaudeBash(StrictModel):
+    """Claude Code's ``Bash`` tool; the profile's permission rules decide whether it runs."""
+
+    tool: Literal["Bash"]
+    command: str = Field(min_length=1)
+    description: str = "scripted rehearsal command"
+
+    def tool_input(self) -> dict[str, object]:
+        return {"command": self.command, "description": self.description}
+
+
+class CodexShell(StrictModel):
+    """A Codex shell command (``exec_command``), run inside Codex's own sandbox."""
+
+    tool: Literal["shell"]
+    command: str = Field(min_length=1)
+
+    def tool_input(self) -> dict[str, object]:
+        return {"cmd": self.command}
+
+
+ClaudeToolCall = Annotated[
+    ClaudeWrite | ClaudeEdit | ClaudeRead | ClaudeBash, Field(discriminator="tool")
+]
+ToolCall = Annotated[
+    ClaudeWrite | ClaudeEdit | ClaudeRead | ClaudeBash | CodexShell, Field(discriminator="tool")
+]
+
+CLAUDE_ROLES: frozenset[Role] = frozenset({"worker", "repair"})
+CODEX_ROLES: frozenset[Role] = frozenset({"reviewer"})
+
+
+class Invocation(StrictModel):
+    """One provider CLI run: its tool calls in order, then its final message."""
+
+    role: Role
+    tool_calls: tuple[ToolCall, ...] = ()
+    final_message: str = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _tools_fit_role(self) -> Invocation:
+        for call in self.tool_calls:
+            is_codex = isinstance(call, CodexShell)
+            if is_codex != (self.role in CODEX_ROLES):
+                raise ValueError(
+                    f"tool {call.tool!r} is not available to role {self.role!r} "
+                    "(worker/repair: Write, Edit, Read, Bash; reviewer: shell)"
+                )
+        return self
+
+    @property
+    def turns(self) -> int:
+        """Model responses this invocation needs: one per tool call plus the final one."""
+        return len(self.tool_calls) + 1
+
+
+class Scenario(StrictModel):
+    """A whole rehearsal script (``factory.rehearsal-scenario/1``)."""
+
+    schema_id: Literal["factory.rehearsal-scenario/1"] = Field(alias="schema")
+    description: str = ""
+    invocations: tuple[Invocation, ...] = Field(min_length=1)
+
+    def queue(self, roles: frozenset[Role]) -> tuple[int, ...]:
+        """Indexes into :attr:`invocations` whose role is in ``roles``, in order."""
+        return tuple(i for i, inv in enumerate(self.invocations) if inv.role in roles)
+
+
+def parse_scenario(data: bytes) -> Scenario:
+    """Parse scenario bytes (UTF-8 JSON).
+
+    Raises:
+        ScenarioInvalid: too large, not JSON, or not ``factory.rehearsal-scenario/1``.
+    """
+    if len(data) > MAX_SCENARIO_BYTES:
+        raise ScenarioInvalid(
+            f"scenario is {len(data)} bytes, over the {MAX_SCENARIO_BYTES}-byte limit; "
+            "shorten it"
+        )
+    try:
+        json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ScenarioInvalid(f"scenario is not UTF-8 JSON ({exc}); fix the file") from exc
+    # JSON-mode validation: strict types, but JSON arrays may fill tuple fields.
+    try:
+        return Scenario.model_validate_json(data)
+    except ValidationError as exc:
+        raise ScenarioInvalid(
+            f"rehearsal scenario is invalid: {describe_validation_error(exc)}"
+        ) from exc
+
+
+def load_scenario(path: Path) -> Scenario:
+    """Read and parse the scenario at ``path``.
+
+    Raises:
+        ScenarioInvalid: unreadable, or as :func:`parse_scenario`.
+    """
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_SCENARIO_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioInvalid(
+            f"cannot read scenario {path}: {exc.strerror}; pass an existing file"
+        ) from exc
+    return parse_scenario(data)

@@ -1,0 +1,1 @@
+"""Scenario files shipped with factory (package data, so wheels carry them)."""

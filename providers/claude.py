@@ -1,0 +1,255 @@
+"""The closed ``claude`` profile: Claude Code as worker and repair agent (SPEC P-2…P-4).
+
+argv (fixed; nothing configurable — verified flags of Claude Code 2.1.332, see
+``reference/provider-clis.md`` §2, §4): ``-p`` with the prompt on stdin, stream-json
+events (``--verbose`` is required with it), ``--permission-mode acceptEdits`` (never
+``--dangerously-skip-permissions``: refused as root) with an explicit tool allow/deny
+list, ``--setting-sources user`` so repository hooks and settings do not run,
+``--strict-mcp-config`` (no MCP servers), ``--no-session-persistence``, turn and budget
+caps, and the profile's fixed rules in ``--append-system-prompt``.
+
+Result: the last ``result`` event decides, on ``is_error`` and ``terminal_reason`` —
+never on ``subtype`` or the exit code alone, since API failures arrive as
+``subtype: "success"`` with ``is_error: true`` (SPEC P-4).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from factory.errors import ProviderFailure
+from factory.proc import MIB, ProcessFailure, RunSpec
+from factory.provider_api import ProviderResult, RehearsalRoute, Role, Route
+from providers.common import (
+    Effects,
+    caller_base,
+    probe_version,
+    process_failure_code,
+    rehearsal_home,
+    route_home,
+    shape,
+    stderr_tail,
+)
+from providers.resolve import Resolved, resolve
+
+NAME: Final = "claude"
+ROLES: tuple[Role, ...] = ("worker", "repair")
+ALLOWED_TOOLS = "Read,Edit,Write,Glob,Grep,Bash(git status:*),Bash(git diff:*),Bash(pytest:*)"
+DISALLOWED_TOOLS = "WebFetch,WebSearch"
+MAX_TURNS: Mapping[str, int] = {"worker": 40, "repair": 20}
+MAX_BUDGET_USD = "5"
+STDOUT_CAP = 16 * MIB
+GRACE_S = 3.0
+AUTHORITY = "accept-edits-in-worktree"
+WORKER_RULES = (
+    "Rules of this run (fixed by the factory): work only inside the current working "
+    "folder, a git worktree. Edit files with your tools; do not commit, push, tag, "
+    "switch branches, stash or change git configuration; do not install packages or "
+    "use the network. When done, reply with a short summary of what you changed."
+)
+SUBSCRIPTION_RETRIES = "3"
+
+
+def build_argv(binary: Path, role: Role) -> list[str]:
+    """The exact argv for ``role`` (``worker`` or ``repair``); the prompt goes on stdin."""
+    if role not in ROLES:
+        raise ProviderFailure(f"claude has no role {role!r}; it runs worker and repair",
+                              code="provider-failed")
+    return [
+        str(binary), "-p",
+        "--output-format", "stream-json", "--verbose",
+        "--permission-mode", "acceptEdits",
+        "--permission-prompts", "none",
+        "--allowedTools", ALLOWED_TOOLS,
+        "--disallowedTools", DISALLOWED_TOOLS,
+        "--setting-sources", "user",
+        "--strict-mcp-config",
+        "--no-session-persistence",
+        "--max-turns", str(MAX_TURNS[role]),
+        "--max-budget-usd", MAX_BUDGET_USD,
+        "--append-system-prompt", WORKER_RULES,
+    ]
+
+
+def build_env(route: Route, environ: Mapping[str, str]) -> dict[str, str]:
+    """The complete child env for ``route`` (SPEC P-3); see :mod:`providers.common`.
+
+    Rehearsal: ``ANTHROPIC_BASE_URL``/``ANTHROPIC_API_KEY`` from the route object,
+    ``CLAUDE_CONFIG_DIR=<config_root>/claude`` and ``HOME=<config_root>/home`` (created),
+    no retries. Subscription: the caller's ``HOME`` login store, at most 3 retries.
+    """
+    env = caller_base(environ)
+    env["DISABLE_AUTOUPDATER"] = "1"
+    env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+    route_home(route, env)
+    if isinstance(route, RehearsalRoute):
+        env["ANTHROPIC_BASE_URL"] = route.base_url
+        env["ANTHROPIC_API_KEY"] = route.api_key
+        env["CLAUDE_CONFIG_DIR"] = str(rehearsal_home(route, "claude"))
+        env["CLAUDE_CODE_MAX_RETRIES"] = "0"
+    else:
+        env["CLAUDE_CODE_MAX_RETRIES"] = SUBSCRIPTION_RETRIES
+    return env
+
+
+@dataclass(slots=True)
+class Stream:
+    """What the stream-json events said (pure parse of stdout)."""
+
+    init: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None
+    retries: int = 0
+    auth_failed: bool = False
+    events: int = 0
+    garbage_lines: int = 0
+    last_type: str = ""
+    types: list[str] = field(default_factory=list)
+
+
+def parse_stream(stdout: bytes) -> Stream:
+    """Parse Claude's ``stream-json`` stdout (one JSON object per line).
+
+    A truncated last line (cap or kill) is counted as garbage, not an error.
+    """
+    out = Stream()
+    for raw in stdout.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            out.garbage_lines += 1
+            continue
+        if not isinstance(event, dict):
+            out.garbage_lines += 1
+            continue
+        out.events += 1
+        kind = str(event.get("type", ""))
+        sub = str(event.get("subtype", ""))
+        out.last_type = f"{kind}/{sub}" if sub else kind
+        if kind == "system" and sub == "init":
+            out.init = event
+        elif kind == "system" and sub == "api_retry":
+            out.retries += 1
+        elif kind == "assistant" and event.get("error") == "authentication_failed":
+            out.auth_failed = True
+        elif kind == "result":
+            out.result = event
+    return out
+
+
+def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] | None:
+    """None for a usable run, else ``(P-4 code, one-line message)``."""
+    res = stream.result
+    if res is None:
+        if stream.auth_failed:
+            return "provider-auth-required", "claude is not logged in; run 'claude' and /login"
+        if exit_code == 0:
+            return "provider-protocol", "claude exited 0 without a result event"
+        return "provider-failed", f"claude exited {exit_code} without a result: " + stderr_tail(
+            stderr)
+    text = str(res.get("result", ""))
+    first = text.strip().splitlines()[0][:160] if text.strip() else ""
+    if res.get("is_error") is True:
+        status = res.get("api_error_status")
+        if text.startswith("Not logged in") or stream.auth_failed or status in (401, 403):
+            return "provider-auth-required", (
+                f"claude: {first or 'authentication failed'}; log in with 'claude' (/login) "
+                "and check with 'factory doctor'")
+        if res.get("api_error") == "connection_failed" or text.startswith(
+                ("API Error: Connection", "API Error: Unable to connect")):
+            return "provider-network", f"claude could not reach its API: {first}"
+        return "provider-failed", f"claude reported an error ({res.get('terminal_reason')}): " + (
+            first or str(res.get("subtype")))
+    subtype = str(res.get("subtype", ""))
+    if subtype != "success":
+        return "provider-failed", f"claude stopped: {subtype} ({res.get('terminal_reason')})"
+    if exit_code != 0:
+        return "provider-protocol", f"claude exited {exit_code} after a successful result"
+    return None
+
+
+class ClaudeProfile:
+    """Closed ``claude`` profile (roles ``worker`` and ``repair``)."""
+
+    name: str = NAME
+
+    def __init__(self, effects: Effects | None = None) -> None:
+        self._fx = effects or Effects()
+
+    def resolve(self) -> Resolved:
+        """Locate the native binary (see :mod:`providers.resolve`)."""
+        env = self._fx.env()
+        if self._fx.fallback_dirs is None:
+            return resolve(NAME, path_env=env.get("PATH"))
+        return resolve(NAME, path_env=env.get("PATH"), fallback_dirs=self._fx.fallback_dirs)
+
+    async def auth_status(self, resolved: Resolved, env: Mapping[str, str]) -> dict[str, Any]:
+        """``claude auth status`` as JSON (``loggedIn``, ``authMethod`` …); ``{}`` if unreadable."""
+        try:
+            res = await self._fx.runner(RunSpec(argv=[str(resolved.path), "auth", "status"],
+                                                env=env, timeout_s=20.0, grace_s=1.0))
+        except ProcessFailure:
+            return {}
+        try:
+            doc = json.loads(res.stdout)
+        except ValueError:
+            return {}
+        return doc if isinstance(doc, dict) else {}
+
+    async def run_agent(
+        self, *, role: Role, worktree: Path, prompt: str, timeout_ms: int, route: Route
+    ) -> ProviderResult:
+        """Run one worker/repair invocation in ``worktree`` (see module doc).
+
+        Raises:
+            ProviderFailure: a P-4 code, after every child process is gone.
+        """
+        started = trio.current_time()
+        resolved = self.resolve()
+        env = build_env(route, self._fx.env())
+        argv = build_argv(resolved.path, role)
+        version = await probe_version(resolved.path, env, self._fx.runner)
+        if not isinstance(route, RehearsalRoute):
+            status = await self.auth_status(resolved, env)
+            if status.get("loggedIn") is False:
+                raise ProviderFailure(
+                    "claude has no subscription login here; run 'claude' and /login, then "
+                    "'factory doctor'", code="provider-auth-required")
+        remaining = max(0.1, timeout_ms / 1000 - (trio.current_time() - started))
+        spec = RunSpec(argv=argv, env=env, timeout_s=remaining, cwd=worktree,
+                       stdin=prompt.encode("utf-8"), stdout_cap=STDOUT_CAP,
+                       grace_s=GRACE_S if self._fx.grace_s is None else self._fx.grace_s)
+        try:
+            res = await self._fx.runner(spec)
+        except ProcessFailure as exc:
+            raise self._from_process_failure(exc) from exc
+        problem = classify(parse_stream(res.stdout), res.exit_code, res.stderr)
+        if problem is not None:
+            raise ProviderFailure(problem[1], code=problem[0])
+        return ProviderResult(
+            profile=NAME, role=role, cli_version=version,
+            argv_shape=shape(argv, {str(resolved.path): NAME, str(worktree): "<worktree>"}),
+            exit_code=res.exit_code,
+            duration_ms=res.duration_ms,
+            outputs={"stdout": res.stdout, "stderr": res.stderr},
+            requested_authority=AUTHORITY,
+        )
+
+    @staticmethod
+    def _from_process_failure(exc: ProcessFailure) -> ProviderFailure:
+        res = exc.result
+        if exc.code == "timeout" and res is not None:
+            stream = parse_stream(res.stdout)
+            if stream.retries and stream.last_type == "system/api_retry":
+                return ProviderFailure(
+                    f"claude kept retrying its API ({stream.retries} retries) until the "
+                    "deadline; check the network", code="provider-network")
+            return ProviderFailure(f"claude: {exc.message}", code="provider-timeout")
+        return ProviderFailure(f"claude: {exc.message}", code=process_failure_code(exc))

@@ -1,0 +1,304 @@
+"""The closed ``codex`` profile: Codex as the read-only reviewer (SPEC P-2…P-4).
+
+argv (fixed; verified flags of Codex 0.171.0, ``reference/provider-clis.md`` §3, §4):
+``exec --sandbox read-only -c approval_policy="never" -c
+shell_environment_policy.inherit="core" --json --ephemeral --color never
+--ignore-user-config --ignore-rules -C <worktree> --output-schema <file> -o <file> -``
+with the prompt on stdin then EOF (an open stdin hangs Codex; ``-`` also stops a prompt
+equal to a subcommand name from being parsed as one).
+
+Result: the JSONL events must reach ``turn.completed``; the ``-o`` file must then hold a
+verdict that *we* validate against :data:`VERDICT_SCHEMA` (the CLI does not). Codex never
+exits without network, so the deadline decides that case; repeated "Reconnecting" /
+"waiting for network" events turn a timeout into ``provider-network``.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import trio
+from pydantic import ValidationError
+
+from factory.errors import ProviderFailure
+from factory.models import StrictModel
+from factory.proc import MIB, ProcessFailure, RunSpec
+from factory.provider_api import ProviderResult, RehearsalRoute, Route, Verdict
+from providers.common import (
+    Effects,
+    caller_base,
+    probe_version,
+    process_failure_code,
+    rehearsal_home,
+    route_home,
+    shape,
+    stderr_tail,
+)
+from providers.resolve import Resolved, resolve
+
+NAME: Final = "codex"
+STDOUT_CAP = 8 * MIB
+VERDICT_CAP = 256 * 1024
+GRACE_S = 3.0
+AUTHORITY = "read-only-sandbox"
+REHEARSAL_PROVIDER = "factory_rehearsal"
+REHEARSAL_KEY_VAR = "FACTORY_REHEARSAL_API_KEY"
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "verdict": {"type": "string", "enum": ["APPROVE", "REQUEST_CHANGES"]},
+        "summary": {"type": "string"},
+    },
+    "required": ["verdict", "summary"],
+    "additionalProperties": False,
+}
+
+
+class _VerdictDoc(StrictModel):
+    verdict: Literal["APPROVE", "REQUEST_CHANGES"]
+    summary: str
+
+
+def _toml(value: str) -> str:
+    # A JSON string literal is a valid TOML basic string.
+    return json.dumps(value)
+
+
+def route_args(route: Route) -> list[str]:
+    """``-c`` overrides selecting the route's model provider (rehearsal only).
+
+    The rehearsal provider posts to ``<base_url>/v1/responses`` (Responses wire API) with
+    the key taken from :data:`REHEARSAL_KEY_VAR`, which :func:`build_env` sets.
+    """
+    if not isinstance(route, RehearsalRoute):
+        return []
+    p = f"model_providers.{REHEARSAL_PROVIDER}"
+    return [
+        "-c", f"model_provider={_toml(REHEARSAL_PROVIDER)}",
+        "-c", f"{p}.name={_toml('factory rehearsal')}",
+        "-c", f"{p}.base_url={_toml(route.base_url.rstrip('/') + '/v1')}",
+        "-c", f"{p}.env_key={_toml(REHEARSAL_KEY_VAR)}",
+        "-c", f"{p}.wire_api={_toml('responses')}",
+    ]
+
+
+def build_argv(binary: Path, *, worktree: Path, schema_file: Path, verdict_file: Path,
+               route: Route) -> list[str]:
+    """The exact reviewer argv; the prompt goes on stdin (the trailing ``-``)."""
+    return [
+        str(binary), "exec",
+        "--sandbox", "read-only",
+        "-c", 'approval_policy="never"',
+        "-c", 'shell_environment_policy.inherit="core"',
+        "--json", "--ephemeral", "--color", "never",
+        "--ignore-user-config", "--ignore-rules",
+        "-C", str(worktree),
+        "--output-schema", str(schema_file),
+        "-o", str(verdict_file),
+        *route_args(route),
+        "-",
+    ]
+
+
+def build_env(route: Route, environ: Mapping[str, str]) -> dict[str, str]:
+    """The complete child env for ``route`` (SPEC P-3).
+
+    Rehearsal: ``CODEX_HOME=<config_root>/codex`` and ``HOME=<config_root>/home``
+    (created; Codex refuses a missing ``CODEX_HOME``) and the throwaway key in
+    :data:`REHEARSAL_KEY_VAR`. Subscription: the caller's ``HOME`` (``~/.codex`` login).
+    """
+    env = caller_base(environ)
+    route_home(route, env)
+    if isinstance(route, RehearsalRoute):
+        env["CODEX_HOME"] = str(rehearsal_home(route, "codex"))
+        env[REHEARSAL_KEY_VAR] = route.api_key
+    return env
+
+
+@dataclass(slots=True)
+class Events:
+    """What Codex's ``--json`` events said (pure parse of stdout)."""
+
+    terminal: Literal["completed", "failed"] | None = None
+    failure: str = ""
+    reconnects: int = 0
+    waiting_for_network: bool = False
+    events: int = 0
+    garbage_lines: int = 0
+
+
+def parse_events(stdout: bytes) -> Events:
+    """Parse Codex JSONL; the first ``turn.completed``/``turn.failed`` is terminal."""
+    out = Events()
+    for raw in stdout.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            out.garbage_lines += 1
+            continue
+        if not isinstance(event, dict):
+            out.garbage_lines += 1
+            continue
+        out.events += 1
+        kind = event.get("type")
+        if kind == "error":
+            message = str(event.get("message", ""))
+            if message.startswith("Reconnecting"):
+                out.reconnects += 1
+                out.waiting_for_network |= "waiting for network" in message
+            elif not out.failure:
+                out.failure = message
+        elif kind in ("turn.completed", "turn.failed") and out.terminal is None:
+            out.terminal = "completed" if kind == "turn.completed" else "failed"
+            if kind == "turn.failed":
+                err = event.get("error")
+                msg = err.get("message") if isinstance(err, dict) else None
+                out.failure = str(msg or out.failure or "turn failed")
+    return out
+
+
+def parse_verdict(data: bytes) -> Verdict:
+    """Validate the ``-o`` file against :data:`VERDICT_SCHEMA` (exactly two keys).
+
+    Raises:
+        ProviderFailure: ``provider-protocol`` for empty, non-JSON or non-conforming data.
+    """
+    if not data.strip():
+        raise ProviderFailure("codex wrote no verdict (empty -o file)", code="provider-protocol")
+    try:
+        doc = json.loads(data)
+        parsed = _VerdictDoc.model_validate(doc)
+    except (ValueError, ValidationError) as exc:
+        reason = "not JSON" if not isinstance(exc, ValidationError) else (
+            exc.errors()[0].get("msg", "invalid") + " at " +
+            ".".join(str(p) for p in exc.errors()[0].get("loc", ())) or "(root)")
+        raise ProviderFailure(f"codex verdict violates the verdict schema: {reason}",
+                              code="provider-protocol") from exc
+    return Verdict(verdict=parsed.verdict, summary=parsed.summary)
+
+
+def classify(events: Events, exit_code: int, stderr: bytes) -> tuple[str, str] | None:
+    """None when the turn completed, else ``(P-4 code, one-line message)``."""
+    if events.terminal == "completed":
+        return None
+    if events.terminal == "failed":
+        msg = events.failure[:200]
+        low = msg.lower()
+        if "401" in msg or "403" in msg or "unauthorized" in low or "not logged in" in low:
+            return "provider-auth-required", (
+                f"codex was refused by its API ({msg}); log in with 'codex login' and check "
+                "with 'factory doctor'")
+        if "connection" in low or "network" in low or "stream disconnected" in low:
+            return "provider-network", f"codex could not reach its API: {msg}"
+        return "provider-failed", f"codex turn failed: {msg}"
+    if b"Not logged in" in stderr:
+        return "provider-auth-required", "codex is not logged in; run 'codex login'"
+    if exit_code == 0:
+        return "provider-protocol", "codex exited 0 without a turn.completed event"
+    return "provider-failed", f"codex exited {exit_code}: {stderr_tail(stderr)}"
+
+
+class CodexProfile:
+    """Closed ``codex`` profile (role ``reviewer``)."""
+
+    name: str = NAME
+
+    def __init__(self, effects: Effects | None = None) -> None:
+        self._fx = effects or Effects()
+
+    def resolve(self) -> Resolved:
+        """Locate the native binary (see :mod:`providers.resolve`)."""
+        env = self._fx.env()
+        if self._fx.fallback_dirs is None:
+            return resolve(NAME, path_env=env.get("PATH"))
+        return resolve(NAME, path_env=env.get("PATH"), fallback_dirs=self._fx.fallback_dirs)
+
+    async def login_status(self, resolved: Resolved, env: Mapping[str, str]) -> tuple[bool, str]:
+        """``codex login status``: (logged in, its one-line message)."""
+        try:
+            res = await self._fx.runner(RunSpec(argv=[str(resolved.path), "login", "status"],
+                                                env=env, timeout_s=20.0, grace_s=1.0))
+        except ProcessFailure as exc:
+            return False, f"login status probe failed ({exc.code})"
+        text = (res.stdout + b"\n" + res.stderr).decode("utf-8", "replace")
+        lines = [ln.strip() for ln in text.splitlines()
+                 if ln.strip() and not ln.startswith("WARNING")]
+        return res.exit_code == 0, (lines[-1] if lines else f"exit {res.exit_code}")
+
+    async def run_reviewer(
+        self, *, worktree: Path, prompt: str, timeout_ms: int, route: Route, scratch: Path
+    ) -> ProviderResult:
+        """One fresh read-only review of ``worktree`` (see module doc).
+
+        Raises:
+            ProviderFailure: a P-4 code, after every child process is gone.
+        """
+        started = trio.current_time()
+        resolved = self.resolve()
+        env = build_env(route, self._fx.env())
+        version = await probe_version(resolved.path, env, self._fx.runner)
+        if not isinstance(route, RehearsalRoute):
+            logged_in, message = await self.login_status(resolved, env)
+            if not logged_in:
+                raise ProviderFailure(f"codex has no login here ({message}); run 'codex login', "
+                                      "then 'factory doctor'", code="provider-auth-required")
+        work = Path(tempfile.mkdtemp(prefix="codex-review-", dir=scratch))
+        schema_file, verdict_file = work / "verdict-schema.json", work / "verdict.json"
+        schema_file.write_text(json.dumps(VERDICT_SCHEMA, sort_keys=True))
+        argv = build_argv(resolved.path, worktree=worktree, schema_file=schema_file,
+                          verdict_file=verdict_file, route=route)
+        remaining = max(0.1, timeout_ms / 1000 - (trio.current_time() - started))
+        spec = RunSpec(argv=argv, env=env, timeout_s=remaining, cwd=worktree,
+                       stdin=prompt.encode("utf-8"), stdout_cap=STDOUT_CAP,
+                       grace_s=GRACE_S if self._fx.grace_s is None else self._fx.grace_s)
+        try:
+            res = await self._fx.runner(spec)
+        except ProcessFailure as exc:
+            raise self._from_process_failure(exc) from exc
+        problem = classify(parse_events(res.stdout), res.exit_code, res.stderr)
+        if problem is not None:
+            raise ProviderFailure(problem[1], code=problem[0])
+        raw = _read_capped(verdict_file)
+        verdict = parse_verdict(raw)
+        replacements = {str(resolved.path): NAME, str(worktree): "<worktree>",
+                        str(work): "<scratch>"}
+        if isinstance(route, RehearsalRoute):
+            replacements[route.base_url.rstrip("/")] = "<rehearsal-base-url>"
+        return ProviderResult(
+            profile=NAME, role="reviewer", cli_version=version,
+            argv_shape=shape(argv, replacements), exit_code=res.exit_code,
+            duration_ms=res.duration_ms,
+            outputs={"stdout": res.stdout, "stderr": res.stderr, "verdict": raw},
+            verdict=verdict, requested_authority=AUTHORITY,
+        )
+
+    @staticmethod
+    def _from_process_failure(exc: ProcessFailure) -> ProviderFailure:
+        res = exc.result
+        if exc.code == "timeout" and res is not None:
+            events = parse_events(res.stdout)
+            if events.reconnects:
+                return ProviderFailure(
+                    f"codex was still reconnecting at the deadline ({events.reconnects} "
+                    "'Reconnecting' events); check the network", code="provider-network")
+            return ProviderFailure(f"codex: {exc.message}", code="provider-timeout")
+        return ProviderFailure(f"codex: {exc.message}", code=process_failure_code(exc))
+
+
+def _read_capped(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(VERDICT_CAP + 1)
+    except FileNotFoundError:
+        raise ProviderFailure("codex left no verdict file", code="provider-protocol") from None
+    if len(data) > VERDICT_CAP:
+        raise ProviderFailure(f"codex verdict is larger than {VERDICT_CAP} bytes",
+                              code="provider-protocol")
+    return data

@@ -1,0 +1,128 @@
+"""What both closed profiles share: child env bases, the version probe, failure mapping.
+
+Child environments (SPEC P-3) start empty. From the caller only :data:`CALLER_ALLOW`
+passes (path, home, identity, locale, temp folder). Everything that routes,
+authenticates or re-configures a CLI — ``ANTHROPIC_*``, ``CLAUDE_CODE_*``, ``OPENAI_*``,
+``CODEX_*``, cloud credentials, ``GIT_*``, parent-agent markers, proxy and CA variables,
+``XDG_*`` — is never read from the caller. Route values (a loopback endpoint, a
+throwaway key, private config homes) come only from the :class:`RehearsalRoute` object.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from factory.errors import ProviderFailure
+from factory.proc import BASE_ALLOW, ProcessFailure, RunResult, RunSpec, pick, run
+from factory.provider_api import RehearsalRoute, Route
+
+CALLER_ALLOW: tuple[str, ...] = BASE_ALLOW
+VERSION_TIMEOUT_S = 20.0
+PROBE_CAP_BYTES = 64 * 1024
+
+Runner = Callable[[RunSpec], Awaitable[RunResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class Effects:
+    """Injected effects of a profile, with real defaults.
+
+    Attributes:
+        environ: the caller's environment, read only through :data:`CALLER_ALLOW` and
+            for ``PATH`` resolution; None means ``os.environ`` at call time.
+        runner: the supervised runner (:func:`factory.proc.run`).
+        fallback_dirs: folders searched after ``PATH`` (default: the checkout's
+            ``node_modules/.bin``); None means the default.
+        grace_s: SIGTERM→SIGKILL grace in seconds; None means the profile's default.
+    """
+
+    environ: Mapping[str, str] | None = None
+    runner: Runner = run
+    fallback_dirs: tuple[Path, ...] | None = None
+    grace_s: float | None = None
+
+    def env(self) -> Mapping[str, str]:
+        return os.environ if self.environ is None else self.environ
+
+
+def caller_base(environ: Mapping[str, str]) -> dict[str, str]:
+    """The allow-listed part of the caller's environment (SPEC P-3)."""
+    return pick(environ, CALLER_ALLOW)
+
+
+def rehearsal_home(route: RehearsalRoute, sub: str) -> Path:
+    """``route.config_root/<sub>``, created (private, 0700) if missing."""
+    folder = Path(route.config_root) / sub
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return folder
+
+
+def route_home(route: Route, base: dict[str, str]) -> None:
+    """Point ``HOME`` at a private folder on the rehearsal route, so no real login store
+    or user configuration of the caller can be read or written there."""
+    if isinstance(route, RehearsalRoute):
+        base["HOME"] = str(rehearsal_home(route, "home"))
+
+
+_version_cache: dict[tuple[str, int, int], str] = {}
+
+
+async def probe_version(binary: Path, env: Mapping[str, str], runner: Runner) -> str:
+    """First line of ``<binary> --version`` (SPEC P-6), cached per binary identity.
+
+    Raises:
+        ProviderFailure: ``provider-not-found`` when the binary cannot run or says nothing.
+    """
+    try:
+        st = binary.stat()
+        key = (str(binary), st.st_mtime_ns, st.st_size)
+    except OSError as exc:
+        raise ProviderFailure(f"{binary} is not readable: {exc.strerror}",
+                              code="provider-not-found") from exc
+    if key in _version_cache:
+        return _version_cache[key]
+    try:
+        res = await runner(RunSpec(argv=[str(binary), "--version"], env=env,
+                                   timeout_s=VERSION_TIMEOUT_S, stdout_cap=PROBE_CAP_BYTES,
+                                   stderr_cap=PROBE_CAP_BYTES, grace_s=1.0))
+    except ProcessFailure as exc:
+        raise ProviderFailure(f"{binary} --version failed ({exc.code}); reinstall the CLI",
+                              code="provider-not-found") from exc
+    line = res.stdout.decode("utf-8", "replace").strip().splitlines()
+    if res.exit_code != 0 or not line:
+        raise ProviderFailure(f"{binary} --version exited {res.exit_code} without a version; "
+                              "reinstall the CLI", code="provider-not-found")
+    _version_cache[key] = line[0].strip()
+    return _version_cache[key]
+
+
+def process_failure_code(exc: ProcessFailure) -> str:
+    """Map a runner failure to the P-4 code used when no better evidence exists."""
+    return {
+        "timeout": "provider-timeout",
+        "output-limit": "provider-output-limit",
+        "launch-failed": "provider-not-found",
+    }.get(exc.code, "provider-failed")
+
+
+def stderr_tail(data: bytes, limit: int = 200) -> str:
+    """Last non-empty stderr line, shortened, for a one-line error message."""
+    lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines() if ln.strip()]
+    if not lines:
+        return "no stderr"
+    tail = lines[-1]
+    return tail if len(tail) <= limit else tail[: limit - 1] + "…"
+
+
+def shape(argv: list[str], replacements: Mapping[str, str]) -> tuple[str, ...]:
+    """``argv`` with private values (paths, endpoints) replaced by placeholders."""
+    out = []
+    for arg in argv:
+        for secret, placeholder in replacements.items():
+            if secret:
+                arg = arg.replace(secret, placeholder)
+        out.append(arg)
+    return tuple(out)

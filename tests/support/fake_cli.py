@@ -1,0 +1,244 @@
+"""Fast fake ``claude`` and ``codex`` executables emulating the real CLIs' formats.
+
+Each fake is a small Python program (``#!<this interpreter>``) written into a temp folder
+that tests put first on ``PATH``. The child environment is scrubbed by the profiles, so a
+fake reads its behaviour from ``mode.json`` beside itself, and writes one record per
+process (argv, env, pid, create time) into ``records/`` — the tests use those records to
+check what arrived and that every process the fake started is gone.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+_COMMON = r'''
+import json, os, signal, sys, time
+from pathlib import Path
+HERE = Path(__file__).resolve().parent
+MODE = json.loads((HERE / "mode.json").read_text()).get(NAME, "ok")
+REC = HERE / "records"
+
+def record(kind, **extra):
+    import psutil
+    me = psutil.Process()
+    doc = {"kind": kind, "name": NAME, "pid": os.getpid(), "create_time": me.create_time(),
+           "argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(), **extra}
+    REC.mkdir(exist_ok=True)
+    (REC / f"{os.getpid()}-{kind}.json").write_text(json.dumps(doc))
+
+def out(obj):
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+def read_stdin():
+    data = b""
+    for chunk in iter(lambda: sys.stdin.buffer.read(65536), b""):
+        data += chunk
+    return data
+
+def spawn_stubborn(level=0):
+    """A child in a new session that ignores SIGTERM, re-forks on it, and forks more."""
+    pid = os.fork()
+    if pid:
+        return pid
+    os.setsid()
+    made = [0]
+    def on_term(signum, frame):
+        if made[0] < 6:
+            made[0] += 1
+            spawn_stubborn(level + 1)
+    signal.signal(signal.SIGTERM, on_term if level == 0 else signal.SIG_IGN)
+    record(f"stubborn{level}")
+    while True:
+        if level == 0 and made[0] < 3:
+            made[0] += 1
+            spawn_stubborn(level + 1)
+        time.sleep(0.05)
+
+def forever():
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        time.sleep(0.05)
+'''
+
+_CLAUDE = r'''
+args = sys.argv[1:]
+if args == ["--version"]:
+    record("version"); print("2.1.332 (Claude Code)"); sys.exit(0)
+if args[:2] == ["auth", "status"]:
+    record("auth")
+    ok = MODE != "not-logged-in"
+    print(json.dumps({"loggedIn": ok, "authMethod": "claude.ai" if ok else "none"}))
+    sys.exit(0 if ok else 1)
+prompt = read_stdin()
+record("run", prompt=prompt.decode())
+init = {"type": "system", "subtype": "init", "cwd": os.getcwd(), "model": "fake",
+        "permissionMode": "acceptEdits", "apiKeySource": "none", "claude_code_version": "2.1.332"}
+def result(**kw):
+    doc = {"type": "result", "subtype": "success", "is_error": False, "result": "done",
+           "terminal_reason": "completed", "num_turns": 1, "total_cost_usd": 0}
+    doc.update(kw); out(doc)
+if MODE in ("ok", "not-logged-in-run"):
+    out(init)
+if MODE == "ok":
+    Path("worker-was-here.txt").write_text("edited\n")
+    out({"type": "assistant", "message": {"content": [{"type": "text", "text": "done"}]}})
+    result(); sys.exit(0)
+if MODE in ("not-logged-in", "not-logged-in-run"):
+    out({"type": "assistant", "error": "authentication_failed", "is_api_error_message": True})
+    result(is_error=True, result="Not logged in · Please run /login", terminal_reason="api_error",
+           api_error_status=None)
+    sys.exit(1)
+if MODE == "is-error-exit0":
+    result(is_error=True, result="API Error: 500 overloaded", terminal_reason="api_error",
+           api_error_status=500)
+    sys.exit(0)
+if MODE == "connection-failed":
+    result(is_error=True, result="API Error: Connection refused (ECONNREFUSED)",
+           terminal_reason="api_error", api_error="connection_failed")
+    sys.exit(1)
+if MODE == "retry-storm":
+    out(init)
+    n = 0
+    while True:
+        n += 1
+        out({"type": "system", "subtype": "api_retry", "attempt": n, "max_retries": 10,
+             "retry_delay_ms": 100, "error_status": None, "error": "unknown"})
+        time.sleep(0.1)
+if MODE == "big-line":
+    chunk = "x" * (1 << 20)
+    for _ in range(50):
+        sys.stdout.write(chunk)
+    sys.stdout.write("\n"); sys.stdout.flush(); sys.exit(0)
+if MODE == "close-stdout":
+    os.close(1); os.close(2)
+    forever()
+if MODE == "stubborn-tree":
+    out(init)
+    spawn_stubborn()
+    spawn_stubborn()
+    forever()
+if MODE == "no-result":
+    out(init); sys.exit(0)
+sys.exit(3)
+'''
+
+_CODEX = r'''
+args = sys.argv[1:]
+if args == ["--version"]:
+    record("version"); print("codex-cli 0.171.0"); sys.exit(0)
+if args[:2] == ["login", "status"]:
+    record("login")
+    if MODE == "not-logged-in":
+        print("Not logged in", file=sys.stderr); sys.exit(1)
+    print("Logged in using ChatGPT", file=sys.stderr); sys.exit(0)
+if args[:1] == ["sandbox"]:
+    record("sandbox")
+    cmd = args[args.index("--") + 1:]
+    if MODE == "sandbox-broken":
+        print("bwrap: No permissions to create new namespace", file=sys.stderr); sys.exit(1)
+    if Path(cmd[0]).name == "touch":
+        print(f"touch: cannot touch '{cmd[1]}': Read-only file system", file=sys.stderr)
+        sys.exit(1)
+    os.execv(cmd[0], cmd)
+if args[:1] != ["exec"]:
+    print("error: unexpected argument", file=sys.stderr); sys.exit(2)
+verdict_file = Path(args[args.index("-o") + 1])
+schema_file = Path(args[args.index("--output-schema") + 1])
+print("Reading additional input from stdin...", file=sys.stderr, flush=True)
+prompt = read_stdin()
+record("run", prompt=prompt.decode(), schema=json.loads(schema_file.read_text()))
+verdict_file.write_text("")
+out({"type": "thread.started", "thread_id": "t-1"})
+out({"type": "turn.started"})
+def finish(text):
+    out({"type": "item.completed", "item": {"id": "item_0", "type": "agent_message", "text": text}})
+    out({"type": "turn.completed", "usage": {"input_tokens": 1, "output_tokens": 1}})
+    verdict_file.write_text(text)
+    sys.exit(0)
+if MODE == "ok":
+    finish(json.dumps({"verdict": "APPROVE", "summary": "looks right"}))
+if MODE == "bad-verdict":
+    finish(json.dumps({"verdict": "LGTM", "summary": "fine"}))
+if MODE == "extra-key":
+    finish(json.dumps({"verdict": "APPROVE", "summary": "fine", "confidence": 0.9}))
+if MODE == "prose-verdict":
+    finish("I approve this change.")
+if MODE == "unauthorized":
+    for i in range(1, 3):
+        out({"type": "error",
+             "message": f"Reconnecting... {i}/5 (unexpected status 401 Unauthorized)"})
+    out({"type": "turn.failed",
+         "error": {"message": "unexpected status 401 Unauthorized: Incorrect API key"}})
+    sys.exit(1)
+if MODE == "network-loss":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    while True:
+        out({"type": "error", "message": "Reconnecting... waiting for network "
+                                         "(Connection failed: error sending request)"})
+        time.sleep(0.2)
+if MODE == "stubborn-tree":
+    spawn_stubborn()
+    forever()
+sys.exit(3)
+'''
+
+
+@dataclass
+class Fakes:
+    """A folder with fake ``claude`` and ``codex``; put :attr:`bin` first on PATH."""
+
+    bin: Path
+
+    def mode(self, **modes: str) -> None:
+        """Set behaviours, e.g. ``mode(claude="retry-storm", codex="ok")``."""
+        (self.bin / "mode.json").write_text(json.dumps(modes))
+
+    def records(self, kind: str | None = None) -> list[dict[str, object]]:
+        """Every record written so far (optionally of one kind), oldest first."""
+        folder = self.bin / "records"
+        if not folder.is_dir():
+            return []
+        docs = [json.loads(p.read_text()) for p in folder.glob("*.json")]
+        docs.sort(key=lambda d: float(d["create_time"]))  # type: ignore[arg-type]
+        return [d for d in docs if kind is None or d["kind"] == kind]
+
+    def clear(self) -> None:
+        for p in (self.bin / "records").glob("*.json"):
+            p.unlink()
+
+    def survivors(self) -> list[dict[str, object]]:
+        """Recorded processes that still exist (a zombie counts: it is not reaped yet)."""
+        alive = []
+        for doc in self.records():
+            try:
+                proc = psutil.Process(int(doc["pid"]))  # type: ignore[call-overload]
+                same = abs(proc.create_time() - float(doc["create_time"])) < 0.02  # type: ignore[arg-type]
+            except psutil.NoSuchProcess:
+                continue
+            if same:
+                alive.append(doc)
+        return alive
+
+    def wait_records(self, kind: str, count: int, timeout: float = 5.0) -> None:
+        end = time.monotonic() + timeout
+        while len(self.records(kind)) < count and time.monotonic() < end:
+            time.sleep(0.02)
+
+
+def install_fakes(folder: Path) -> Fakes:
+    """Write fake ``claude`` and ``codex`` into ``folder`` (created) and return a handle."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, body in (("claude", _CLAUDE), ("codex", _CODEX)):
+        path = folder / name
+        path.write_text(f"#!{sys.executable}\nNAME = {name!r}\n{_COMMON}\n{body}")
+        path.chmod(0o755)
+    fakes = Fakes(folder)
+    fakes.mode()
+    return fakes
