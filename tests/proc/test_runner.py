@@ -227,3 +227,19 @@ def test_ctrl_c_kills_the_tree_before_exiting(tmp_path: Path) -> None:
     assert out == b"interrupted\n"
     assert survivors(recorded(rec)) == []
 
+
+
+async def test_concurrent_trees_do_not_take_each_other_down(tmp_path: Path) -> None:
+    rec_a, rec_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    spec_b = RunSpec(argv=[PY, "-c", TREE, str(rec_b), "sleep"], env=ENV, timeout_s=60,
+                     grace_s=0.3, track_interval_s=0.05)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run, spec_b)
+        with pytest.raises(ProcessFailure):
+            await run(RunSpec(argv=[PY, "-c", TREE, str(rec_a), "sleep"], env=ENV,
+                              timeout_s=1.0, grace_s=0.3))
+        assert survivors(recorded(rec_a)) == []
+        ids_b = recorded(rec_b)
+        assert len(ids_b) >= 5 and len(survivors(ids_b)) == len(ids_b)  # B untouched
+        nursery.cancel_scope.cancel()
+    assert survivors(recorded(rec_b)) == []
