@@ -33,10 +33,11 @@ from providers.common import (
     process_failure_code,
     rehearsal_home,
     route_home,
+    route_message,
     shape,
     stderr_tail,
 )
-from providers.resolve import Resolved, resolve
+from providers.resolve import Resolved
 
 NAME: Final = "claude"
 ROLES: tuple[Role, ...] = ("worker", "repair")
@@ -185,10 +186,7 @@ class ClaudeProfile:
 
     def resolve(self) -> Resolved:
         """Locate the native binary (see :mod:`providers.resolve`)."""
-        env = self._fx.env()
-        if self._fx.fallback_dirs is None:
-            return resolve(NAME, path_env=env.get("PATH"))
-        return resolve(NAME, path_env=env.get("PATH"), fallback_dirs=self._fx.fallback_dirs)
+        return self._fx.resolve(NAME)
 
     async def auth_status(self, resolved: Resolved, env: Mapping[str, str]) -> dict[str, Any]:
         """``claude auth status`` as JSON (``loggedIn``, ``authMethod`` …); ``{}`` if unreadable."""
@@ -232,7 +230,7 @@ class ClaudeProfile:
             raise self._from_process_failure(exc) from exc
         problem = classify(parse_stream(res.stdout), res.exit_code, res.stderr)
         if problem is not None:
-            raise ProviderFailure(problem[1], code=problem[0])
+            raise ProviderFailure(route_message(route, *problem), code=problem[0])
         return ProviderResult(
             profile=NAME, role=role, cli_version=version,
             argv_shape=shape(argv, {str(resolved.path): NAME, str(worktree): "<worktree>"}),

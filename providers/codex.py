@@ -36,10 +36,11 @@ from providers.common import (
     process_failure_code,
     rehearsal_home,
     route_home,
+    route_message,
     shape,
     stderr_tail,
 )
-from providers.resolve import Resolved, resolve
+from providers.resolve import Resolved
 
 NAME: Final = "codex"
 STDOUT_CAP = 8 * MIB
@@ -215,10 +216,7 @@ class CodexProfile:
 
     def resolve(self) -> Resolved:
         """Locate the native binary (see :mod:`providers.resolve`)."""
-        env = self._fx.env()
-        if self._fx.fallback_dirs is None:
-            return resolve(NAME, path_env=env.get("PATH"))
-        return resolve(NAME, path_env=env.get("PATH"), fallback_dirs=self._fx.fallback_dirs)
+        return self._fx.resolve(NAME)
 
     async def login_status(self, resolved: Resolved, env: Mapping[str, str]) -> tuple[bool, str]:
         """``codex login status``: (logged in, its one-line message)."""
@@ -264,7 +262,7 @@ class CodexProfile:
             raise self._from_process_failure(exc) from exc
         problem = classify(parse_events(res.stdout), res.exit_code, res.stderr)
         if problem is not None:
-            raise ProviderFailure(problem[1], code=problem[0])
+            raise ProviderFailure(route_message(route, *problem), code=problem[0])
         raw = _read_capped(verdict_file)
         verdict = parse_verdict(raw)
         replacements = {str(resolved.path): NAME, str(worktree): "<worktree>",

@@ -14,10 +14,12 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from factory.errors import ProviderFailure
 from factory.proc import BASE_ALLOW, ProcessFailure, RunResult, RunSpec, pick, run
 from factory.provider_api import RehearsalRoute, Route
+from providers.resolve import Resolved, resolve
 
 CALLER_ALLOW: tuple[str, ...] = BASE_ALLOW
 VERSION_TIMEOUT_S = 20.0
@@ -37,15 +39,26 @@ class Effects:
         fallback_dirs: folders searched after ``PATH`` (default: the checkout's
             ``node_modules/.bin``); None means the default.
         grace_s: SIGTERM→SIGKILL grace in seconds; None means the profile's default.
+        checkout_first: search the checkout's pinned ``node_modules/.bin`` before
+            ``PATH`` (contract tests of the pinned CLIs, SPEC P-6).
     """
 
     environ: Mapping[str, str] | None = None
     runner: Runner = run
     fallback_dirs: tuple[Path, ...] | None = None
     grace_s: float | None = None
+    checkout_first: bool = False
 
     def env(self) -> Mapping[str, str]:
         return os.environ if self.environ is None else self.environ
+
+    def resolve(self, name: Literal["claude", "codex"]) -> Resolved:
+        """Resolve ``name`` with these effects (see :mod:`providers.resolve`)."""
+        path_env = self.env().get("PATH")
+        if self.fallback_dirs is None:
+            return resolve(name, path_env=path_env, checkout_first=self.checkout_first)
+        return resolve(name, path_env=path_env, fallback_dirs=self.fallback_dirs,
+                       checkout_first=self.checkout_first)
 
 
 def caller_base(environ: Mapping[str, str]) -> dict[str, str]:
@@ -126,3 +139,12 @@ def shape(argv: list[str], replacements: Mapping[str, str]) -> tuple[str, ...]:
                 arg = arg.replace(secret, placeholder)
         out.append(arg)
     return tuple(out)
+
+
+def route_message(route: Route, code: str, message: str) -> str:
+    """On the rehearsal route, auth and network failures concern the factory's own
+    loopback server, not a login: say so instead of advising ``/login``."""
+    if isinstance(route, RehearsalRoute) and code in ("provider-auth-required",
+                                                       "provider-network"):
+        return f"rehearsal model server at {route.base_url}: {message.split('; ')[0]}"
+    return message

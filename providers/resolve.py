@@ -144,17 +144,25 @@ def resolve(
     *,
     path_env: str | None,
     fallback_dirs: Sequence[Path] = (CHECKOUT / "node_modules" / ".bin",),
+    checkout_first: bool = False,
 ) -> Resolved:
     """Resolve ``name`` (see module doc for the order and the unwrapping rules).
+
+    ``checkout_first`` searches ``fallback_dirs`` before ``PATH``: for contract tests
+    that must run the pinned CLIs whatever else is installed (SPEC P-6).
 
     Raises:
         ProviderFailure: ``provider-not-found`` when no runnable binary exists.
     """
-    candidates: list[tuple[Path, Literal["PATH", "checkout"]]] = []
-    for entry in (path_env or "").split(os.pathsep):
-        if entry and os.path.isabs(entry):
-            candidates.append((Path(entry) / name, "PATH"))
-    candidates.extend((Path(d) / name, "checkout") for d in fallback_dirs)
+    on_path: list[tuple[Path, Literal["PATH", "checkout"]]] = [
+        (Path(entry) / name, "PATH")
+        for entry in (path_env or "").split(os.pathsep)
+        if entry and os.path.isabs(entry)
+    ]
+    pinned: list[tuple[Path, Literal["PATH", "checkout"]]] = [
+        (Path(d) / name, "checkout") for d in fallback_dirs
+    ]
+    candidates = pinned + on_path if checkout_first else on_path + pinned
     for path, via in candidates:
         if path.is_file() and os.access(path, os.X_OK):
             native, note = unwrap(name, path)

@@ -225,31 +225,33 @@ async def run(spec: RunSpec) -> RunResult:
     interrupted = False
     deadline = started + spec.timeout_s if math.isfinite(spec.timeout_s) else math.inf
     with ProcessTree(leader) as tree:
-        async with trio.open_nursery() as nursery:
-            wait_scope = trio.CancelScope(deadline=deadline)
-            overflow = _Callback(stopped, wait_scope)
-            assert proc.stdout is not None and proc.stderr is not None
-            nursery.start_soon(_pump, proc.stdout, out, overflow)
-            nursery.start_soon(_pump, proc.stderr, err, overflow)
-            if proc.stdin is not None:
-                nursery.start_soon(_feed, proc.stdin, spec.stdin or b"")
-            nursery.start_soon(_track, tree, spec.track_interval_s)
-            try:
-                with wait_scope:
-                    await proc.wait()
-                if wait_scope.cancelled_caught and not stopped:
-                    stopped.append("timeout")
-            except BaseException as exc:  # Cancelled or KeyboardInterrupt: clean up first
-                pending = exc
-            sweep, interrupted = await _teardown(proc, tree, spec.grace_s)
-            with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                await out.done.wait()
-                await err.done.wait()
-            nursery.cancel_scope.cancel()
-        with trio.CancelScope(shield=True):
-            for stream in (proc.stdout, proc.stderr):
-                if stream is not None:
-                    await stream.aclose()
+        try:
+            async with trio.open_nursery() as nursery:
+                wait_scope = trio.CancelScope(deadline=deadline)
+                overflow = _Callback(stopped, wait_scope)
+                assert proc.stdout is not None and proc.stderr is not None
+                nursery.start_soon(_pump, proc.stdout, out, overflow)
+                nursery.start_soon(_pump, proc.stderr, err, overflow)
+                if proc.stdin is not None:
+                    nursery.start_soon(_feed, proc.stdin, spec.stdin or b"")
+                nursery.start_soon(_track, tree, spec.track_interval_s)
+                try:
+                    with wait_scope:
+                        await proc.wait()
+                    if wait_scope.cancelled_caught and not stopped:
+                        stopped.append("timeout")
+                except BaseException as exc:  # Cancelled or KeyboardInterrupt: clean up first
+                    pending = exc
+                sweep, interrupted = await _teardown(proc, tree, spec.grace_s)
+                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                    await out.done.wait()
+                    await err.done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                for stream in (proc.stdin, proc.stdout, proc.stderr):
+                    if stream is not None:
+                        await stream.aclose()
     if pending is not None:
         raise pending
     if interrupted:

@@ -202,7 +202,7 @@ import sys, trio
 from factory.proc import RunSpec, run
 async def main():
     await run(RunSpec(argv=[sys.executable, "-c", sys.argv[1], sys.argv[2], "sleep"],
-                      env={"PATH": "/usr/bin:/bin"}, timeout_s=60, grace_s=0.3))
+                      env={"PATH": "/usr/bin:/bin"}, timeout_s=60, grace_s=float(sys.argv[3])))
 try:
     trio.run(main)
 except KeyboardInterrupt:
@@ -213,7 +213,7 @@ except KeyboardInterrupt:
 
 def test_ctrl_c_kills_the_tree_before_exiting(tmp_path: Path) -> None:
     rec = tmp_path / "tree.jsonl"
-    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, TREE, str(rec)],
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, TREE, str(rec), "0.3"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             cwd=Path(__file__).resolve().parents[2])
     end = time.monotonic() + 10
@@ -227,3 +227,38 @@ def test_ctrl_c_kills_the_tree_before_exiting(tmp_path: Path) -> None:
     assert out == b"interrupted\n"
     assert survivors(recorded(rec)) == []
 
+
+
+async def test_concurrent_trees_do_not_take_each_other_down(tmp_path: Path) -> None:
+    rec_a, rec_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    spec_b = RunSpec(argv=[PY, "-c", TREE, str(rec_b), "sleep"], env=ENV, timeout_s=60,
+                     grace_s=0.3, track_interval_s=0.05)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(run, spec_b)
+        with pytest.raises(ProcessFailure):
+            await run(RunSpec(argv=[PY, "-c", TREE, str(rec_a), "sleep"], env=ENV,
+                              timeout_s=1.0, grace_s=0.3))
+        assert survivors(recorded(rec_a)) == []
+        ids_b = recorded(rec_b)
+        assert len(ids_b) >= 5 and len(survivors(ids_b)) == len(ids_b)  # B untouched
+        nursery.cancel_scope.cancel()
+    assert survivors(recorded(rec_b)) == []
+
+
+def test_second_ctrl_c_during_cleanup_skips_the_grace_but_not_the_sweep(tmp_path: Path) -> None:
+    rec = tmp_path / "tree.jsonl"
+    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, TREE, str(rec), "30"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=Path(__file__).resolve().parents[2])
+    end = time.monotonic() + 10
+    while len(recorded(rec)) < 5 and time.monotonic() < end:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.5)
+    assert proc.poll() is None  # first Ctrl-C: SIGTERM sent, waiting out the 30 s grace
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=10)
+    assert time.monotonic() - started < 5, "the second Ctrl-C should end the grace"
+    assert proc.returncode == 130 and out == b"interrupted\n", err
+    assert survivors(recorded(rec)) == []

@@ -110,3 +110,12 @@ def test_pinned_checkout_clis_resolve_to_native_elf() -> None:
         assert got.via == "checkout"
         with got.path.open("rb") as fh:
             assert fh.read(4) == b"\x7fELF"
+
+
+def test_checkout_first_prefers_the_pinned_folder(tmp_path: Path) -> None:
+    on_path = _exe(tmp_path / "bin" / "codex")
+    pinned = _exe(tmp_path / "nm" / ".bin" / "codex")
+    default = resolve("codex", path_env=str(on_path.parent), fallback_dirs=(pinned.parent,))
+    first = resolve("codex", path_env=str(on_path.parent), fallback_dirs=(pinned.parent,),
+                    checkout_first=True)
+    assert default.path == on_path and first.path == pinned and first.via == "checkout"

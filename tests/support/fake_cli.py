@@ -30,7 +30,9 @@ def record(kind, **extra):
     doc = {"kind": kind, "name": NAME, "pid": os.getpid(), "create_time": me.create_time(),
            "argv": sys.argv[1:], "env": dict(os.environ), "cwd": os.getcwd(), **extra}
     REC.mkdir(exist_ok=True)
-    (REC / f"{os.getpid()}-{kind}.json").write_text(json.dumps(doc))
+    tmp = REC / f".{os.getpid()}-{kind}.tmp"
+    tmp.write_text(json.dumps(doc))
+    os.replace(tmp, REC / f"{os.getpid()}-{kind}.json")  # readers never see half a record
 
 def out(obj):
     sys.stdout.write(json.dumps(obj) + "\n")
