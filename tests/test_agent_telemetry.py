@@ -269,3 +269,17 @@ def test_an_exploding_exporter_changes_nothing(capfd: pytest.CaptureFixture[str]
     obs.phase_started("worker")  # after close: ignored
     assert (outcome, code) == ("failed", 4)
     assert "exploded" not in capfd.readouterr().err
+
+
+def test_the_session_reaches_only_its_own_endpoint() -> None:
+    from factory.agent.telemetry import loopback_session
+
+    with http_receiver() as (port, received):
+        endpoint = f"http://127.0.0.1:{port}/v1/traces"
+        session = loopback_session(endpoint)
+        with pytest.raises(requests.exceptions.InvalidURL):
+            session.post(f"http://127.0.0.1:{port}/elsewhere", data=b"x", timeout=5)
+        assert received.requests == []
+        # Negative control: its own endpoint is reached.
+        assert session.post(endpoint, data=b"x", timeout=5).status_code == 200
+        assert [path for _, path, _, _ in received.requests] == ["/v1/traces"]

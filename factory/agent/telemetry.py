@@ -34,8 +34,6 @@ from collections.abc import Mapping
 from typing import Any, Final, get_args
 from urllib.parse import urlsplit
 
-import requests
-
 from factory.agent.observer import Outcome, Phase, Stage
 from factory.errors import UsageError
 
@@ -149,25 +147,32 @@ def allowed_attributes(attributes: Mapping[str, object]) -> dict[str, str | int]
     return out
 
 
-class _LoopbackSession(requests.Session):
-    """A requests session for one endpoint: no env proxies/.netrc, no env headers."""
+def loopback_session(endpoint: str) -> Any:
+    """A ``requests.Session`` for one endpoint: env proxies, ``.netrc`` and env headers ignored.
 
-    def __init__(self, endpoint: str) -> None:
-        super().__init__()
-        self.trust_env = False  # HTTP(S)_PROXY, NO_PROXY, .netrc, CA-bundle env: ignored
-        self.proxies.clear()
-        self._endpoint = endpoint
+    ``trust_env = False`` makes requests skip ``HTTP(S)_PROXY``/``ALL_PROXY``/``NO_PROXY``,
+    ``.netrc`` and the CA-bundle variables. Any URL but ``endpoint`` is refused, headers
+    other than content type/encoding/length and user agent are dropped (the exporter would
+    add ``OTEL_EXPORTER_OTLP_*HEADERS`` values), and redirects are not followed.
+    """
+    import requests  # deferred: only a run with --otel-endpoint pays for it
 
-    def request(  # type: ignore[override]
-        self, method: str, url: str, *args: Any, **kwargs: Any
-    ) -> requests.Response:
-        if url != self._endpoint:
-            raise requests.exceptions.InvalidURL("telemetry may only reach its own endpoint")
-        headers = kwargs.get("headers") or {}
-        kwargs["headers"] = {k: v for k, v in headers.items() if k.lower() in _SENT_HEADERS}
-        kwargs["allow_redirects"] = False
-        kwargs["proxies"] = {}
-        return super().request(method, url, *args, **kwargs)
+    class LoopbackSession(requests.Session):
+        def request(  # type: ignore[override]
+            self, method: str, url: str, *args: Any, **kwargs: Any
+        ) -> requests.Response:
+            if url != endpoint:
+                raise requests.exceptions.InvalidURL("telemetry may only reach its endpoint")
+            headers = kwargs.get("headers") or {}
+            kwargs["headers"] = {k: v for k, v in headers.items() if k.lower() in _SENT_HEADERS}
+            kwargs["allow_redirects"] = False
+            kwargs["proxies"] = {}
+            return super().request(method, url, *args, **kwargs)
+
+    session = LoopbackSession()
+    session.trust_env = False
+    session.proxies.clear()
+    return session
 
 
 def _silence_sdk_logging() -> None:
@@ -218,7 +223,7 @@ class TelemetryObserver:
                 endpoint=self.endpoint,
                 timeout=export_timeout_s,
                 compression=Compression.NoCompression,
-                session=_LoopbackSession(self.endpoint),
+                session=loopback_session(self.endpoint),
             )
         self._exporter = exporter
         # A private provider (never the global one); no atexit hook that could wait 30 s.
