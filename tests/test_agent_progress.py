@@ -350,3 +350,19 @@ def test_live_line_on_a_terminal() -> None:
 )
 def test_format_duration(ms: int, text: str) -> None:
     assert format_duration_ms(ms) == text
+
+
+async def test_live_line_is_refreshed_every_second_by_the_heartbeat(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    out = TtyStream()
+    obs = ProgressObserver("human", out, 600000)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(obs.heartbeat)
+        obs.stage("worker_running", remaining_invocations=4)
+        await trio.sleep(3.5)
+        nursery.cancel_scope.cancel()
+    text = out.getvalue()
+    for second in ("| 1s |", "| 2s |", "| 3s |"):
+        assert second in text
+    assert "still running" not in text  # the live line is refreshed, not logged
