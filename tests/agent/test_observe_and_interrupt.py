@@ -149,3 +149,23 @@ async def test_error_messages_carry_no_paths(layout: Layout) -> None:
     assert error is not None and error.code == "worker-git-mutation"
     root = str(layout.wt.parent)
     assert root not in error.message and root not in json.dumps(error.model_dump())
+
+
+async def test_a_provider_failure_wrapped_in_a_group_is_still_typed(layout: Layout) -> None:
+    from factory.errors import ProviderFailure
+
+    group = ExceptionGroup("nursery", [ProviderFailure("x", code="provider-network")])
+    ran = await run(layout, [Step(raise_exc=group)], [])
+    r = ran.outcome.receipt
+    assert ran.outcome.exit_code == 4 and r.error and r.error.code == "provider-network"
+
+
+async def test_a_reviewer_failure_wrapped_in_a_group_still_gets_mutation_checks(
+    layout: Layout,
+) -> None:
+    from factory.errors import ProviderFailure
+
+    group = ExceptionGroup("nursery", [ProviderFailure("x", code="provider-protocol")])
+    ran = await run(layout, [Step(effect=FIX)], [Step(raise_exc=group)])
+    r = ran.outcome.receipt
+    assert ran.outcome.exit_code == 4 and r.error and r.error.code == "reviewer-protocol"
