@@ -135,12 +135,32 @@ _EVIDENCE_PREFIX = {
 }
 
 
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    return [exc]
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """True for cancellation or Ctrl-C, also when a nursery wrapped it in a group."""
+    return any(isinstance(e, trio.Cancelled | KeyboardInterrupt) for e in _leaves(exc))
+
+
+def _typed(exc: BaseException) -> FactoryError | None:
+    """The typed error inside ``exc`` (also when wrapped in a group), if that is all it is."""
+    leaves = _leaves(exc)
+    if all(isinstance(e, FactoryError) for e in leaves):
+        first = leaves[0]
+        assert isinstance(first, FactoryError)
+        return first
+    return None
+
+
 def _failure_code(exc: BaseException) -> str:
-    if isinstance(exc, FactoryError):
-        return exc.code
-    if isinstance(exc, trio.Cancelled | KeyboardInterrupt):
+    if _interrupted(exc):
         return "interrupted"
-    return "internal"
+    typed = _typed(exc)
+    return typed.code if typed is not None else "internal"
 
 
 class _Run:
@@ -362,8 +382,11 @@ class _Run:
                 )
                 ph.result = result
                 self.store_outputs(ph, result)
-            except ProviderFailure as exc:
-                failure = exc
+            except BaseException as exc:
+                typed = None if _interrupted(exc) else _typed(exc)
+                if not isinstance(typed, ProviderFailure):
+                    raise
+                failure = typed
             # Mutation is judged first and regardless of how the reviewer ended.
             ctl1 = await self.io(partial(bind_control, self.wt, ctl0))
             tree1 = await self.io(partial(bind_tree, self.wt.root, tree0))
@@ -524,25 +547,25 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
     reserve(admitted.receipt, receipt_bytes(run.receipt("running", None, None)))
     try:
         return await run.cycle()
-    except Failure as exc:
-        return run.finish(
-            "failed", int(ExitCode.FAILURE), ErrorRecord(code=exc.code, message=exc.message)
-        )
-    except FactoryError as exc:
-        # A refusal-family error after the reservation is no longer "before any effect".
-        return run.finish(
-            "failed", int(ExitCode.FAILURE), ErrorRecord(code=exc.code, message=exc.message)
-        )
-    except (trio.Cancelled, KeyboardInterrupt):
-        run.finish(
-            "interrupted",
-            int(ExitCode.INTERRUPTED),
-            ErrorRecord(
-                code="interrupted", message="the run was interrupted; rerun it on a clean worktree"
-            ),
-        )
-        raise
-    except Exception:
+    except BaseException as exc:
+        if _interrupted(exc):
+            run.finish(
+                "interrupted",
+                int(ExitCode.INTERRUPTED),
+                ErrorRecord(
+                    code="interrupted",
+                    message="the run was interrupted; rerun it on a clean worktree",
+                ),
+            )
+            raise
+        typed = _typed(exc)
+        if typed is not None:
+            # After the reservation every typed error is a failure (4), never a refusal.
+            return run.finish(
+                "failed",
+                int(ExitCode.FAILURE),
+                ErrorRecord(code=typed.code, message=typed.message),
+            )
         run.finish(
             "failed",
             int(ExitCode.INTERNAL),

@@ -123,7 +123,7 @@ def index_tree(wt: Worktree) -> str:
         copy = Path(tmp) / "index"
         src = index_path(wt)
         if src.exists():
-            shutil.copyfile(src, copy)
+            shutil.copy2(src, copy)
         out = run_git(
             wt.root, ["write-tree"], env_extra={"GIT_INDEX_FILE": str(copy)}, what="git write-tree"
         )
@@ -136,13 +136,17 @@ def candidate_tree(wt: Worktree, base_commit: str) -> str:
     Built through a temporary index: a copy of the real one (so git's stat cache spares
     re-hashing unchanged files), or ``read-tree <base>`` when there is none, then
     ``add -A`` and ``write-tree``. The real index is never opened for writing.
+
+    The copy keeps the real index's mtime (``copy2``): git's racy-clean check compares
+    each entry's mtime with the index file's, and a fresh mtime on the copy would make a
+    same-size edit made in the same timestamp tick as the checkout look unchanged.
     """
     with tempfile.TemporaryDirectory(prefix="factory-candidate-") as tmp:
         copy = Path(tmp) / "index"
         env = {"GIT_INDEX_FILE": str(copy)}
         src = index_path(wt)
         if src.exists():
-            shutil.copyfile(src, copy)
+            shutil.copy2(src, copy)
         else:
             run_git(wt.root, ["read-tree", base_commit], env_extra=env, what="git read-tree")
         run_git(wt.root, ["add", "-A", "--", "."], env_extra=env, what="git add (temporary index)")

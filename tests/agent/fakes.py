@@ -47,10 +47,10 @@ class FakeAgent:
         self.calls.append(Call(role, prompt, worktree))
         step = self.steps[len(self.calls) - 1]  # IndexError: more calls than scripted
         await trio.lowlevel.checkpoint()
-        if step.hang:
-            await trio.sleep_forever()
         if step.effect is not None:
             step.effect(worktree)
+        if step.hang:
+            await trio.sleep_forever()
         if step.raise_exc is not None:
             raise step.raise_exc
         if step.fail_code is not None:
@@ -79,10 +79,10 @@ class FakeReviewer:
         self.calls.append(Call("reviewer", prompt, worktree, scratch))
         step = self.steps[len(self.calls) - 1]
         await trio.lowlevel.checkpoint()
-        if step.hang:
-            await trio.sleep_forever()
         if step.effect is not None:
             step.effect(worktree)
+        if step.hang:
+            await trio.sleep_forever()
         if step.raise_exc is not None:
             raise step.raise_exc
         if step.fail_code is not None:

@@ -205,3 +205,26 @@ async def test_worker_provider_failure_is_typed(layout: Layout) -> None:
     r = on_disk(layout)
     assert r.status == "failed" and r.error and r.error.code == "provider-timeout"
     assert r.phases[0].outcome == "provider-timeout"
+
+
+async def test_same_size_edit_in_the_checkout_tick_is_seen(layout: Layout) -> None:
+    # Racy git, made deterministic: a same-size edit whose mtime equals both the index
+    # entry's and the index file's (one timestamp tick; ctime not trusted). Git re-hashes
+    # such "racily clean" entries only because the index file is not older than them; a
+    # temporary index with a fresh mtime would trust the stale stat data and miss it.
+    git(layout.wt, "config", "core.trustctime", "false")
+    index = Path(
+        git(layout.wt, "rev-parse", "--path-format=absolute", "--git-path", "index").strip()
+    )
+    target = layout.wt / "src" / "app.py"
+    tick = target.stat().st_mtime_ns
+
+    def same_tick_edit(wt: Path) -> None:
+        FIX(wt)
+        os.utime(target, ns=(tick, tick))
+        os.utime(index, ns=(tick, tick))
+
+    ran = await run(layout, [Step(effect=same_tick_edit)], [Step()])
+    assert ran.outcome.exit_code == 0, ran.outcome.receipt.error
+    files = ran.outcome.receipt.candidate.initial.body.files  # type: ignore[union-attr]
+    assert [f.path for f in files] == ["src/app.py"]
