@@ -239,7 +239,7 @@ def _revision(r: AgentReceipt) -> Text:
         if consistent
         else ("body digest DOES NOT MATCH: the receipt was edited", "bold red")
     )
-    return Text.assemble("revision: ", _t(r.revision), "  ", verdict)
+    return Text.assemble("revision: ", _t(r.revision), "\nrevision check: ", verdict)
 
 
 # ---- entry points ---------------------------------------------------------------------------
