@@ -28,6 +28,7 @@ from factory.agent.receipt_show import (
     MAX_ROWS,
     ReceiptInvalid,
     clean,
+    evidence_file,
     format_bytes,
     format_ms,
     render,
@@ -162,11 +163,11 @@ def test_a_completed_rehearsal_receipt_reads_plainly() -> None:
     assert "tests/test_calc.py" in text and "2,048 B (2.0 KiB)" in text
     assert "deleted" in text and "old.txt" in text
     # evidence: path, size, short sha256
-    assert f"r.json.evidence/worker-stdout-{HEX}" in text
+    assert f"worker-stdout-{HEX[:12]}..." in text
     assert HEX[:12] in text and "321 B" in text
     # residuals and the revision, which matches
     assert "this is not OS containment" in flat
-    assert "initial patch" in text and "repaired status" in text
+    assert f"patch-{HEX[:12]}..." in text and f"status-{HEX[:12]}..." in text
     assert "policy: local-sensitive-content-addressed" in text
     assert "body digest matches" in text
 
@@ -285,3 +286,9 @@ def test_narrow_terminal_still_renders_everything_needed() -> None:
 )
 def test_formatters(fn: Any, arg: Any, out: str) -> None:
     assert fn(arg) == out
+
+
+def test_evidence_file_shortens_only_the_content_addressed_name() -> None:
+    assert evidence_file(_ev("worker-stdout", 1)) == f"worker-stdout-{HEX[:12]}..."
+    odd = _ev("worker-stdout", 1).model_copy(update={"path": "/elsewhere/out.txt"})
+    assert evidence_file(odd) == "/elsewhere/out.txt"

@@ -100,6 +100,18 @@ def format_ms(ms: int | None) -> str:
     return f"{int(minutes)}m {rest:04.1f}s"
 
 
+def evidence_file(ref: EvidenceRef) -> str:
+    """The evidence file name for display; the A-7 name ``<role>-<sha256>`` is shortened.
+
+    ``.../worker-stdout-<64 hex>`` → ``worker-stdout-0123456789ab...``; any other path is
+    returned whole.
+    """
+    name = ref.path.replace("\\", "/").rsplit("/", 1)[-1]
+    if ref.sha256 and ref.sha256 in name and len(ref.sha256) > 12:
+        return name.replace(ref.sha256, ref.sha256[:12] + "...")
+    return ref.path
+
+
 def _t(value: object, style: str = "") -> Text:
     return Text(clean(str(value)), style=style)
 
@@ -141,24 +153,24 @@ def _summary(r: AgentReceipt) -> Table:
     return grid
 
 
-def _phases(phases: list[PhaseRecord]) -> Table:
-    table = Table(title="phases", title_justify="left", expand=False)
-    for name in ("phase", "profile", "outcome", "duration", "exit"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("observed after the phase", overflow="fold")
+def _phases(phases: list[PhaseRecord]) -> Group:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
     for p in phases:
         profile = p.profile if p.cli_version is None else f"{p.profile} {p.cli_version}"
-        table.add_row(
-            _t(p.phase),
-            _t(profile),
+        code = "-" if p.process_exit_code is None else str(p.process_exit_code)
+        line = Text.assemble(
             _t(p.outcome, _VERDICT_STYLE.get(p.verdict or "", "")),
-            _t(format_ms(p.duration_ms)),
-            _t("-" if p.process_exit_code is None else p.process_exit_code),
-            _t(p.observed_postcondition),
+            f"  {format_ms(p.duration_ms)}  exit {code}  ",
+            _t(profile),
+            "\n",
+            _t(f"observed: {p.observed_postcondition}", "dim"),
         )
+        grid.add_row(_t(p.phase), line)
     if not phases:
-        table.add_row(*(_t("-") for _ in range(6)))
-    return table
+        grid.add_row(_t("-"), _t("no phase ran"))
+    return Group(Text("phases", style="bold"), grid)
 
 
 def _candidate(label: str, c: CandidateRecord) -> Group:
@@ -168,7 +180,7 @@ def _candidate(label: str, c: CandidateRecord) -> Group:
         _t(short_digest(c.identity, 16)),
         "  tree ",
         _t(short_digest(b.candidate_tree)),
-        f"  patch {format_bytes(b.patch_bytes)}  {len(b.files)} changed path(s)",
+        f"\n  patch {format_bytes(b.patch_bytes)}  {len(b.files)} changed path(s)",
     )
     table = Table(expand=False, show_edge=False)
     for name in ("state", "path", "mode", "size", "sha256"):
@@ -195,28 +207,32 @@ def _all_evidence(r: AgentReceipt) -> list[tuple[str, EvidenceRef]]:
         refs.extend((e.role, e) for e in p.evidence)
     for label, c in (("initial", r.candidate.initial), ("repaired", r.candidate.repaired)):
         if c is not None:
-            refs.append((f"{label} {c.status_evidence.role}", c.status_evidence))
-            refs.append((f"{label} {c.patch_evidence.role}", c.patch_evidence))
+            for ref in (c.status_evidence, c.patch_evidence):
+                role = ref.role if ref.role.startswith(label) else f"{label} {ref.role}"
+                refs.append((role, ref))
     return refs
 
 
 def _evidence(r: AgentReceipt) -> Group:
     table = Table(title="evidence", title_justify="left", expand=False)
-    for name in ("role", "size", "sha256"):
-        table.add_column(name, no_wrap=True)
-    table.add_column("path", overflow="fold")
+    table.add_column("file", overflow="fold")
+    table.add_column("size", no_wrap=True)
+    table.add_column("sha256", no_wrap=True)
     everything = _all_evidence(r)
     rows, left_out = _capped(everything)
-    for role, e in rows:
-        table.add_row(_t(role), _t(format_bytes(e.bytes)), _t(short_digest(e.sha256)), _t(e.path))
+    for _, e in rows:
+        table.add_row(_t(evidence_file(e)), _t(format_bytes(e.bytes)), _t(short_digest(e.sha256)))
     if not rows:
-        table.add_row(*(_t("-") for _ in range(4)))
+        table.add_row(*(_t("-") for _ in range(3)))
     media = sorted({e.media_type for _, e in everything})
     policies = sorted({e.policy for _, e in everything})
     parts: list[Any] = [table]
     if left_out:
         parts.append(_t(f"... and {left_out} more evidence file(s)", "dim"))
     parts.append(_t(f"evidence folder: {r.evidence_dir}", "dim"))
+    parts.append(
+        _t("'...' stands for the rest of the SHA-256; full paths are in the receipt", "dim")
+    )
     if everything:
         parts.append(_t(f"media types: {', '.join(media)}; policy: {', '.join(policies)}", "dim"))
     return Group(*parts)
@@ -230,16 +246,22 @@ def _residuals(r: AgentReceipt) -> Group:
     return Group(*lines)
 
 
-def _revision(r: AgentReceipt) -> Text:
+def _revision(r: AgentReceipt) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column(overflow="fold")
     if r.revision is None:
-        return _t("revision: none (a running reservation is not closed)", "cyan")
+        grid.add_row("revision", _t("none (a running reservation is not closed)", "cyan"))
+        return grid
     consistent = r.compute_revision() == r.revision
-    verdict = (
-        ("body digest matches (consistency, not authorship)", "green")
+    grid.add_row("revision", _t(r.revision))
+    grid.add_row(
+        "check",
+        _t("body digest matches (consistency, not authorship)", "green")
         if consistent
-        else ("body digest DOES NOT MATCH: the receipt was edited", "bold red")
+        else _t("body digest DOES NOT MATCH: the receipt was edited", "bold red"),
     )
-    return Text.assemble("revision: ", _t(r.revision), "\nrevision check: ", verdict)
+    return grid
 
 
 # ---- entry points ---------------------------------------------------------------------------
@@ -269,17 +291,22 @@ def render_receipt(receipt: AgentReceipt, console: Console) -> None:
                 style="bold black on yellow",
             )
         )
+    console.print()
     console.print(_phases(receipt.phases))
     for label, c in (
         ("initial", receipt.candidate.initial),
         ("repaired", receipt.candidate.repaired),
     ):
         if c is not None:
+            console.print()
             console.print(_candidate(label, c))
     if receipt.candidate.initial is None and receipt.candidate.repaired is None:
         console.print(_t("candidate: none recorded", "dim"))
+    console.print()
     console.print(_evidence(receipt))
+    console.print()
     console.print(_residuals(receipt))
+    console.print()
     console.print(_revision(receipt))
 
 
