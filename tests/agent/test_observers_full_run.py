@@ -30,8 +30,6 @@ from tests.support.otlp import http_receiver, refused_port
 
 TASK = "TASK-SENTINEL-91c2: make add() add"
 PROVIDER = b"PROVIDER-SENTINEL-44ab sk-SECRET-SENTINEL"
-# A size-changing edit: a same-size edit in the same mtime tick as the checkout trips
-# h/agent's flaky re-derivation (status bytes come back empty; see the report).
 FIX = write("src/app.py", "def add(a, b):\n    return a + b  # fixed\n")
 TEST = write("tests/test_app.py", "def test_add():\n    assert 1 + 2 == 3\n")
 
