@@ -129,3 +129,43 @@ def test_receipt_show_refuses_an_invalid_receipt(layout: Layout) -> None:
     proc = run_factory(["receipt", "show", str(bad)])
     assert proc.returncode == 4 and proc.stdout == b""
     assert b"Traceback" not in proc.stderr
+
+
+def test_progress_on_a_terminal_draws_a_live_line_and_keeps_stdout_clean(layout: Layout) -> None:
+    import os
+    import pty
+    import threading
+
+    main_fd, tty_fd = pty.openpty()
+    args = ["agent", "--worktree", str(layout.wt), "--task", TASK, "--out", str(layout.receipt)]
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
+    chunks: list[bytes] = []
+
+    def drain() -> None:  # read while the child writes, so a full pty buffer cannot block it
+        while True:
+            try:
+                chunk = os.read(main_fd, 65536)
+            except OSError:  # EIO: the terminal's other side is closed
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    proc = subprocess.Popen(
+        [sys.executable, str(FAKE), "approve", "--", *args],
+        stdout=subprocess.PIPE,
+        stderr=tty_fd,
+        env=env,
+    )
+    os.close(tty_fd)
+    stdout, _ = proc.communicate(timeout=120)
+    reader.join(timeout=10)
+    os.close(main_fd)
+    seen = b"".join(chunks)
+    assert proc.returncode == 0
+    assert stdout == layout.receipt.read_bytes()  # the live line never reaches stdout
+    assert b"\x1b[" in seen  # cursor control: a live region on the terminal
+    assert b"finished: completed" in seen and b"(not an ETA)" in seen
+    assert b"TASK-SENTINEL" not in seen
