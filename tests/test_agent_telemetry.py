@@ -283,3 +283,23 @@ def test_the_session_reaches_only_its_own_endpoint() -> None:
         # Negative control: its own endpoint is reached.
         assert session.post(endpoint, data=b"x", timeout=5).status_code == 200
         assert [path for _, path, _, _ in received.requests] == ["/v1/traces"]
+
+
+def test_a_broken_exporter_setup_disables_telemetry_quietly(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import opentelemetry.exporter.otlp.proto.http.trace_exporter as otlp
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("exporter cannot start")
+
+    monkeypatch.setattr(otlp, "OTLPSpanExporter", broken)
+    with http_receiver() as (port, received):
+        obs = TelemetryObserver(f"http://127.0.0.1:{port}")  # does not raise
+        outcome, code, _ = _drive(obs, REPAIR_PHASES, "completed", 0)
+        obs.close(outcome=outcome, exit_code=code)
+        assert received.requests == []
+    assert (outcome, code) == ("completed", 0)
+    # ...but a refused endpoint is still refused, broken SDK or not.
+    with pytest.raises(EndpointRefused):
+        TelemetryObserver("http://localhost:4318")

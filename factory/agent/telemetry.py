@@ -195,7 +195,8 @@ class TelemetryObserver:
         exporter: a span exporter to use instead of OTLP/HTTP (tests).
 
     Raises:
-        EndpointRefused: the endpoint is not a literal loopback ``http://`` URL.
+        EndpointRefused: the endpoint is not a literal loopback ``http://`` URL. Any other
+            failure while setting up the SDK or exporter disables telemetry quietly.
     """
 
     def __init__(
@@ -206,14 +207,23 @@ class TelemetryObserver:
         close_timeout_ms: int = 500,
         exporter: Any = None,
     ) -> None:
+        self.endpoint = parse_endpoint(endpoint)  # the only error this constructor raises
+        self._close_timeout_ms = max(0, close_timeout_ms)
+        self._open: dict[str, Any] = {}
+        self._closed = False
+        self._started_ns = time.monotonic_ns()
+        try:
+            self._start(export_timeout_s, exporter)
+        except Exception:  # a broken SDK or exporter disables telemetry, never the run
+            self._closed = True
+
+    def _start(self, export_timeout_s: float, exporter: Any) -> None:
         from opentelemetry import trace
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
         from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
-        self.endpoint = parse_endpoint(endpoint)
-        self._close_timeout_ms = max(0, close_timeout_ms)
         _silence_sdk_logging()
         if exporter is None:
             from opentelemetry.exporter.otlp.proto.http import Compression
@@ -235,12 +245,8 @@ class TelemetryObserver:
         self._processor = BatchSpanProcessor(exporter, schedule_delay_millis=1000)
         self._provider.add_span_processor(self._processor)
         self._tracer = self._provider.get_tracer(SCOPE_NAME)
-        self._trace = trace
-        self._started_ns = time.monotonic_ns()
         self._cycle = self._tracer.start_span(SPAN_PREFIX + "cycle")
         self._cycle_context = trace.set_span_in_context(self._cycle)
-        self._open: dict[str, Any] = {}
-        self._closed = False
 
     # -- RunObserver ---------------------------------------------------------------------
 
