@@ -177,6 +177,7 @@ class _Run:
         self.verdict: VerdictName | None = None
         self.base: BaseRecord | None = None
         self.remaining = 4
+        self.last_tree: Bound | None = None
         self.started_at = deps.utc_now()
         self.t0 = trio.current_time()
 
@@ -365,7 +366,8 @@ class _Run:
         ph.reviewed_identity = cand.identity
         scratch = self.scratch_dir()
         try:
-            tree0: Bound = await self.io(partial(bind_tree, self.wt.root))
+            # The last review's after-binding seeds the stat cache (old, unchanged files only).
+            tree0: Bound = await self.io(partial(bind_tree, self.wt.root, self.last_tree))
             ctl0: Bound = await self.io(partial(bind_control, self.wt))
             ph.binding = Binding(
                 worktree_tree=tree0.digest, git_control=ctl0.digest, entries=len(tree0.entries)
@@ -390,6 +392,7 @@ class _Run:
             # Mutation is judged first and regardless of how the reviewer ended.
             ctl1 = await self.io(partial(bind_control, self.wt, ctl0))
             tree1 = await self.io(partial(bind_tree, self.wt.root, tree0))
+            self.last_tree = tree1
             moved = changed_paths(ctl0, ctl1) or changed_paths(tree0, tree1)
             same_identity = False
             if not moved:

@@ -36,7 +36,16 @@ class SpawningAgent(FakeAgent):
         raise AssertionError("unreachable: the child sleeps until cancelled")
 
 
+class RouteDumpingAgent(FakeAgent):
+    """Records what the run handed the profile (route, env it can see is the profile's job)."""
+
+    async def run_agent(self, **kw: object) -> ProviderResult:  # type: ignore[override]
+        Path(sys.argv[2]).write_text(repr(kw["route"]) + "\n" + repr(sorted(kw)))
+        return await super().run_agent(**kw)  # type: ignore[arg-type]
+
+
 SCENARIOS = {
+    "route-dump": lambda: (RouteDumpingAgent([Step(effect=FIX)]), FakeReviewer([Step()])),
     "approve": lambda: (FakeAgent([Step(effect=FIX)]), FakeReviewer([Step()])),
     "reject": lambda: (
         FakeAgent([Step(effect=FIX), Step(effect=write("t.py", "x\n"))]),

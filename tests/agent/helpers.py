@@ -49,7 +49,9 @@ class Recorder:
 
 
 def request(layout: Layout, task: str = "fix add()", **kw: object) -> AgentRequest:
-    return AgentRequest(worktree=layout.wt, task=task, receipt=layout.receipt, **kw)  # type: ignore[arg-type]
+    fields: dict[str, object] = {"worktree": layout.wt, "task": task, "receipt": layout.receipt}
+    fields.update(kw)
+    return AgentRequest(**fields)  # type: ignore[arg-type]
 
 
 async def run(
