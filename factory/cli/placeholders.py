@@ -9,7 +9,6 @@ from factory.errors import UsageError
 
 PENDING: dict[str, str] = {
     "smoke": "coordination tracer (SPEC B-6)",
-    "agent": "agent factory run (SPEC A-1..A-10)",
 }
 
 

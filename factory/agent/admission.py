@@ -1,0 +1,120 @@
+"""Admission of an agent run (SPEC A-1): every refusal happens here, before any effect.
+
+:func:`admit` checks, in order, and raises :class:`AdmissionRefused` (exit 2) by name:
+
+* ``task-required`` — the task is empty or only whitespace;
+* ``timeout-out-of-range`` — ``--timeout-ms`` outside 1000–1800000;
+* ``worktree-missing`` / ``not-a-git-worktree`` / ``not-worktree-root`` /
+  ``linked-worktree-required`` — see :func:`factory.gitio.worktree.locate`;
+* ``receipt-inside-worktree`` / ``evidence-inside-worktree`` — the path lies inside the
+  worktree or one of its git directories (common dir included), lexically or physically
+  (symlink and bind-mount aliases resolve to the same device and inode);
+* ``receipt-exists`` / ``evidence-exists`` — the path is already taken (any entry);
+* ``receipt-folder-missing`` / ``evidence-folder-missing`` — the parent folder is missing;
+* ``no-base-commit`` — HEAD is unborn;
+* ``worktree-not-clean`` — staged, unstaged (mode-only included) or untracked non-ignored
+  change in ``git status --porcelain=v2 -z --untracked-files=all``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from factory.errors import Refused
+from factory.fsio import physically_inside
+from factory.gitio.worktree import Worktree, commit_tree, head_commit, locate, status_bytes
+
+TIMEOUT_MIN_MS = 1_000
+TIMEOUT_MAX_MS = 1_800_000
+TIMEOUT_DEFAULT_MS = 600_000
+
+
+class AdmissionRefused(Refused):
+    """The run was refused before anything ran or was written (exit 2)."""
+
+    default_code = "admission-refused"
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRequest:
+    """What the caller asked for. ``evidence`` defaults to ``<receipt>.evidence``."""
+
+    worktree: Path
+    task: str
+    receipt: Path
+    evidence: Path | None = None
+    timeout_ms: int = TIMEOUT_DEFAULT_MS
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """An admitted run: absolute receipt/evidence paths, the worktree and its base."""
+
+    request: AgentRequest
+    worktree: Worktree
+    receipt: Path
+    evidence: Path
+    base_commit: str
+    base_tree: str
+
+
+def _outside(path: Path, wt: Worktree, what: str, flag: str) -> None:
+    for folder in (wt.root, wt.git_dir, wt.common_dir):
+        if physically_inside(path, folder):
+            raise AdmissionRefused(
+                f"{flag} lies inside the worktree or its git directories; put the {what} "
+                "outside both",
+                code=f"{what}-inside-worktree",
+            )
+
+
+def _free(path: Path, what: str, flag: str) -> None:
+    if os.path.lexists(path):
+        raise AdmissionRefused(f"{flag} already exists; choose a new path", code=f"{what}-exists")
+    if not path.parent.is_dir():
+        raise AdmissionRefused(
+            f"the folder of {flag} does not exist; create it first", code=f"{what}-folder-missing"
+        )
+
+
+def admit(request: AgentRequest) -> Admitted:
+    """Decide whether the run may start (SPEC A-1). Reads only; writes nothing.
+
+    Raises:
+        AdmissionRefused: with one of the codes in the module docstring.
+        WorktreeRefused: the worktree is missing, not git, not its root, or not linked.
+    """
+    if not request.task.strip():
+        raise AdmissionRefused(
+            "--task is empty; say what the worker should do", code="task-required"
+        )
+    if not TIMEOUT_MIN_MS <= request.timeout_ms <= TIMEOUT_MAX_MS:
+        raise AdmissionRefused(
+            f"--timeout-ms must be between {TIMEOUT_MIN_MS} and {TIMEOUT_MAX_MS}",
+            code="timeout-out-of-range",
+        )
+    wt = locate(request.worktree)
+    receipt = Path(os.path.abspath(request.receipt))
+    evidence = Path(
+        os.path.abspath(request.evidence if request.evidence is not None else f"{receipt}.evidence")
+    )
+    _outside(receipt, wt, "receipt", "--out")
+    _outside(evidence, wt, "evidence", "--evidence")
+    _free(receipt, "receipt", "--out")
+    _free(evidence, "evidence", "--evidence")
+    if receipt == evidence:
+        raise AdmissionRefused("--out and --evidence must differ", code="evidence-exists")
+    base = head_commit(wt)
+    if base is None:
+        raise AdmissionRefused(
+            "the worktree's branch has no commit yet; commit a base first", code="no-base-commit"
+        )
+    if status_bytes(wt):
+        raise AdmissionRefused(
+            "the worktree has staged, unstaged or untracked changes; commit or remove them "
+            "(git status shows them) and retry",
+            code="worktree-not-clean",
+        )
+    return Admitted(request, wt, receipt, evidence, base, commit_tree(wt, base))

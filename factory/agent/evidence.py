@@ -1,0 +1,108 @@
+"""Content-addressed evidence outside the candidate (SPEC A-7).
+
+Each bounded output is written once as ``<role>-<sha256 hex>`` (mode 0600, ``O_EXCL``)
+into the run's own evidence folder, then read back and checked for size and digest before
+the receipt refers to it. The receipt binds path, size, SHA-256, media type and the policy
+label ``local-sensitive-content-addressed``; the bytes themselves never enter the receipt.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from pathlib import Path
+
+from factory.agent.receipt import EVIDENCE_POLICY, EvidenceRef
+from factory.canonical import sha256_hex
+from factory.errors import IntegrityFailure
+from factory.fsio import OutputExists, claim_dir, fsync_dir, write_exclusive
+
+TEXT = "text/plain; charset=utf-8"
+JSONL = "application/x-ndjson"
+JSON = "application/json"
+PATCH = "text/x-diff"
+STATUS = "application/x-git-status-porcelain-v2-z"
+
+_ROLE = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+class EvidenceFailure(IntegrityFailure):
+    """Evidence could not be stored or did not read back as written (exit 4)."""
+
+    default_code = "evidence-replay-failed"
+
+
+def read_nofollow(path: Path, limit: int | None = None) -> bytes:
+    """The bytes of a regular file, refusing symlinks and non-regular entries."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        chunks = []
+        total = 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            total += len(chunk)
+            if limit is not None and total > limit:
+                break
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+class EvidenceStore:
+    """The run's evidence folder. :meth:`claim` creates it (0700, must not exist)."""
+
+    def __init__(self, folder: Path, receipt_dir: Path) -> None:
+        self.folder = folder
+        self._receipt_dir = receipt_dir
+        self.refs: list[EvidenceRef] = []
+
+    def claim(self) -> None:
+        """Create the folder with a non-recursive ``mkdir`` (``OutputExists`` if taken)."""
+        claim_dir(self.folder)
+        fsync_dir(self.folder.parent)
+
+    def _shown_path(self, path: Path) -> str:
+        try:
+            return os.fspath(path.relative_to(self._receipt_dir))
+        except ValueError:
+            return os.fspath(path)
+
+    def put(self, role: str, data: bytes, media_type: str) -> EvidenceRef:
+        """Store ``data`` as ``<role>-<sha256>`` and return its verified reference.
+
+        Raises:
+            EvidenceFailure: the file could not be created, or read back differently.
+        """
+        if not _ROLE.fullmatch(role):
+            raise ValueError(f"evidence role must be kebab-case: {role!r}")
+        sha = sha256_hex(data)
+        path = self.folder / f"{role}-{sha}"
+        try:
+            write_exclusive(path, data, mode=0o600)
+            back = read_nofollow(path)
+        except (OSError, OutputExists) as exc:
+            raise EvidenceFailure(
+                "evidence could not be stored; check free space and permissions of the "
+                "evidence folder"
+            ) from exc
+        if len(back) != len(data) or sha256_hex(back) != sha:
+            raise EvidenceFailure("evidence did not read back as written; check the disk")
+        ref = EvidenceRef(
+            role=role,
+            path=self._shown_path(path),
+            bytes=len(data),
+            sha256=sha,
+            media_type=media_type,
+            policy=EVIDENCE_POLICY,
+        )
+        self.refs.append(ref)
+        return ref
+
+
+def resolve_evidence_path(ref: EvidenceRef, receipt_path: Path) -> Path:
+    """Where a receipt's evidence reference points (relative to the receipt's folder)."""
+    p = Path(ref.path)
+    return p if p.is_absolute() else receipt_path.parent / p

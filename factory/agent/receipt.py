@@ -1,0 +1,239 @@
+"""The agent-run receipt ``factory.agent-receipt/1`` and its pieces (SPEC A-4, A-7, A-8).
+
+A receipt is written twice at the same path: first a ``running`` reservation (SPEC A-2),
+then — on every return path — a terminal record (``completed | rejected | failed |
+interrupted``) closed by ``revision``: the domain-separated digest (tag
+:data:`RECEIPT_TAG`) of the canonical body, which is the receipt's JSON value without the
+``revision`` key (SPEC F-4).
+
+Field names are stable: ``factory receipt show`` (another module) renders these models.
+
+Nothing here embeds raw model output: evidence is referenced by path, size, SHA-256,
+media type and policy label (SPEC A-7). Error messages carry no paths or secrets.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+from pydantic import Field
+
+from factory.canonical import digest
+from factory.models import StrictModel
+
+RECEIPT_SCHEMA: Final = "factory.agent-receipt/1"
+RECEIPT_TAG: Final = "factory.agent-receipt/1"
+CANDIDATE_SCHEMA: Final = "factory.candidate-identity/1"
+CANDIDATE_TAG: Final = "factory.candidate-identity/1"
+EVIDENCE_POLICY: Final = "local-sensitive-content-addressed"
+
+Status = Literal["running", "completed", "rejected", "failed", "interrupted"]
+TerminalStatus = Literal["completed", "rejected", "failed", "interrupted"]
+PhaseName = Literal["worker", "initial_review", "repair", "final_review"]
+RoleName = Literal["worker", "repair", "reviewer"]
+VerdictName = Literal["APPROVE", "REQUEST_CHANGES"]
+
+DECLARED_RESIDUALS: tuple[str, ...] = (
+    "The worker and the repair ran as the host user: network use, secret reads, installs, "
+    "writes outside the worktree and git actions undone before they returned are not "
+    "observed; this is not OS containment.",
+    "The reviewer's read-only sandbox is requested from the provider CLI; the factory only "
+    "observes its effect afterwards (worktree tree, git control files, candidate identity).",
+    "Hashes show consistency, not authorship: a same-user local actor can rewrite the "
+    "receipt, the evidence, git and the program.",
+    "A receipt proves identity and process, never that the change is correct; APPROVE "
+    "grants no publication authority.",
+)
+
+
+class EvidenceRef(StrictModel):
+    """One stored evidence file (SPEC A-7).
+
+    ``path`` is relative to the receipt's folder when the evidence folder lies under it,
+    else absolute. ``bytes`` is the size in bytes; ``sha256`` the plain SHA-256 hex of the
+    file (re-checkable with ``sha256sum``).
+    """
+
+    role: str
+    path: str
+    bytes: int
+    sha256: str
+    media_type: str
+    policy: Literal["local-sensitive-content-addressed"] = EVIDENCE_POLICY
+
+
+class ChangedPath(StrictModel):
+    """A path that differs between the base tree and the candidate tree (SPEC A-4).
+
+    ``state`` is ``added``, ``modified`` or ``deleted``; ``bytes``/``sha256`` describe the
+    file in the worktree (``None`` when deleted); ``mode`` is git's octal mode string
+    (``100644``, ``100755``; ``000000`` when deleted).
+    """
+
+    path: str
+    state: Literal["added", "modified", "deleted"]
+    mode: str
+    bytes: int | None
+    sha256: str | None
+
+
+class CandidateBody(StrictModel):
+    """The record whose digest is the candidate identity (SPEC A-4).
+
+    Everything here is re-derivable from the live worktree by code: it holds no evidence
+    paths and no timing. ``status_sha256``/``patch_sha256`` are plain SHA-256 hex of the
+    exact ``git status --porcelain=v2 -z --untracked-files=all`` bytes and of the binary
+    patch base tree → candidate tree (new untracked files included).
+    """
+
+    schema_: Literal["factory.candidate-identity/1"] = Field(
+        default=CANDIDATE_SCHEMA, alias="schema"
+    )
+    base_commit: str
+    base_tree: str
+    candidate_tree: str
+    status_bytes: int
+    status_sha256: str
+    patch_bytes: int
+    patch_sha256: str
+    files: list[ChangedPath]
+
+    def identity(self) -> str:
+        """``sha256:<hex>`` over the canonical body with tag :data:`CANDIDATE_TAG`."""
+        return digest(CANDIDATE_TAG, self.to_json_value())
+
+
+class CandidateRecord(StrictModel):
+    """A candidate as bound in a receipt: the identity, its body, and the stored status
+    bytes and patch as evidence (so the candidate can be replayed)."""
+
+    identity: str
+    body: CandidateBody
+    status_evidence: EvidenceRef
+    patch_evidence: EvidenceRef
+
+
+class Candidates(StrictModel):
+    """The initial candidate (after the worker) and the repaired one (after the repair)."""
+
+    initial: CandidateRecord | None = None
+    repaired: CandidateRecord | None = None
+
+
+class Binding(StrictModel):
+    """What a reviewer phase bound before it ran (SPEC A-5).
+
+    ``worktree_tree``: digest of every entry of the worktree except ``.git`` (ignored files
+    and ``node_modules`` included, symlinks by target); ``git_control``: digest of the git
+    directories' mutable control files; ``entries``: number of worktree entries bound.
+    """
+
+    worktree_tree: str
+    git_control: str
+    entries: int
+
+
+class PhaseRecord(StrictModel):
+    """One provider phase (SPEC A-8).
+
+    ``outcome`` is ``ok`` (worker/repair), the verdict (reviews) or a failure code.
+    ``observed_postcondition`` names what code checked afterwards and what it saw.
+    Times: ``started_at``/``ended_at`` UTC RFC 3339 strings, ``duration_ms`` milliseconds.
+    """
+
+    phase: PhaseName
+    role: RoleName
+    profile: str
+    cli_version: str | None
+    requested_authority: str
+    argv_shape: list[str]
+    process_exit_code: int | None
+    observed_postcondition: str
+    outcome: str
+    verdict: VerdictName | None
+    reviewed_identity: str | None
+    binding: Binding | None
+    evidence: list[EvidenceRef]
+    started_at: str
+    ended_at: str
+    duration_ms: int
+
+
+class BaseRecord(StrictModel):
+    """The entry state of the worktree (SPEC A-3)."""
+
+    commit: str
+    tree: str
+    index_tree: str
+    isolation: Literal["caller-supplied-linked-git-worktree"] = (
+        "caller-supplied-linked-git-worktree"
+    )
+    execution_boundary: Literal["host-user-process"] = "host-user-process"
+
+
+class ErrorRecord(StrictModel):
+    """A typed error: stable kebab-case ``code`` and a one-line message without paths."""
+
+    code: str
+    message: str
+
+
+class Timings(StrictModel):
+    """Wall-clock bounds of the run (UTC RFC 3339) and its duration in milliseconds."""
+
+    started_at: str
+    ended_at: str | None
+    duration_ms: int | None
+
+
+class AgentReceipt(StrictModel):
+    """``factory.agent-receipt/1`` (SPEC A-8).
+
+    ``status == "running"`` only in the reservation; every terminal receipt has an
+    ``exit_code`` (0 completed, 3 rejected, 4 failed, 130 interrupted, 1 internal) and a
+    ``revision``. ``verdict`` is the authoritative verdict (the final reviewer's after a
+    repair). ``worktree`` and ``evidence_dir`` are absolute paths, so ``factory receipt
+    verify`` can re-derive the candidate.
+    """
+
+    schema_: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
+    status: Status
+    exit_code: int | None
+    execution: str
+    route: Literal["subscription", "rehearsal"]
+    factory_version: str
+    task: str
+    worktree: str
+    evidence_dir: str
+    timeout_ms: int
+    base: BaseRecord | None
+    phases: list[PhaseRecord]
+    candidate: Candidates
+    verdict: VerdictName | None
+    error: ErrorRecord | None
+    residuals: list[str]
+    timings: Timings
+    revision: str | None = None
+
+    def body_value(self) -> dict[str, Any]:
+        """The JSON value the revision is computed over: everything but ``revision``."""
+        value = self.to_json_value()
+        value.pop("revision", None)
+        return value
+
+    def compute_revision(self) -> str:
+        """``sha256:<hex>`` of the canonical body with tag :data:`RECEIPT_TAG`."""
+        return digest(RECEIPT_TAG, self.body_value())
+
+    def closed(self) -> AgentReceipt:
+        """A copy with ``revision`` set to :meth:`compute_revision`."""
+        return self.model_copy(update={"revision": self.compute_revision()})
+
+    def final_candidate(self) -> CandidateRecord | None:
+        """The candidate the authoritative verdict judged: repaired if any, else initial."""
+        return self.candidate.repaired or self.candidate.initial
+
+
+def receipt_bytes(receipt: AgentReceipt) -> bytes:
+    """The exact bytes written to the receipt file: canonical JSON plus LF."""
+    return receipt.canonical() + b"\n"

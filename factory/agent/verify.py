@@ -1,0 +1,142 @@
+"""Re-check a receipt without trusting it (SPEC A-8: ``factory receipt verify``).
+
+1. The file parses as ``factory.agent-receipt/1`` and its bytes are exactly the canonical
+   form the run wrote (canonical JSON + LF).
+2. ``revision`` equals the digest of the canonical body recomputed here.
+3. Every evidence file (phase outputs, candidate status bytes and patches) exists as a
+   regular file, is named ``<role>-<sha256>``, and has the bound size and SHA-256.
+4. When the worktree still exists, the candidate the authoritative verdict judged is
+   re-derived from it and compared by identity ("still matches" or not).
+
+The result is a JSON value (schema ``factory.receipt-verification/1``); ``ok`` is true only
+when all of the above hold (a worktree that is gone is reported, not failed).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from factory.agent.evidence import read_nofollow, resolve_evidence_path
+from factory.agent.receipt import AgentReceipt, EvidenceRef, receipt_bytes
+from factory.canonical import sha256_hex
+from factory.errors import FactoryError, IntegrityFailure, UsageError
+from factory.models import parse_model
+
+VERIFY_SCHEMA = "factory.receipt-verification/1"
+RECEIPT_LIMIT = 64 << 20  # bytes; a receipt larger than this is not one we wrote
+
+
+class ReceiptUnreadable(IntegrityFailure):
+    """The receipt is not a ``factory.agent-receipt/1`` document (exit 4)."""
+
+    default_code = "receipt-invalid"
+
+
+def load_receipt(path: Path) -> tuple[AgentReceipt, bytes]:
+    """Read and parse a receipt; return the model and the exact file bytes.
+
+    Raises:
+        UsageError: the path does not exist (exit 2).
+        ReceiptUnreadable: not a regular file, not JSON, or not the schema (exit 4).
+    """
+    if not os.path.lexists(path):
+        raise UsageError(
+            "the receipt does not exist; pass the --out path of a run", code="receipt-missing"
+        )
+    try:
+        data = read_nofollow(path, limit=RECEIPT_LIMIT)
+    except OSError as exc:
+        raise ReceiptUnreadable("the receipt is not a readable regular file") from exc
+    try:
+        value = json.loads(data)
+    except ValueError as exc:
+        raise ReceiptUnreadable("the receipt is not JSON") from exc
+    return parse_model(AgentReceipt, value, error=ReceiptUnreadable, what="the receipt"), data
+
+
+def all_evidence(receipt: AgentReceipt) -> list[EvidenceRef]:
+    """Every evidence reference in a receipt, phases first, then candidates."""
+    refs = [ref for phase in receipt.phases for ref in phase.evidence]
+    for cand in (receipt.candidate.initial, receipt.candidate.repaired):
+        if cand is not None:
+            refs += [cand.status_evidence, cand.patch_evidence]
+    return refs
+
+
+def check_evidence(ref: EvidenceRef, receipt_path: Path) -> dict[str, Any]:
+    """Re-hash one evidence file; ``problem`` names what is wrong (or ``None``)."""
+    path = resolve_evidence_path(ref, receipt_path)
+    problem: str | None = None
+    if path.name != f"{ref.role}-{ref.sha256}":
+        problem = "name-mismatch"
+    else:
+        try:
+            data = read_nofollow(path)
+        except FileNotFoundError:
+            problem = "missing"
+        except OSError:
+            problem = "unreadable"
+        else:
+            if len(data) != ref.bytes:
+                problem = "size-mismatch"
+            elif sha256_hex(data) != ref.sha256:
+                problem = "digest-mismatch"
+    return {"role": ref.role, "path": ref.path, "ok": problem is None, "problem": problem}
+
+
+def check_candidate(receipt: AgentReceipt) -> dict[str, Any]:
+    """Re-derive the judged candidate from the live worktree, when it still exists."""
+    from factory.agent.run import candidate_body
+    from factory.gitio.candidate import derive
+    from factory.gitio.worktree import locate
+
+    cand = receipt.final_candidate()
+    out: dict[str, Any] = {"checked": False, "identity": cand.identity if cand else None}
+    if cand is None:
+        out["reason"] = "no-candidate-in-receipt"
+        return out
+    if not Path(receipt.worktree).is_dir():
+        out["reason"] = "worktree-gone"
+        return out
+    try:
+        wt = locate(Path(receipt.worktree))
+        body = cand.body
+        observed = candidate_body(derive(wt, body.base_commit, body.base_tree)).identity()
+    except FactoryError as exc:
+        out.update(checked=True, still_matches=False, reason=exc.code)
+        return out
+    out.update(checked=True, observed=observed, still_matches=observed == cand.identity)
+    return out
+
+
+def verify(path: Path) -> dict[str, Any]:
+    """Verify the receipt at ``path`` (see the module docstring for the checks)."""
+    receipt, data = load_receipt(path)
+    computed = receipt.compute_revision()
+    revision_ok = receipt.revision == computed
+    exact = data == receipt_bytes(receipt)
+    evidence = [check_evidence(ref, path) for ref in all_evidence(receipt)]
+    candidate = check_candidate(receipt)
+    terminal = receipt.status != "running"
+    ok = (
+        revision_ok
+        and exact
+        and terminal
+        and all(e["ok"] for e in evidence)
+        and candidate.get("still_matches") is not False
+    )
+    return {
+        "schema": VERIFY_SCHEMA,
+        "receipt": os.fspath(path),
+        "status": receipt.status,
+        "exit_code": receipt.exit_code,
+        "terminal": terminal,
+        "revision": {"ok": revision_ok, "stored": receipt.revision, "computed": computed},
+        "canonical_bytes": exact,
+        "evidence": evidence,
+        "candidate": candidate,
+        "ok": ok,
+    }

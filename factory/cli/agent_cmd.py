@@ -1,0 +1,200 @@
+"""``factory agent``: one worker, one read-only review, at most one repair and a fresh final
+review, in a clean linked git worktree (SPEC A-1…A-10).
+
+This module only parses flags and wires effects: the decisions live in
+:mod:`factory.agent`. Provider profiles, the rehearsal route and the progress/telemetry
+observers are imported by name inside the handler (``providers.claude_profile`` /
+``providers.codex_profile``, ``factory.rehearsal.open_rehearsal``,
+``factory.agent.progress.ProgressObserver``, ``factory.agent.telemetry``), so ``factory
+--help`` stays fast and this layer is the only one that knows about ``providers/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import signal
+import sys
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+from factory.cli.framework import emit_stdout
+
+HELP = """\
+Run a coding agent on TASK in the linked git worktree W and write a receipt to R.
+
+  worker (claude) → candidate identity (code) → read-only reviewer (codex)
+    APPROVE          → completed, exit 0
+    REQUEST_CHANGES  → exactly one repair (claude) → a fresh reviewer → its verdict is final:
+                       APPROVE → exit 0, REQUEST_CHANGES → rejected, exit 3
+
+W must be a clean *linked* worktree ('git worktree add'); R and the evidence folder
+(default R.evidence) must not exist and must lie outside W and its git directories.
+stdout: the terminal receipt (canonical JSON). stderr: progress (no task text, no paths).
+Exit codes: 0 completed, 2 refused before anything ran, 3 rejected, 4 typed failure,
+130 interrupted (the receipt says so), 1 internal error.
+APPROVE grants no publication authority. With --rehearsal the real CLIs talk to a scripted
+loopback model: that proves the control path, nothing about model judgement.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("agent", help="run worker → review → one repair → review", description=HELP)
+    p.add_argument("--worktree", required=True, metavar="W", help="a clean linked git worktree")
+    p.add_argument("--task", required=True, metavar="T", help="what the worker should do")
+    p.add_argument("--out", required=True, metavar="R", help="receipt path (must not exist)")
+    p.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=600_000,
+        metavar="N",
+        help="per provider invocation, 1000..1800000 (default 600000)",
+    )
+    p.add_argument("--evidence", metavar="DIR", help="evidence folder (default R.evidence)")
+    p.add_argument(
+        "--progress", choices=("human", "jsonl"), default="human", help="stderr progress format"
+    )
+    p.add_argument("--otel-endpoint", metavar="URL", help="http://127.0.0.1:PORT/v1/traces only")
+    p.add_argument("--rehearsal", metavar="SCENARIO", help="scripted loopback model scenario file")
+    p.set_defaults(handler=run)
+
+
+def _optional(module: str) -> Any | None:
+    """Import ``module`` if this build has it (another subsystem may not have landed)."""
+    try:
+        return import_module(module)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module.startswith(exc.name):
+            return None
+        raise
+
+
+def _required(module: str, what: str) -> Any:
+    from factory.errors import UsageError
+
+    mod = _optional(module)
+    if mod is None:
+        raise UsageError(f"{what} is not available in this build of factory", code="not-available")
+    return mod
+
+
+def _observer(args: argparse.Namespace) -> tuple[Any, list[Callable[[], Any]]]:
+    """The run's observer (progress + telemetry) and the background tasks it needs."""
+    from factory.agent.observer import FanOut, NullObserver
+
+    observers: list[Any] = []
+    tasks: list[Callable[[], Any]] = []
+    progress = _optional("factory.agent.progress")
+    if progress is not None:
+        po = progress.ProgressObserver(args.progress, sys.stderr, args.timeout_ms)
+        observers.append(po)
+        if hasattr(po, "heartbeat"):
+            tasks.append(po.heartbeat)
+    else:  # PENDING(h/progress): without the progress module the run is silent on stderr.
+        observers.append(NullObserver())
+    if args.otel_endpoint is not None:
+        telemetry = _required("factory.agent.telemetry", "--otel-endpoint (telemetry)")
+        observers.append(telemetry.TelemetryObserver(args.otel_endpoint))
+    return FanOut(*observers), tasks
+
+
+def load_profiles() -> tuple[Any, Any]:
+    """The two closed profiles: ``claude`` (worker, repair) and ``codex`` (reviewer)."""
+    providers = _required("providers", "the provider profiles")
+    return providers.claude_profile(), providers.codex_profile()
+
+
+def _check_endpoint(url: str | None) -> None:
+    """Refuse a bad ``--otel-endpoint`` at parse time (exit 2), before anything runs."""
+    if url is None:
+        return
+    telemetry = _required("factory.agent.telemetry", "--otel-endpoint (telemetry)")
+    telemetry.parse_endpoint(url)
+
+
+def run(args: argparse.Namespace) -> int:
+    import trio
+
+    from factory.agent.admission import AgentRequest, admit
+
+    request = AgentRequest(
+        worktree=Path(args.worktree),
+        task=args.task,
+        receipt=Path(args.out),
+        evidence=Path(args.evidence) if args.evidence is not None else None,
+        timeout_ms=args.timeout_ms,
+    )
+    _check_endpoint(args.otel_endpoint)
+    scenario = None
+    if args.rehearsal is not None:
+        rehearsal = _required("factory.rehearsal", "--rehearsal (the scripted loopback model)")
+        scenario = rehearsal.load_scenario(Path(args.rehearsal))
+    admitted = admit(request)  # refusals exit 2 before any provider is even imported
+    agent, reviewer = load_profiles()
+    observer, tasks = _observer(args)
+    return int(
+        trio.run(_main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence)
+    )
+
+
+@contextlib.asynccontextmanager
+async def _route(scenario: Any, near: Path) -> AsyncIterator[Any]:
+    from factory.provider_api import SubscriptionRoute
+
+    if scenario is None:
+        yield SubscriptionRoute()
+        return
+    rehearsal = import_module("factory.rehearsal")
+    root = Path(tempfile.mkdtemp(prefix="factory-rehearsal-", dir=os.fspath(near.parent)))
+    try:
+        async with rehearsal.open_rehearsal(scenario, root) as session:
+            yield session.route
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+async def _main(
+    request: Any,
+    agent: Any,
+    reviewer: Any,
+    observer: Any,
+    tasks: list[Callable[[], Any]],
+    scenario: Any,
+    evidence: Path,
+) -> int:
+    import trio
+
+    from factory.agent.run import AgentDeps, run_agent
+    from factory.errors import ExitCode
+
+    run_scope = trio.CancelScope()
+    outcome = None
+
+    async def watch_signals(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            task_status.started()
+            async for _ in signals:
+                run_scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(watch_signals)
+        for task in tasks:
+            nursery.start_soon(task)
+        with run_scope:
+            async with _route(scenario, evidence) as route:
+                deps = AgentDeps(agent=agent, reviewer=reviewer, route=route, observer=observer)
+                outcome = await run_agent(request, deps)
+        nursery.cancel_scope.cancel()
+    if outcome is None:
+        # Interrupted: run_agent wrote the terminal 'interrupted' receipt before unwinding.
+        receipt = Path(os.path.abspath(request.receipt))
+        with contextlib.suppress(OSError):
+            emit_stdout(receipt.read_bytes())
+        return int(ExitCode.INTERRUPTED)
+    emit_stdout(outcome.data)
+    return outcome.exit_code

@@ -1,0 +1,98 @@
+"""Run git read-only: argv only, scrubbed environment, no optional locks (SPEC A-1).
+
+The child environment starts empty and copies only :data:`ALLOWED_ENV` from the caller;
+every ``GIT_*`` variable the caller set is dropped, and the few git needs are set here
+(``GIT_OPTIONAL_LOCKS=0``, ``GIT_TERMINAL_PROMPT=0``, and a temporary ``GIT_INDEX_FILE``
+only when the caller asks for one). ``-c core.fsmonitor=false`` keeps a repository-configured
+fsmonitor program from running under our queries.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from factory.errors import Failure
+
+ALLOWED_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "USER", "LOGNAME")
+GIT_TIMEOUT_S = 300.0  # a local query that takes longer than this is treated as stuck
+
+_BASE_ARGV = (
+    "git",
+    "--no-optional-locks",
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.quotePath=false",
+    "-c",
+    "color.ui=false",
+)
+
+
+class GitFailure(Failure):
+    """A local git query failed after admission (exit 4). The message names no paths."""
+
+    default_code = "git-failed"
+
+
+def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The allow-listed child environment for git (``LC_ALL=C`` for stable output)."""
+    env = {k: os.environ[k] for k in ALLOWED_ENV if k in os.environ}
+    env.setdefault("PATH", os.defpath)
+    env["LC_ALL"] = "C"
+    env["GIT_OPTIONAL_LOCKS"] = "0"
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_git(
+    cwd: Path,
+    args: Sequence[str],
+    *,
+    env_extra: Mapping[str, str] | None = None,
+    ok_codes: tuple[int, ...] = (0,),
+    what: str = "git query",
+) -> bytes:
+    """Run ``git ARGS`` in ``cwd`` and return stdout bytes.
+
+    Raises:
+        GitFailure: git is missing, timed out, or exited with a code not in ``ok_codes``.
+    """
+    try:
+        proc = subprocess.run(
+            [*_BASE_ARGV, *args],
+            cwd=cwd,
+            env=git_env(env_extra),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise GitFailure("git is not on PATH; install git", code="git-not-found") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise GitFailure(f"{what} did not finish in time; retry") from exc
+    if proc.returncode not in ok_codes:
+        raise GitFailure(f"{what} failed (git exit {proc.returncode}); run git status to see why")
+    return proc.stdout
+
+
+def try_git(cwd: Path, args: Sequence[str]) -> tuple[int, bytes]:
+    """Like :func:`run_git` but returns ``(exit code, stdout)``; -1 when git cannot run."""
+    try:
+        proc = subprocess.run(
+            [*_BASE_ARGV, *args],
+            cwd=cwd,
+            env=git_env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return -1, b""
+    return proc.returncode, proc.stdout

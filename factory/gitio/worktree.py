@@ -1,0 +1,154 @@
+"""Locate a linked worktree and read its entry state (SPEC A-1, A-3).
+
+A *linked* worktree is one whose ``git rev-parse --git-dir`` differs from
+``--git-common-dir``. A primary checkout has them equal; so does a submodule's primary
+checkout, even though it too has a ``.git`` *file* — which is why the decision is made on
+the two git directories, never on the shape of ``.git``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from factory.errors import Refused
+from factory.gitio.run import run_git, try_git
+
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+STATUS_ARGS = (
+    "status",
+    "--porcelain=v2",
+    "-z",
+    "--untracked-files=all",
+    "--ignore-submodules=none",
+)
+
+
+class WorktreeRefused(Refused):
+    """The worktree cannot be used; nothing ran (exit 2)."""
+
+    default_code = "worktree-refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Worktree:
+    """A linked worktree: its top folder and both git directories (physical paths)."""
+
+    root: Path
+    git_dir: Path
+    common_dir: Path
+
+    @property
+    def dot_git(self) -> Path:
+        """The worktree's ``.git`` file (its pointer to ``git_dir``)."""
+        return self.root / ".git"
+
+
+def _lines(out: bytes) -> list[str]:
+    return out.decode("utf-8", "surrogateescape").split("\n")
+
+
+def locate(path: Path) -> Worktree:
+    """Resolve ``path`` to a linked worktree whose top folder it is.
+
+    Raises:
+        WorktreeRefused: ``worktree-missing``, ``not-a-git-worktree``, ``not-worktree-root``,
+            ``linked-worktree-required`` (primary or submodule-primary checkout).
+    """
+    if not path.is_dir():
+        raise WorktreeRefused(
+            "--worktree is not an existing folder; pass a linked git worktree",
+            code="worktree-missing",
+        )
+    code, out = try_git(
+        path,
+        ["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir"],
+    )
+    parts = _lines(out)
+    if code != 0 or len(parts) < 3 or not parts[0]:
+        raise WorktreeRefused(
+            "--worktree is not inside a git working tree; create one with 'git worktree add'",
+            code="not-a-git-worktree",
+        )
+    root = Path(os.path.realpath(parts[0]))
+    git_dir = Path(os.path.realpath(parts[1]))
+    common_dir = Path(os.path.realpath(parts[2]))
+    if root != Path(os.path.realpath(path)):
+        raise WorktreeRefused(
+            "--worktree must be the top folder of the worktree, not a folder inside it",
+            code="not-worktree-root",
+        )
+    if git_dir == common_dir or not (root / ".git").is_file():
+        raise WorktreeRefused(
+            "--worktree is a primary checkout (or a submodule's); create a linked one with "
+            "'git worktree add <path>' and pass that",
+            code="linked-worktree-required",
+        )
+    return Worktree(root=root, git_dir=git_dir, common_dir=common_dir)
+
+
+def status_bytes(wt: Worktree) -> bytes:
+    """``git status --porcelain=v2 -z --untracked-files=all`` of the worktree, exact bytes."""
+    return run_git(wt.root, STATUS_ARGS, what="git status")
+
+
+def head_commit(wt: Worktree) -> str | None:
+    """The commit HEAD points at, or ``None`` for an unborn branch."""
+    code, out = try_git(wt.root, ["rev-parse", "--verify", "-q", "HEAD^{commit}"])
+    return out.decode("ascii").strip() if code == 0 and out.strip() else None
+
+
+def commit_tree(wt: Worktree, commit: str) -> str:
+    """The tree id of ``commit``."""
+    out = run_git(wt.root, ["rev-parse", "--verify", f"{commit}^{{tree}}"], what="git rev-parse")
+    return out.decode("ascii").strip()
+
+
+def index_path(wt: Worktree) -> Path:
+    """The real index file of this worktree (``git rev-parse --git-path index``)."""
+    out = run_git(wt.root, ["rev-parse", "--path-format=absolute", "--git-path", "index"])
+    return Path(out.decode("utf-8", "surrogateescape").strip())
+
+
+def index_tree(wt: Worktree) -> str:
+    """The tree the real index describes, without touching the real index file.
+
+    ``git write-tree`` on the real index would rewrite it (it stores the cache-tree
+    extension back), so it runs on a private copy instead.
+    """
+    with tempfile.TemporaryDirectory(prefix="factory-index-") as tmp:
+        copy = Path(tmp) / "index"
+        src = index_path(wt)
+        if src.exists():
+            shutil.copy2(src, copy)
+        out = run_git(
+            wt.root, ["write-tree"], env_extra={"GIT_INDEX_FILE": str(copy)}, what="git write-tree"
+        )
+    return out.decode("ascii").strip()
+
+
+def candidate_tree(wt: Worktree, base_commit: str) -> str:
+    """A git tree of the worktree's non-ignored content, untracked files included.
+
+    Built through a temporary index: a copy of the real one (so git's stat cache spares
+    re-hashing unchanged files), or ``read-tree <base>`` when there is none, then
+    ``add -A`` and ``write-tree``. The real index is never opened for writing.
+
+    The copy keeps the real index's mtime (``copy2``): git's racy-clean check compares
+    each entry's mtime with the index file's, and a fresh mtime on the copy would make a
+    same-size edit made in the same timestamp tick as the checkout look unchanged.
+    """
+    with tempfile.TemporaryDirectory(prefix="factory-candidate-") as tmp:
+        copy = Path(tmp) / "index"
+        env = {"GIT_INDEX_FILE": str(copy)}
+        src = index_path(wt)
+        if src.exists():
+            shutil.copy2(src, copy)
+        else:
+            run_git(wt.root, ["read-tree", base_commit], env_extra=env, what="git read-tree")
+        run_git(wt.root, ["add", "-A", "--", "."], env_extra=env, what="git add (temporary index)")
+        out = run_git(wt.root, ["write-tree"], env_extra=env, what="git write-tree")
+    return out.decode("ascii").strip()

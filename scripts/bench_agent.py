@@ -1,0 +1,222 @@
+"""Benchmark the agent run's own work with instant fake providers (issue 5, "Speed and memory").
+
+Targets on the 2-core machine: a full four-call cycle (worker → REQUEST_CHANGES → repair →
+APPROVE) over a worktree of 10,000 files / 100 MB including ``node_modules`` in ≤ 2 s;
+binding the whole tree of 100,000 files in ≤ 3 s; peak RSS < 300 MB.
+
+Usage: ``scripts/bench_agent [--reps N] [--dir DIR] [--keep]``. Each measurement runs in a
+fresh child process so its peak RSS is its own; the report is one JSON object on stdout
+(medians in seconds, peak RSS in MiB of the Python process and of its largest git child).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+CYCLE_FILES = 10_000  # half tracked source, half ignored node_modules
+CYCLE_BYTES = 100 * 1024 * 1024
+BIND_FILES = 100_000
+BIND_BYTES = 100 * 1024 * 1024
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _fill(folder: Path, count: int, total: int, tag: str) -> None:
+    size = total // count
+    block = (tag.encode() * (size // len(tag) + 1))[:size]
+    for i in range(count):
+        sub = folder / f"d{i // 500:03d}"
+        if i % 500 == 0:
+            sub.mkdir(parents=True, exist_ok=True)
+        (sub / f"f{i:06d}.txt").write_bytes(block[:-12] + f"{i:011d}\n".encode())
+
+
+def prepare_cycle(base: Path) -> Path:
+    """A repository with a linked worktree: 5,000 tracked files + 5,000 in node_modules."""
+    repo = base / "repo"
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.name", "bench")
+    _git(repo, "config", "user.email", "bench@factory.invalid")
+    (repo / ".gitignore").write_text("node_modules/\n")
+    _fill(repo / "src", CYCLE_FILES // 2, CYCLE_BYTES // 2, "source ")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "base")
+    wt = base / "wt"
+    _git(repo, "worktree", "add", "-q", "-b", "work", str(wt))
+    _fill(wt / "node_modules", CYCLE_FILES // 2, CYCLE_BYTES // 2, "module ")
+    return wt
+
+
+def prepare_bind(base: Path) -> Path:
+    tree = base / "bindtree"
+    _fill(tree / "node_modules", BIND_FILES // 2, BIND_BYTES // 2, "dep ")
+    _fill(tree / "src", BIND_FILES // 2, BIND_BYTES // 2, "src ")
+    return tree
+
+
+def one_cycle(wt: Path, out: Path) -> dict[str, float]:
+    import trio
+
+    from factory.agent.admission import AgentRequest
+    from factory.agent.run import AgentDeps, run_agent
+    from factory.provider_api import ProviderResult, SubscriptionRoute, Verdict
+
+    provider_s = 0.0
+
+    class Agent:
+        name = "claude"
+
+        async def run_agent(self, *, role: str, worktree: Path, **_: object) -> ProviderResult:
+            nonlocal provider_s
+            t = time.perf_counter()
+            target = worktree / "src" / "d000" / f"{role}.txt"
+            target.write_text(f"{role} change\n")
+            provider_s += time.perf_counter() - t
+            return ProviderResult("claude", role, "bench", (), 0, 0, {"stdout": b"ok"})  # type: ignore[arg-type]
+
+    class Reviewer:
+        name = "codex"
+
+        def __init__(self) -> None:
+            self.verdicts = ["REQUEST_CHANGES", "APPROVE"]
+
+        async def run_reviewer(self, **_: object) -> ProviderResult:
+            v = self.verdicts.pop(0)
+            return ProviderResult(
+                "codex",
+                "reviewer",
+                "bench",
+                (),
+                0,
+                0,
+                {"verdict": json.dumps({"verdict": v}).encode()},
+                Verdict(v, "bench"),  # type: ignore[arg-type]
+            )
+
+    request = AgentRequest(worktree=wt, task="bench", receipt=out / "receipt.json")
+    deps = AgentDeps(agent=Agent(), reviewer=Reviewer(), route=SubscriptionRoute())  # type: ignore[arg-type]
+    t0, c0, k0 = time.perf_counter(), time.process_time(), _children_cpu()
+    outcome = trio.run(run_agent, request, deps)
+    total = time.perf_counter() - t0
+    assert outcome.exit_code == 0 and len(outcome.receipt.phases) == 4, outcome.receipt.error
+    return {
+        "cycle_s": total - provider_s,
+        "cycle_cpu_s": time.process_time() - c0 + _children_cpu() - k0,
+    }
+
+
+def one_bind(tree: Path) -> dict[str, float]:
+    from factory.agent.binding import bind_tree
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    first = bind_tree(tree)
+    t1, c1 = time.perf_counter(), time.process_time()
+    again = bind_tree(tree, first)
+    t2 = time.perf_counter()
+    assert again.digest == first.digest and len(first.entries) >= BIND_FILES
+    return {
+        "bind_s": t1 - t0,
+        "bind_cpu_s": c1 - c0,
+        "rebind_s": t2 - t1,
+        "entries": float(len(first.entries)),
+    }
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _rss() -> dict[str, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return {"rss_mib": own, "child_rss_mib": kids}
+
+
+def _child(kind: str, *paths: str) -> dict[str, float]:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--one", kind, *paths],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return dict(json.loads(proc.stdout))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--dir")
+    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:
+        kind, *paths = args.one
+        result = (
+            one_cycle(Path(paths[0]), Path(paths[1]))
+            if kind == "cycle"
+            else one_bind(Path(paths[0]))
+        )
+        print(json.dumps({**result, **_rss()}))
+        return 0
+
+    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="factory-bench-"))
+    try:
+        t = time.perf_counter()
+        wt = prepare_cycle(base)
+        tree = prepare_bind(base)
+        print(f"bench: fixtures ready in {time.perf_counter() - t:.1f} s", file=sys.stderr)
+        cycles, binds = [], []
+        for i in range(args.reps):
+            out = base / f"out{i}"
+            out.mkdir()
+            cycles.append(_child("cycle", str(wt), str(out)))
+            _git(wt, "checkout", "-q", "--", ".")
+            _git(wt, "clean", "-q", "-f", "-d")  # not -x: node_modules stays
+            binds.append(_child("bind", str(tree)))
+            print(f"bench: rep {i + 1}: {cycles[-1]} {binds[-1]}", file=sys.stderr)
+
+        def med(rows: list[dict[str, float]], key: str) -> float:
+            return round(statistics.median(r[key] for r in rows), 3)
+
+        report = {
+            "cycle_files": CYCLE_FILES,
+            "cycle_bytes": CYCLE_BYTES,
+            "bind_files": BIND_FILES,
+            "reps": args.reps,
+            "cycle_s_median": med(cycles, "cycle_s"),
+            "cycle_cpu_s_median": med(cycles, "cycle_cpu_s"),
+            "bind_s_median": med(binds, "bind_s"),
+            "bind_cpu_s_median": med(binds, "bind_cpu_s"),
+            "rebind_s_median": med(binds, "rebind_s"),
+            "cycle_peak_rss_mib": round(max(r["rss_mib"] for r in cycles), 1),
+            "cycle_peak_git_child_rss_mib": round(max(r["child_rss_mib"] for r in cycles), 1),
+            "bind_peak_rss_mib": round(max(r["rss_mib"] for r in binds), 1),
+            "targets": {"cycle_s": 2.0, "bind_s": 3.0, "rss_mib": 300},
+            "load_average_at_end": os.getloadavg(),
+        }
+        print(json.dumps(report, indent=2))
+    finally:
+        if not args.keep and not args.dir:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

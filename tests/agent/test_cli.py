@@ -1,0 +1,202 @@
+"""``factory agent`` and ``factory receipt verify`` as users run them (real subprocesses)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.agent.conftest import Layout
+from tests.support.cli import run_factory
+from tests.support.git import git
+
+FAKE = Path(__file__).with_name("fake_factory.py")
+
+
+def agent_args(layout: Layout, *extra: str) -> list[str]:
+    return [
+        "agent",
+        "--worktree",
+        str(layout.wt),
+        "--task",
+        "fix add()",
+        "--out",
+        str(layout.receipt),
+        "--timeout-ms",
+        "5000",
+        *extra,
+    ]
+
+
+def fake(scenario: str, args: list[str], *marker: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, str(FAKE), scenario, *marker, "--", *args],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def verify(layout: Layout) -> tuple[int, dict[str, object]]:
+    proc = run_factory(["receipt", "verify", str(layout.receipt)])
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize(
+    ("scenario", "code", "status"),
+    [("approve", 0, "completed"), ("reject", 3, "rejected"), ("fail", 4, "failed")],
+)
+def test_exit_codes_and_stdout_is_the_receipt(
+    layout: Layout, scenario: str, code: int, status: str
+) -> None:
+    proc = fake(scenario, agent_args(layout))
+    assert proc.returncode == code, proc.stderr
+    assert proc.stdout == layout.receipt.read_bytes()
+    receipt = json.loads(proc.stdout)
+    assert receipt["status"] == status and receipt["exit_code"] == code
+    assert b"fix add()" not in proc.stderr  # no task text in diagnostics/progress
+    rc, report = verify(layout)
+    assert rc == 0 and report["ok"] is True
+
+
+def test_refusal_via_cli_runs_nothing(layout: Layout) -> None:
+    args = agent_args(layout)
+    args[args.index("--worktree") + 1] = str(layout.repo)
+    proc = fake("approve", args)
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"linked-worktree-required" in proc.stderr
+    assert not layout.receipt.exists() and not layout.evidence.exists()
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [["--bogus"], ["--task", "again"], ["--timeout-ms", "soon"], ["--progress", "xml"]],
+    ids=["unknown", "duplicate", "not-int", "bad-choice"],
+)
+def test_bad_flags_exit_2(layout: Layout, extra: list[str]) -> None:
+    proc = run_factory(agent_args(layout, *extra))
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert not layout.receipt.exists()
+
+
+def test_sigint_during_the_worker(layout: Layout, tmp_path: Path) -> None:
+    marker = tmp_path / "child.pid"
+    proc = subprocess.Popen(
+        [sys.executable, str(FAKE), "spawn", str(marker), "--", *agent_args(layout)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while not (marker.exists() and marker.read_text()):
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    child = int(marker.read_text())
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    receipt = json.loads(layout.receipt.read_bytes())
+    assert out == layout.receipt.read_bytes()
+    assert receipt["status"] == "interrupted" and receipt["exit_code"] == 130
+    assert receipt["phases"][0]["outcome"] == "interrupted"
+    assert not Path(f"/proc/{child}").exists()  # no survivor (reaped, not a zombie)
+    rc, report = verify(layout)
+    assert rc == 0 and report["status"] == "interrupted"
+
+
+# -- receipt verify -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def completed(layout: Layout) -> Layout:
+    proc = fake("reject", agent_args(layout))  # four calls: the richest receipt
+    assert proc.returncode == 3, proc.stderr
+    return layout
+
+
+def evidence_files(layout: Layout) -> list[Path]:
+    return sorted(p for p in layout.evidence.iterdir())
+
+
+def test_verify_negative_control(completed: Layout) -> None:
+    rc, report = verify(completed)
+    assert rc == 0 and report["ok"] is True
+    assert report["candidate"] == {  # type: ignore[comparison-overlap]
+        "checked": True,
+        "identity": json.loads(completed.receipt.read_bytes())["candidate"]["repaired"]["identity"],
+        "observed": report["candidate"]["observed"],  # type: ignore[index]
+        "still_matches": True,
+    }
+    assert len(report["evidence"]) >= 12  # type: ignore[arg-type]
+
+
+def test_verify_catches_a_flipped_evidence_byte(completed: Layout) -> None:
+    target = next(p for p in evidence_files(completed) if p.name.startswith("worker-stdout-"))
+    data = bytearray(target.read_bytes())
+    data[0] ^= 0x01
+    target.write_bytes(bytes(data))
+    rc, report = verify(completed)
+    assert rc == 4 and report["ok"] is False
+    bad = [e for e in report["evidence"] if not e["ok"]]  # type: ignore[attr-defined]
+    assert [(e["role"], e["problem"]) for e in bad] == [("worker-stdout", "digest-mismatch")]
+
+
+def test_verify_catches_a_missing_evidence_file(completed: Layout) -> None:
+    target = next(p for p in evidence_files(completed) if "candidate-patch" in p.name)
+    target.unlink()
+    rc, report = verify(completed)
+    assert rc == 4
+    assert any(e["problem"] == "missing" for e in report["evidence"])  # type: ignore[attr-defined]
+
+
+def test_verify_catches_an_edited_receipt_field(completed: Layout) -> None:
+    value = json.loads(completed.receipt.read_bytes())
+    value["status"] = "completed"
+    value["exit_code"] = 0
+    from factory.canonical import canonical_bytes
+
+    completed.receipt.write_bytes(canonical_bytes(value) + b"\n")
+    rc, report = verify(completed)
+    assert rc == 4 and report["revision"]["ok"] is False  # type: ignore[index]
+
+
+def test_verify_catches_a_reformatted_receipt(completed: Layout) -> None:
+    value = json.loads(completed.receipt.read_bytes())
+    completed.receipt.write_text(json.dumps(value, indent=2))
+    rc, report = verify(completed)
+    assert rc == 4 and report["canonical_bytes"] is False
+    assert report["revision"]["ok"] is True  # type: ignore[index]
+
+
+def test_verify_catches_a_worktree_changed_after_the_run(completed: Layout) -> None:
+    (completed.wt / "src" / "app.py").write_text("def add(a, b):\n    return 42\n")
+    rc, report = verify(completed)
+    assert rc == 4 and report["candidate"]["still_matches"] is False  # type: ignore[index]
+
+
+def test_verify_catches_a_commit_after_the_run(completed: Layout) -> None:
+    git(completed.wt, "add", "-A")
+    git(completed.wt, "commit", "-qm", "published")
+    rc, report = verify(completed)
+    assert rc == 4 and report["candidate"]["still_matches"] is False  # type: ignore[index]
+
+
+def test_verify_ignores_ignored_files_and_a_removed_worktree(completed: Layout) -> None:
+    (completed.wt / "ignored.log").write_text("new log line\n")
+    assert verify(completed)[0] == 0
+    git(completed.repo, "worktree", "remove", "--force", str(completed.wt))
+    rc, report = verify(completed)
+    assert rc == 0 and report["candidate"]["reason"] == "worktree-gone"  # type: ignore[index]
+
+
+def test_verify_refuses_garbage_and_missing(layout: Layout) -> None:
+    layout.receipt.write_text("not json")
+    proc = run_factory(["receipt", "verify", str(layout.receipt)])
+    assert proc.returncode == 4 and b"receipt-invalid" in proc.stderr
+    proc = run_factory(["receipt", "verify", str(layout.out / "absent.json")])
+    assert proc.returncode == 2

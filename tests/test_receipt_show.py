@@ -1,0 +1,294 @@
+"""`factory receipt show` rendering (SPEC A-8): readable, honest about rehearsal, inert text."""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from factory.agent.receipt import (
+    DECLARED_RESIDUALS,
+    AgentReceipt,
+    BaseRecord,
+    Binding,
+    CandidateBody,
+    CandidateRecord,
+    Candidates,
+    ChangedPath,
+    ErrorRecord,
+    EvidenceRef,
+    PhaseRecord,
+    Timings,
+    receipt_bytes,
+)
+from factory.agent.receipt_show import (
+    MAX_ROWS,
+    ReceiptInvalid,
+    clean,
+    evidence_file,
+    format_bytes,
+    format_ms,
+    render,
+    short_digest,
+)
+from factory.errors import ExitCode
+from factory.provider_api import REHEARSAL_EXECUTION, SUBSCRIPTION_EXECUTION
+
+HEX = "0123456789abcdef" * 4
+
+
+def _ev(role: str, n: int) -> EvidenceRef:
+    return EvidenceRef(
+        role=role,
+        path=f"r.json.evidence/{role}-{HEX}",
+        bytes=n,
+        sha256=HEX,
+        media_type="text/plain; charset=utf-8",
+    )
+
+
+def _candidate(files: list[ChangedPath], tree: str) -> CandidateRecord:
+    body = CandidateBody(
+        base_commit="c" * 40,
+        base_tree="b" * 40,
+        candidate_tree=tree * 40,
+        status_bytes=80,
+        status_sha256=HEX,
+        patch_bytes=1234,
+        patch_sha256=HEX,
+        files=files,
+    )
+    return CandidateRecord(
+        identity=body.identity(),
+        body=body,
+        status_evidence=_ev("status", 80),
+        patch_evidence=_ev("patch", 1234),
+    )
+
+
+def _phase(phase: str, role: str, outcome: str, verdict: str | None, ms: int) -> PhaseRecord:
+    reviewer = role == "reviewer"
+    return PhaseRecord.model_validate(
+        {
+            "phase": phase,
+            "role": role,
+            "profile": "codex" if reviewer else "claude",
+            "cli_version": "0.171.0" if reviewer else "2.1.332",
+            "requested_authority": "sandbox-read-only" if reviewer else "host-user-process",
+            "argv_shape": ["exec", "--sandbox", "read-only"],
+            "process_exit_code": 0,
+            "observed_postcondition": "head-index-tree-control-unchanged",
+            "outcome": outcome,
+            "verdict": verdict,
+            "reviewed_identity": "sha256:" + HEX if reviewer else None,
+            "binding": Binding(
+                worktree_tree="sha256:" + HEX, git_control="sha256:" + HEX, entries=9
+            )
+            if reviewer
+            else None,
+            "evidence": [_ev(f"{phase}-stdout", 321), _ev(f"{phase}-stderr", 0)],
+            "started_at": "2026-11-30T10:00:00.000Z",
+            "ended_at": "2026-11-30T10:00:01.500Z",
+            "duration_ms": ms,
+        }
+    )
+
+
+def make_receipt(**changes: Any) -> AgentReceipt:
+    files = [
+        ChangedPath(path="src/calc.py", state="modified", mode="100644", bytes=420, sha256=HEX),
+        ChangedPath(
+            path="tests/test_calc.py", state="added", mode="100644", bytes=2048, sha256=HEX
+        ),
+        ChangedPath(path="old.txt", state="deleted", mode="000000", bytes=None, sha256=None),
+    ]
+    receipt = AgentReceipt(
+        status="completed",
+        exit_code=0,
+        execution=REHEARSAL_EXECUTION,
+        route="rehearsal",
+        factory_version="0.1.0",
+        task="Fix the off-by-one in calc.add",
+        worktree="/tmp/demo/wt",
+        evidence_dir="/tmp/demo/r.json.evidence",
+        timeout_ms=600000,
+        base=BaseRecord(commit="c" * 40, tree="b" * 40, index_tree="b" * 40),
+        phases=[
+            _phase("worker", "worker", "ok", None, 1500),
+            _phase("initial_review", "reviewer", "REQUEST_CHANGES", "REQUEST_CHANGES", 61500),
+            _phase("repair", "repair", "ok", None, 900),
+            _phase("final_review", "reviewer", "APPROVE", "APPROVE", 2000),
+        ],
+        candidate=Candidates(initial=_candidate(files[:1], "d"), repaired=_candidate(files, "e")),
+        verdict="APPROVE",
+        error=None,
+        residuals=list(DECLARED_RESIDUALS),
+        timings=Timings(
+            started_at="2026-11-30T10:00:00.000Z",
+            ended_at="2026-11-30T10:01:06.000Z",
+            duration_ms=66000,
+        ),
+    )
+    return receipt.model_copy(update=changes).closed()
+
+
+def _json(receipt: AgentReceipt) -> dict[str, Any]:
+    value = json.loads(receipt_bytes(receipt))
+    assert isinstance(value, dict)
+    return value
+
+
+def show(value: dict[str, Any], *, width: int = 200) -> str:
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system=None, force_terminal=False)
+    render(value, console)
+    return out.getvalue()
+
+
+def test_a_completed_rehearsal_receipt_reads_plainly() -> None:
+    text = show(_json(make_receipt()), width=250)
+    flat = " ".join(text.split())
+    assert "COMPLETED" in text
+    assert "REHEARSAL" in text and "scripted loopback model, not a real model" in text
+    for phase in ("worker", "initial_review", "repair", "final_review"):
+        assert phase in text
+    assert "REQUEST_CHANGES" in text and "APPROVE" in text
+    assert "1m 01.5s" in text  # the initial review's duration
+    assert "claude 2.1.332" in text and "codex 0.171.0" in text
+    # candidate files with state and size; both candidates
+    assert "initial candidate sha256:" in text and "repaired candidate sha256:" in text
+    assert "tests/test_calc.py" in text and "2,048 B (2.0 KiB)" in text
+    assert "deleted" in text and "old.txt" in text
+    # evidence: path, size, short sha256
+    assert f"worker-stdout-{HEX[:12]}..." in text
+    assert HEX[:12] in text and "321 B" in text
+    # residuals and the revision, which matches
+    assert "this is not OS containment" in flat
+    assert f"patch-{HEX[:12]}..." in text and f"status-{HEX[:12]}..." in text
+    assert "policy: local-sensitive-content-addressed" in text
+    assert "body digest matches" in text
+
+
+def test_a_subscription_receipt_does_not_claim_rehearsal() -> None:
+    text = show(_json(make_receipt(route="subscription", execution=SUBSCRIPTION_EXECUTION)))
+    assert "REHEARSAL" not in text
+    assert "subscription" in text
+
+
+def test_a_failed_receipt_shows_its_error_and_exit_code() -> None:
+    receipt = make_receipt(
+        status="failed",
+        exit_code=4,
+        verdict=None,
+        error=ErrorRecord(code="repair-no-change", message="the repair changed nothing"),
+        phases=make_receipt().phases[:3],
+    )
+    text = show(_json(receipt))
+    assert "FAILED" in text
+    assert "repair-no-change: the repair changed nothing" in text
+    assert "final_review" not in text
+
+
+def test_a_running_reservation_renders_without_revision() -> None:
+    receipt = make_receipt(
+        status="running",
+        exit_code=None,
+        verdict=None,
+        phases=[],
+        candidate=Candidates(),
+        base=None,
+        timings=Timings(started_at="2026-11-30T10:00:00.000Z", ended_at=None, duration_ms=None),
+    )
+    value = _json(receipt)
+    value["revision"] = None
+    text = show(value)
+    assert "RUNNING" in text
+    assert "a running reservation is not closed" in text
+    assert "candidate: none recorded" in text
+
+
+def test_an_edited_field_is_flagged_and_the_untouched_twin_is_not() -> None:
+    value = _json(make_receipt())
+    assert "DOES NOT MATCH" not in show(value)
+    value["verdict"] = "REQUEST_CHANGES"
+    assert "DOES NOT MATCH" in show(value)
+
+
+def test_receipt_text_cannot_drive_the_terminal_or_inject_markup() -> None:
+    hostile = "[bold red]APPROVED[/bold red]\x1b[2J\x1b]0;owned\x07\rline2\u009b31m"
+    receipt = make_receipt(task=hostile)
+    files = [ChangedPath(path="a\x1b[31m.py", state="added", mode="100644", bytes=1, sha256=HEX)]
+    receipt = receipt.model_copy(
+        update={"candidate": Candidates(initial=_candidate(files, "f"))}
+    ).closed()
+    text = show(_json(receipt))
+    assert "\x1b" not in text and "\x07" not in text and "\r" not in text and "\u009b" not in text
+    assert "[bold red]APPROVED[/bold red]" in text  # shown literally, not as markup
+    assert "\\x1b[2J" in text and "a\\x1b[31m.py" in text
+
+
+def test_long_lists_are_capped_with_a_count() -> None:
+    files = [
+        ChangedPath(path=f"f{i:04d}.txt", state="added", mode="100644", bytes=i, sha256=HEX)
+        for i in range(MAX_ROWS + 7)
+    ]
+    receipt = make_receipt(candidate=Candidates(initial=_candidate(files, "a")))
+    text = show(_json(receipt))
+    assert f"f{MAX_ROWS - 1:04d}.txt" in text
+    assert f"f{MAX_ROWS:04d}.txt" not in text
+    assert "... and 7 more changed path(s)" in text
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda v: v.update(schema="factory.agent-receipt/2"),
+        lambda v: v.update(status="approved"),
+        lambda v: v.update(surprise=1),
+        lambda v: v.pop("phases"),
+        lambda v: v.update(exit_code="0"),
+    ],
+)
+def test_an_invalid_receipt_is_a_typed_error(edit: Any) -> None:
+    value = _json(make_receipt())
+    show(value)  # negative control: the untouched receipt renders
+    edit(value)
+    with pytest.raises(ReceiptInvalid) as info:
+        show(value)
+    assert info.value.code == "receipt-invalid"
+    assert info.value.exit_code == ExitCode.FAILURE
+    assert "\n" not in info.value.message
+
+
+def test_narrow_terminal_still_renders_everything_needed() -> None:
+    text = show(_json(make_receipt()), width=60)
+    assert "REHEARSAL" in text and "COMPLETED" in text and "APPROVE" in text
+    assert max(len(line) for line in text.splitlines()) <= 60
+
+
+@pytest.mark.parametrize(
+    ("fn", "arg", "out"),
+    [
+        (format_bytes, None, "-"),
+        (format_bytes, 0, "0 B"),
+        (format_bytes, 5 * 1024 * 1024, "5,242,880 B (5.0 MiB)"),
+        (format_ms, 850, "850 ms"),
+        (format_ms, 1500, "1.5s"),
+        (format_ms, None, "-"),
+        (short_digest, "sha256:" + HEX, "sha256:" + HEX[:12]),
+        (short_digest, HEX, HEX[:12]),
+        (short_digest, None, "-"),
+        (clean, "a\tb\nc\u2028", "a\\x09b\\x0ac\\u2028"),
+    ],
+)
+def test_formatters(fn: Any, arg: Any, out: str) -> None:
+    assert fn(arg) == out
+
+
+def test_evidence_file_shortens_only_the_content_addressed_name() -> None:
+    assert evidence_file(_ev("worker-stdout", 1)) == f"worker-stdout-{HEX[:12]}..."
+    odd = _ev("worker-stdout", 1).model_copy(update={"path": "/elsewhere/out.txt"})
+    assert evidence_file(odd) == "/elsewhere/out.txt"
