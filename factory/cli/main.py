@@ -16,6 +16,8 @@ from factory.cli.framework import StrictParser, run_command
 # Order is the order shown in --help. Each name is a module of factory.cli.
 COMMAND_MODULES: tuple[str, ...] = (
     "digest_cmd",
+    "bus_cmd",
+    "smoke_cmd",
     "placeholders",
 )
 

@@ -8,7 +8,6 @@ from typing import Any
 from factory.errors import UsageError
 
 PENDING: dict[str, str] = {
-    "smoke": "coordination tracer (SPEC B-6)",
     "agent": "agent factory run (SPEC A-1..A-10)",
 }
 

@@ -1,0 +1,46 @@
+"""``factory smoke``: the coordination tracer (SPEC B-6)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from factory.cli.framework import emit_stdout
+
+HELP = """\
+Run the coordination tracer: claim a new --data-dir, spawn `factory bus serve` on it, drive
+three actors (coordinator, builder, reviewer) through the six verbs over a real MCP client
+session, then verify the event log with evidence claimed.
+
+Writes a factory.smoke-report/1 to --out and prints exactly the same bytes. No code is
+executed: the artifact is only hashed. Refused with exit 2, touching nothing: an existing
+--out, an --out inside --data-dir, a missing or non-regular --artifact, an existing
+--data-dir. Exit 4 when the evidence gate fails or the log is corrupt.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("smoke", help="coordination tracer over the MCP bus", description=HELP)
+    p.add_argument("--data-dir", required=True, help="new folder to claim for the bus log")
+    p.add_argument("--artifact", required=True, help="regular file to hash and hand around")
+    p.add_argument("--out", required=True, help="report path (must not exist)")
+    p.add_argument(
+        "--task", default=None, help='task text (default "Review the supplied artifact")'
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from factory.bus.smoke import DEFAULT_TASK, SmokeRequest, run_smoke
+
+    req = SmokeRequest(
+        data_dir=Path(args.data_dir),
+        artifact=Path(args.artifact),
+        out=Path(args.out),
+        task=DEFAULT_TASK if args.task is None else args.task,
+    )
+    code, data = run_smoke(req)
+    emit_stdout(data)
+    return code
