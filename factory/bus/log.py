@@ -90,6 +90,8 @@ def _diagnose(line: bytes, lineno: int, exc: ValidationError) -> CorruptLog:
         return _corrupt(lineno, "unknown-type", "unknown event type")
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first.get("loc", ()))
+    if kind == "work.handed-off" and "authorityTransferred" in where:
+        return _corrupt(lineno, "handoff-authority", "a handoff transferred authority")
     return _corrupt(lineno, "schema-violation", f"{kind} violates its schema at {where}")
 
 

@@ -10,7 +10,7 @@ No I/O and no clock: the caller passes ``at`` (a :data:`~factory.bus.model.Times
   refusal is itself on the record. Every event :func:`decide` returns passes :func:`check`.
 
 Rules enforced on replay (each a :class:`ReplayError` code): ids are minted in order with no
-gap or duplicate (``id-out-of-order``); every address is a registered, minted ref
+gap (``id-out-of-order``) or duplicate (``duplicate-id``); every address is a registered, minted ref
 (``unknown-actor``); a new correlation id lies above the high-water mark and within the claim
 window (``correlation-out-of-range``); only the recipient acks (``ack-not-recipient``), only a
 known message (``ack-unknown-message``), once (``ack-duplicate``); a registration carries the
@@ -133,6 +133,8 @@ def _need_actor(state: State, ref: str | None, role: str) -> None:
 
 def _check_message(state: State, msg: Message) -> None:
     ordinal = parse_ref(msg.message_id, MESSAGE_PREFIX)
+    if ordinal is not None and ordinal <= state.message_hwm:
+        raise ReplayError("duplicate-id", f"{msg.message_id} was already minted")
     if ordinal != state.message_hwm + 1:
         raise ReplayError(
             "id-out-of-order",
@@ -168,6 +170,8 @@ def check(state: State, event: Event) -> None:
         ordinal = parse_ref(event.ref, ACTOR_PREFIX)
         known = state.names.get(event.name)
         if event.is_new:
+            if ordinal is not None and ordinal <= state.actor_hwm:
+                raise ReplayError("duplicate-id", f"{event.ref} was already minted")
             if known is not None:
                 raise ReplayError(
                     "duplicate-name", f"{event.name} is already registered as {known}"
