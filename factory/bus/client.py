@@ -37,6 +37,7 @@ ENV_ALLOW: Final = (
     "SYSTEMROOT",
 )
 SERVER_LOG: Final = "bus-serve.log"
+SESSION_TIMEOUT_S: Final = 120.0
 
 
 class BusCallFailed(Failure):
@@ -142,8 +143,10 @@ async def _sdk_stdio(data_dir: Path, errlog: Any) -> AsyncIterator[tuple[Any, An
 async def _trace(
     data_dir: Path, task: str, artifact: dict[str, Any], transport: str
 ) -> dict[str, Any]:
+    import anyio
+
     opener = _prespawned if transport == "prespawned" else _sdk_stdio
-    with open(data_dir / SERVER_LOG, "ab") as errlog:
+    with open(data_dir / SERVER_LOG, "ab") as errlog, anyio.fail_after(SESSION_TIMEOUT_S):
         async with opener(data_dir, errlog) as (read, write):
             from mcp.client.session import ClientSession
 
@@ -250,10 +253,19 @@ async def exchange(call: Call, task: str, artifact: dict[str, Any]) -> dict[str,
     }
 
 
+TRANSPORTS: Final = ("prespawned", "sdk-stdio")
+BACKENDS: Final = ("asyncio", "trio")
+
+
 def run_trace(
-    data_dir: Path, *, task: str, artifact: dict[str, Any], transport: str = "prespawned"
+    data_dir: Path,
+    *,
+    task: str,
+    artifact: dict[str, Any],
+    transport: str = "prespawned",
+    backend: str = "asyncio",
 ) -> dict[str, Any]:
-    """Run :func:`exchange` against a server spawned on ``data_dir`` (anyio, trio backend).
+    """Run :func:`exchange` against a server spawned on ``data_dir`` (anyio; asyncio or trio).
 
     Raises:
         BusCallFailed: a call failed or the server went away.
@@ -261,11 +273,11 @@ def run_trace(
     """
     import anyio
 
-    if transport not in ("prespawned", "sdk-stdio"):
-        raise ValueError(f"unknown transport {transport}")
+    if transport not in TRANSPORTS or backend not in BACKENDS:
+        raise ValueError(f"unknown transport {transport} or backend {backend}")
     try:
         result: dict[str, Any] = anyio.run(
-            _trace, data_dir, task, artifact, transport, backend="trio"
+            _trace, data_dir, task, artifact, transport, backend=backend
         )
     except BaseException as exc:
         leaf = _leaf(exc)

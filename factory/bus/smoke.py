@@ -20,9 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from factory.bus.log import fixed_point
-from factory.bus.model import ACK_MEANING, VERBS
-from factory.bus.verify import verify
 from factory.canonical import canonical_bytes
 from factory.errors import ExitCode, FactoryError, Refused, exit_code_for
 from factory.fsio import OutputExists, atomic_replace, claim_dir, physically_inside, reserve
@@ -144,6 +141,8 @@ def build_report(
 
 
 def _judge(report: dict[str, Any], evidence: dict[str, Any], trace: dict[str, Any]) -> None:
+    from factory.bus.model import ACK_MEANING, VERBS
+
     problems = []
     if evidence["before"] != evidence["after"]:
         problems.append("the fixed point moved during verification")
@@ -164,7 +163,9 @@ def _judge(report: dict[str, Any], evidence: dict[str, Any], trace: dict[str, An
         report["ok"] = True
 
 
-def run_smoke(req: SmokeRequest, *, transport: str = "prespawned") -> tuple[int, bytes]:
+def run_smoke(
+    req: SmokeRequest, *, transport: str = "prespawned", backend: str = "asyncio"
+) -> tuple[int, bytes]:
     """Run the tracer; returns ``(exit code, report bytes)`` (the bytes also persisted).
 
     Raises:
@@ -180,9 +181,15 @@ def run_smoke(req: SmokeRequest, *, transport: str = "prespawned") -> tuple[int,
         except OutputExists as exc:
             return _terminal(req, artifact, "refused", exc, owns_dir=False)
         owns_dir = True
+        # Imported only now: the pydantic schemas and the SDK load while the server starts.
         from factory.bus.client import run_trace
 
-        trace = run_trace(req.data_dir, task=req.task, artifact=artifact, transport=transport)
+        trace = run_trace(
+            req.data_dir, task=req.task, artifact=artifact, transport=transport, backend=backend
+        )
+        from factory.bus.log import fixed_point
+        from factory.bus.verify import verify
+
         before = fixed_point(req.data_dir)
         verification = verify(req.data_dir, as_evidence=True)
         after = fixed_point(req.data_dir)
@@ -202,6 +209,8 @@ def run_smoke(req: SmokeRequest, *, transport: str = "prespawned") -> tuple[int,
 def _terminal(
     req: SmokeRequest, artifact: dict[str, Any], status: str, exc: BaseException, *, owns_dir: bool
 ) -> tuple[int, bytes]:
+    from factory.bus.log import fixed_point
+
     report = _base(req, artifact, "interrupted" if isinstance(exc, KeyboardInterrupt) else status)
     report["evidenceLog"] = fixed_point(req.data_dir) if owns_dir else None
     if isinstance(exc, FactoryError):

@@ -16,6 +16,9 @@ Writes a factory.smoke-report/1 to --out and prints exactly the same bytes. No c
 executed: the artifact is only hashed. Refused with exit 2, touching nothing: an existing
 --out, an --out inside --data-dir, a missing or non-regular --artifact, an existing
 --data-dir. Exit 4 when the evidence gate fails or the log is corrupt.
+
+Diagnostics for benchmarks: FACTORY_SMOKE_TRANSPORT=prespawned|sdk-stdio (how the server
+is spawned and wired to the SDK ClientSession) and FACTORY_SMOKE_BACKEND=asyncio|trio.
 """
 
 
@@ -31,16 +34,27 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
     from pathlib import Path
 
+    from factory.bus.client import BACKENDS, TRANSPORTS
     from factory.bus.smoke import DEFAULT_TASK, SmokeRequest, run_smoke
+    from factory.errors import UsageError
 
+    transport = os.environ.get("FACTORY_SMOKE_TRANSPORT") or "prespawned"
+    backend = os.environ.get("FACTORY_SMOKE_BACKEND") or "asyncio"
+    if transport not in TRANSPORTS or backend not in BACKENDS:
+        raise UsageError(
+            f"FACTORY_SMOKE_TRANSPORT must be one of {', '.join(TRANSPORTS)} and "
+            f"FACTORY_SMOKE_BACKEND one of {', '.join(BACKENDS)}",
+            code="bad-smoke-diagnostics",
+        )
     req = SmokeRequest(
         data_dir=Path(args.data_dir),
         artifact=Path(args.artifact),
         out=Path(args.out),
         task=DEFAULT_TASK if args.task is None else args.task,
     )
-    code, data = run_smoke(req)
+    code, data = run_smoke(req, transport=transport, backend=backend)
     emit_stdout(data)
     return code
