@@ -28,6 +28,7 @@ REPORT_FORMAT: Final = "factory.smoke-report/1"
 COMMAND: Final = "factory smoke"
 EXECUTION: Final = "coordination-tracer; no code execution"
 DEFAULT_TASK: Final = "Review the supplied artifact"
+MAX_TASK_CHARS: Final = 16_384  # the bus's message text limit
 
 
 class SmokeRefused(Refused):
@@ -92,8 +93,13 @@ def admit(req: SmokeRequest) -> dict[str, Any]:
         )
     if not os.path.isdir(out_abs.parent):
         raise SmokeRefused(
-            f"report folder {out_abs.parent} does not exist; create it first",
+            f"report folder {out_abs.parent} does not exist or is not a folder; create it first",
             code="report-folder-missing",
+        )
+    if len(req.task) > MAX_TASK_CHARS or not req.task.strip():
+        raise SmokeRefused(
+            f"--task must be non-blank text of at most {MAX_TASK_CHARS} characters",
+            code="bad-task",
         )
     return artifact
 

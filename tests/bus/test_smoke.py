@@ -103,6 +103,14 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
             ["--data-dir", "d", "--artifact", readme, "--out", "no/such/r.json"],
             "report-folder-missing",
         ),
+        "report folder is a file": (
+            ["--data-dir", "d", "--artifact", readme, "--out", "existing.json/r.json"],
+            "report-folder-missing",
+        ),
+        "blank task": (
+            ["--data-dir", "d", "--artifact", readme, "--out", "r.json", "--task", " "],
+            "bad-task",
+        ),
         "unknown flag": (
             ["--data-dir", "d", "--artifact", readme, "--out", "r.json", "--fast"],
             "usage",
@@ -123,6 +131,8 @@ CASES = [
     "artifact is a FIFO",
     "existing data dir",
     "report folder missing",
+    "report folder is a file",
+    "blank task",
     "unknown flag",
     "duplicate flag",
 ]
