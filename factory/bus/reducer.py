@@ -21,6 +21,7 @@ echo matches its message (``denial-mismatch``).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,14 +133,13 @@ def _need_actor(state: State, ref: str | None, role: str) -> None:
 
 
 def _check_message(state: State, msg: Message) -> None:
-    ordinal = parse_ref(msg.message_id, MESSAGE_PREFIX)
-    if ordinal is not None and ordinal <= state.message_hwm:
-        raise ReplayError("duplicate-id", f"{msg.message_id} was already minted")
-    if ordinal != state.message_hwm + 1:
+    expected = mint(MESSAGE_PREFIX, state.message_hwm + 1)
+    if msg.message_id != expected:
+        ordinal = parse_ref(msg.message_id, MESSAGE_PREFIX)
+        if ordinal is not None and ordinal <= state.message_hwm:
+            raise ReplayError("duplicate-id", f"{msg.message_id} was already minted")
         raise ReplayError(
-            "id-out-of-order",
-            f"{msg.message_id} is not the next message id "
-            f"{mint(MESSAGE_PREFIX, state.message_hwm + 1)}",
+            "id-out-of-order", f"{msg.message_id} is not the next message id {expected}"
         )
     _need_actor(state, msg.sender, "from")
     _need_actor(state, msg.to, "to")
@@ -156,76 +156,106 @@ def _check_message(state: State, msg: Message) -> None:
                 f"new correlation {msg.correlation_id} is not within the claim window",
             )
     auth = msg.authority
-    if set(auth.granted) | set(auth.denied) != set(auth.requested) or set(auth.denied) & set(
-        GRANTABLE
-    ):
+    if auth.denied or auth.granted != auth.requested:
+        requested = set(auth.requested)
+        if set(auth.granted) | set(auth.denied) != requested or set(auth.denied) & set(GRANTABLE):
+            raise ReplayError(
+                "authority-mismatch",
+                f"{msg.message_id}: granted/denied do not partition requested",
+            )
+
+
+def _check_registered(state: State, event: ActorRegistered) -> None:
+    known = state.names.get(event.name)
+    if event.is_new:
+        if event.ref != mint(ACTOR_PREFIX, state.actor_hwm + 1):
+            ordinal = parse_ref(event.ref, ACTOR_PREFIX)
+            if ordinal is not None and ordinal <= state.actor_hwm:
+                raise ReplayError("duplicate-id", f"{event.ref} was already minted")
+            raise ReplayError("id-out-of-order", f"{event.ref} is not the next actor ref")
+        if known is not None:
+            raise ReplayError("duplicate-name", f"{event.name} is already registered as {known}")
+    elif known != event.ref or state.actors[known].kind != event.kind:
         raise ReplayError(
-            "authority-mismatch", f"{msg.message_id}: granted/denied do not partition requested"
+            "unknown-actor", f"re-registration of {event.name} does not match {known}"
         )
+
+
+def _check_sent(state: State, event: MessageSent) -> None:
+    _check_message(state, event.message)
+    if event.message.kind == "handoff":
+        raise ReplayError("handoff-as-message", "a handoff must be recorded as work.handed-off")
+
+
+def _check_handoff(state: State, event: WorkHandedOff) -> None:
+    _check_message(state, event.message)
+    if event.message.kind != "handoff" or event.message.authority.requested:
+        raise ReplayError(
+            "handoff-authority", "a handoff message must be kind handoff with no authority"
+        )
+
+
+def _check_polled(state: State, event: InboxPolled) -> None:
+    _need_actor(state, event.actor_id, "actorId")
+    pending = state.pending.get(event.actor_id, {})
+    for mid in event.message_ids:
+        if mid not in pending:
+            raise ReplayError("inbox-mismatch", f"{mid} is not pending for {event.actor_id}")
+
+
+def _check_acked(state: State, event: MessageAcked) -> None:
+    _need_actor(state, event.actor_id, "actorId")
+    m = state.messages.get(event.message_id)
+    if m is None:
+        raise ReplayError("ack-unknown-message", f"ack of unknown message {event.message_id}")
+    if m.to != event.actor_id:
+        raise ReplayError(
+            "ack-not-recipient",
+            f"{event.actor_id} acked {event.message_id} addressed to {m.to}",
+        )
+    if m.acked_by is not None:
+        raise ReplayError("ack-duplicate", f"{event.message_id} was already acked")
+
+
+def _check_heartbeat(state: State, event: ActorHeartbeat) -> None:
+    _need_actor(state, event.actor_id, "actorId")
+
+
+def _check_denied(state: State, event: AuthorityDenied) -> None:
+    m = state.messages.get(event.message_id)
+    if m is None or m.sender != event.actor_id or tuple(event.denied) != m.denied:
+        raise ReplayError("denial-mismatch", f"authority.denied does not match {event.message_id}")
+
+
+def _check_rejected(state: State, event: CommandRejected) -> None:
+    """Always admissible: a refusal changes nothing but a counter."""
+
+
+_CHECKS: dict[type, Callable[[State, Any], None]] = {
+    ActorRegistered: _check_registered,
+    MessageSent: _check_sent,
+    WorkHandedOff: _check_handoff,
+    InboxPolled: _check_polled,
+    MessageAcked: _check_acked,
+    ActorHeartbeat: _check_heartbeat,
+    AuthorityDenied: _check_denied,
+    CommandRejected: _check_rejected,
+}
 
 
 def check(state: State, event: Event) -> None:
     """Raise :class:`ReplayError` unless ``event`` may follow ``state``. Never mutates."""
-    if isinstance(event, ActorRegistered):
-        ordinal = parse_ref(event.ref, ACTOR_PREFIX)
-        known = state.names.get(event.name)
-        if event.is_new:
-            if ordinal is not None and ordinal <= state.actor_hwm:
-                raise ReplayError("duplicate-id", f"{event.ref} was already minted")
-            if known is not None:
-                raise ReplayError(
-                    "duplicate-name", f"{event.name} is already registered as {known}"
-                )
-            if ordinal != state.actor_hwm + 1:
-                raise ReplayError("id-out-of-order", f"{event.ref} is not the next actor ref")
-        elif known != event.ref or state.actors[known].kind != event.kind:
-            raise ReplayError(
-                "unknown-actor", f"re-registration of {event.name} does not match {known}"
-            )
-    elif isinstance(event, MessageSent):
-        _check_message(state, event.message)
-        if event.message.kind == "handoff":
-            raise ReplayError("handoff-as-message", "a handoff must be recorded as work.handed-off")
-    elif isinstance(event, WorkHandedOff):
-        _check_message(state, event.message)
-        if event.message.kind != "handoff" or event.message.authority.requested:
-            raise ReplayError(
-                "handoff-authority", "a handoff message must be kind handoff with no authority"
-            )
-    elif isinstance(event, InboxPolled):
-        _need_actor(state, event.actor_id, "actorId")
-        pending = state.pending.get(event.actor_id, {})
-        for mid in event.message_ids:
-            if mid not in pending:
-                raise ReplayError("inbox-mismatch", f"{mid} is not pending for {event.actor_id}")
-    elif isinstance(event, MessageAcked):
-        _need_actor(state, event.actor_id, "actorId")
-        m = state.messages.get(event.message_id)
-        if m is None:
-            raise ReplayError("ack-unknown-message", f"ack of unknown message {event.message_id}")
-        if m.to != event.actor_id:
-            raise ReplayError(
-                "ack-not-recipient",
-                f"{event.actor_id} acked {event.message_id} addressed to {m.to}",
-            )
-        if m.acked_by is not None:
-            raise ReplayError("ack-duplicate", f"{event.message_id} was already acked")
-    elif isinstance(event, ActorHeartbeat):
-        _need_actor(state, event.actor_id, "actorId")
-    elif isinstance(event, AuthorityDenied):
-        m = state.messages.get(event.message_id)
-        if m is None or m.sender != event.actor_id or tuple(event.denied) != m.denied:
-            raise ReplayError(
-                "denial-mismatch", f"authority.denied does not match {event.message_id}"
-            )
-    # CommandRejected: always admissible; it changes nothing but a counter.
+    _CHECKS[type(event)](state, event)
 
 
 def _record_message(state: State, msg: Message, handoff: bool) -> None:
     state.message_hwm += 1
-    cor = parse_ref(msg.correlation_id, CORRELATION_PREFIX) or 0
-    state.correlation_hwm = max(state.correlation_hwm, cor)
-    state.correlations[msg.correlation_id] = state.correlations.get(msg.correlation_id, 0) + 1
+    if msg.correlation_id in state.correlations:
+        state.correlations[msg.correlation_id] += 1
+    else:
+        cor = parse_ref(msg.correlation_id, CORRELATION_PREFIX) or 0
+        state.correlation_hwm = max(state.correlation_hwm, cor)
+        state.correlations[msg.correlation_id] = 1
     state.messages[msg.message_id] = MessageState(
         message_id=msg.message_id,
         correlation_id=msg.correlation_id,
@@ -239,38 +269,68 @@ def _record_message(state: State, msg: Message, handoff: bool) -> None:
     state.pending.setdefault(msg.to, {})[msg.message_id] = None
 
 
+def _apply_registered(state: State, event: ActorRegistered) -> None:
+    if event.is_new:
+        state.actor_hwm += 1
+        state.names[event.name] = event.ref
+        state.actors[event.ref] = ActorState(event.ref, event.name, event.kind, event.at)
+    else:
+        state.actors[event.ref].last_seen = event.at
+
+
+def _apply_sent(state: State, event: MessageSent) -> None:
+    _record_message(state, event.message, handoff=False)
+
+
+def _apply_handoff(state: State, event: WorkHandedOff) -> None:
+    _record_message(state, event.message, handoff=True)
+    state.handoffs += 1
+
+
+def _apply_polled(state: State, event: InboxPolled) -> None:
+    state.polls += 1
+    state.actors[event.actor_id].last_seen = event.at
+
+
+def _apply_acked(state: State, event: MessageAcked) -> None:
+    m = state.messages[event.message_id]
+    m.acked_by = event.actor_id
+    m.body = None  # the text is only needed while the message is pending
+    del state.pending[m.to][m.message_id]
+    state.acks += 1
+
+
+def _apply_heartbeat(state: State, event: ActorHeartbeat) -> None:
+    state.heartbeats += 1
+    state.actors[event.actor_id].last_seen = event.at
+
+
+def _apply_denied(state: State, event: AuthorityDenied) -> None:
+    state.denials += 1
+
+
+def _apply_rejected(state: State, event: CommandRejected) -> None:
+    state.rejections += 1
+
+
+_APPLY: dict[type, Callable[[State, Any], None]] = {
+    ActorRegistered: _apply_registered,
+    MessageSent: _apply_sent,
+    WorkHandedOff: _apply_handoff,
+    InboxPolled: _apply_polled,
+    MessageAcked: _apply_acked,
+    ActorHeartbeat: _apply_heartbeat,
+    AuthorityDenied: _apply_denied,
+    CommandRejected: _apply_rejected,
+}
+
+
 def apply(state: State, event: Event) -> None:
     """Check ``event`` against ``state`` (:func:`check`), then fold it into ``state``."""
-    check(state, event)
+    kind = type(event)
+    _CHECKS[kind](state, event)
     state.events += 1
-    if isinstance(event, ActorRegistered):
-        if event.is_new:
-            state.actor_hwm += 1
-            state.names[event.name] = event.ref
-            state.actors[event.ref] = ActorState(event.ref, event.name, event.kind, event.at)
-        else:
-            state.actors[event.ref].last_seen = event.at
-    elif isinstance(event, MessageSent):
-        _record_message(state, event.message, handoff=False)
-    elif isinstance(event, WorkHandedOff):
-        _record_message(state, event.message, handoff=True)
-        state.handoffs += 1
-    elif isinstance(event, InboxPolled):
-        state.polls += 1
-        state.actors[event.actor_id].last_seen = event.at
-    elif isinstance(event, MessageAcked):
-        m = state.messages[event.message_id]
-        m.acked_by = event.actor_id
-        m.body = None
-        del state.pending[m.to][m.message_id]
-        state.acks += 1
-    elif isinstance(event, ActorHeartbeat):
-        state.heartbeats += 1
-        state.actors[event.actor_id].last_seen = event.at
-    elif isinstance(event, AuthorityDenied):
-        state.denials += 1
-    else:
-        state.rejections += 1
+    _APPLY[kind](state, event)
 
 
 def replay(events: list[Event]) -> State:

@@ -1,12 +1,14 @@
 """Read-only verification of an event log, with an evidence gate (SPEC B-4, B-5).
 
 One streaming pass over ``D/events.jsonl`` (memory grows with actors and open messages, not
-with bytes): every line is parsed twice, independently —
-
-* strictly (schema, canonical form) and folded through two reducers in lockstep, which
-  decides ``log-replays`` and ``replay-deterministic``;
-* leniently as plain JSON, feeding the shape checks, so a line the strict parser refuses is
-  still examined and the report says *which* rule it broke.
+with bytes). Every line goes through the strict path first: schema, canonical form, and two
+reducers folding it in lockstep — that decides ``log-replays`` and
+``replay-deterministic``. A line the strict path accepts satisfies the shape checks by
+construction (its schema pins ``trust`` to ``untrusted-text``, ``granted`` to grantable
+words, ``authorityTransferred`` to ``[]``, ``busAuthority`` to the frozen tuple, ids to
+their grammar; the reducer pins addresses to registered refs). The line that breaks the
+strict path, and every line after it, is read leniently as plain JSON and examined by the
+shape checks, so the report names *which* rule a bad log broke, not just that it broke.
 
 Gating is by exclusion: every check gates except the five richness checks in
 :data:`RICHNESS`, which gate only when the log is claimed as evidence. A check added later
@@ -32,6 +34,7 @@ from factory.bus.model import (
     MAX_ORDINAL,
     MESSAGE_PREFIX,
     UNTRUSTED,
+    ActorRegistered,
     parse_ref,
 )
 from factory.bus.reducer import ReplayError, State, apply, state_digest
@@ -128,26 +131,34 @@ def scan_log(lines: Iterable[bytes]) -> Scan:
     try:
         for lineno, line in iter_lines(lines):
             scan.lines = lineno
+            if scan.replay_error is None:
+                try:
+                    event = parse_line(line, lineno)
+                    apply(scan.state, event)
+                    apply(scan.twin, event)
+                    if isinstance(event, ActorRegistered):
+                        scan.registered.add(event.ref)
+                    continue  # its schema makes every shape check hold (see module doc)
+                except CorruptLog as exc:
+                    scan.replay_error = f"{exc.code}: {exc.message}"
+                except ReplayError as exc:
+                    scan.replay_error = f"{exc.code}: line {lineno}: {exc.message}"
             try:
                 raw = json.loads(line)
             except ValueError:
                 raw = None
             if isinstance(raw, dict):
                 _observe_raw(scan, lineno, raw)
-            if scan.replay_error is not None:
-                continue
-            try:
-                event = parse_line(line, lineno)
-                apply(scan.state, event)
-                apply(scan.twin, event)
-            except CorruptLog as exc:
-                scan.replay_error = f"{exc.code}: {exc.message}"
-            except ReplayError as exc:
-                scan.replay_error = f"{exc.code}: line {lineno}: {exc.message}"
     except CorruptLog as exc:
-        scan.replay_error = f"{exc.code}: {exc.message}"
+        scan.replay_error = scan.replay_error or f"{exc.code}: {exc.message}"
     if scan.replay_error is None:
         scan.deterministic = state_digest(scan.state) == state_digest(scan.twin)
+    for prefix, mark in (
+        (ACTOR_PREFIX, scan.state.actor_hwm),
+        (MESSAGE_PREFIX, scan.state.message_hwm),
+        (CORRELATION_PREFIX, scan.state.correlation_hwm),
+    ):
+        scan.high_water[prefix] = max(scan.high_water.get(prefix, 0), mark)
     return scan
 
 
