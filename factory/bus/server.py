@@ -70,8 +70,14 @@ def _parse(verb: str, arguments: Any) -> VerbInput | Rejection:
         )
 
 
-def handle_call(log: EventLog, name: str, arguments: Any) -> tuple[bool, dict[str, Any]]:
-    """Run one tool call: ``(is_error, payload)``. Never raises for caller input."""
+def handle_call(
+    log: EventLog, name: str, arguments: Any, *, raise_failures: bool = False
+) -> tuple[bool, dict[str, Any]]:
+    """Run one tool call: ``(is_error, payload)``. Never raises for caller input.
+
+    A corrupt log or a lock timeout is a tool error too, unless ``raise_failures`` (the CLI
+    wants the typed error and its exit code instead).
+    """
     verb = name if name in VERB_INPUTS else "unknown"
     try:
         parsed = (
@@ -92,6 +98,8 @@ def handle_call(log: EventLog, name: str, arguments: Any) -> tuple[bool, dict[st
             log.commit(lambda _state, at: (denial_echo(sent, at), None))
         return False, result
     except FactoryError as exc:
+        if raise_failures:
+            raise
         return _error(exc.code, exc.message)
 
 
