@@ -69,6 +69,7 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
     (tmp / "folder").mkdir()
     os.symlink(REPO / "README.md", tmp / "link.md")
     os.mkfifo(tmp / "fifo")
+    os.symlink(tmp / "taken", tmp / "alias")
     readme = str(REPO / "README.md")
     return {
         "existing report": (
@@ -77,6 +78,10 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         ),
         "report inside the data dir": (
             ["--data-dir", "d", "--artifact", readme, "--out", "d/report.json"],
+            "report-inside-data-dir",
+        ),
+        "report inside the data dir through a symlinked alias": (
+            ["--data-dir", "taken", "--artifact", readme, "--out", "alias/r.json"],
             "report-inside-data-dir",
         ),
         "missing artifact": (
@@ -125,6 +130,7 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
 CASES = [
     "existing report",
     "report inside the data dir",
+    "report inside the data dir through a symlinked alias",
     "missing artifact",
     "artifact is a folder",
     "artifact is a symlink",
@@ -294,3 +300,16 @@ def test_corrupt_log_during_the_trace_exits_4_with_a_terminal_report(
     report = json.loads(data)
     assert report["status"] == "failed" and report["error"]["code"] == "torn-tail"
     assert report["evidenceLog"]["events"] == 0  # this run owns the (empty) data dir
+
+
+def test_sdk_stdio_client_transport_under_trio_gives_the_same_conversation(tmp_path: Path) -> None:
+    from factory.bus.smoke import SmokeRequest, run_smoke
+
+    req = SmokeRequest(
+        tmp_path / "d", REPO / "README.md", tmp_path / "r.json", "Review this candidate"
+    )
+    code, data = run_smoke(req, transport="sdk-stdio", backend="trio")
+    assert code == 0, data
+    report = json.loads(data)
+    assert report["ok"] and report["evidenceLog"]["events"] == 16
+    assert report["toolSurface"] == ["ack", "handoff", "heartbeat", "inbox", "register", "send"]
