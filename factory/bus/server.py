@@ -22,9 +22,10 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from factory.bus.decide import decide, denial_echo, rejected
 from factory.bus.log import EventLog
 from factory.bus.model import VERB_INPUTS, VERBS, MessageSent, VerbInput
-from factory.bus.reducer import Rejection, decide, denial_echo, rejected
+from factory.bus.reducer import Rejection
 from factory.errors import FactoryError
 
 SERVER_NAME: Final = "factory-bus"

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from factory.bus.decide import decide
 from factory.bus.log import LOG_NAME, EventLog
 from factory.bus.model import VERB_INPUTS
-from factory.bus.reducer import decide
 from factory.bus.server import handle_call
 
 AT = "2026-01-01T00:00:00.000Z"

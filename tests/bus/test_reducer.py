@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from factory.bus.decide import decide
 from factory.bus.model import ACK_MEANING, CLAIM_WINDOW, VERB_INPUTS, mint, parse_ref
-from factory.bus.reducer import Rejection, State, apply, decide, replay, state_digest
+from factory.bus.reducer import Rejection, State, apply, replay, state_digest
 
 AT = "2026-01-01T00:00:00.000Z"
 
