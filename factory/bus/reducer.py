@@ -88,6 +88,7 @@ class State:
     actor_hwm: int = 0
     message_hwm: int = 0
     correlation_hwm: int = 0
+    keep_bodies: bool = True  # False for verification: only a live server serves inboxes
     handoffs: int = 0
     acks: int = 0
     rejections: int = 0
@@ -248,7 +249,7 @@ def _record_message(state: State, msg: Message, handoff: bool) -> None:
         kind=msg.kind,
         handoff=handoff,
         denied=tuple(msg.authority.denied),
-        body=msg,
+        body=msg if state.keep_bodies else None,
     )
     state.pending.setdefault(msg.to, {})[msg.message_id] = None
 

@@ -63,8 +63,8 @@ class Scan:
     lines: int = 0
     replay_error: str | None = None
     deterministic: bool = True
-    state: State = field(default_factory=State)
-    twin: State = field(default_factory=State)
+    state: State = field(default_factory=lambda: State(keep_bodies=False))
+    twin: State = field(default_factory=lambda: State(keep_bodies=False))
     handoff_authority: list[int] = field(default_factory=list)
     never_grantable: list[int] = field(default_factory=list)
     unlabelled: list[int] = field(default_factory=list)

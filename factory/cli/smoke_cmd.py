@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from factory.cli.framework import emit_stdout
+from factory.cli.framework import emit_stdout, say
 
 HELP = """\
 Run the coordination tracer: claim a new --data-dir, spawn `factory bus serve` on it, drive
@@ -57,4 +57,10 @@ def run(args: argparse.Namespace) -> int:
     )
     code, data = run_smoke(req, transport=transport, backend=backend)
     emit_stdout(data)
+    if code != 0:
+        import json
+
+        error = json.loads(data).get("error") or {}
+        code_name, message = error.get("code", "failed"), error.get("message", "")
+        say(f"factory: {code_name}: {message} (report: {req.out})")
     return code

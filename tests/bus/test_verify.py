@@ -99,3 +99,16 @@ def test_cli_verify_prints_json_and_exit_codes(tmp_path: Path) -> None:
     assert missing.returncode == ExitCode.USAGE and missing.stdout == b""
     dup = run_factory(["bus", "verify", "--data-dir", "a", "--data-dir", "b"])
     assert dup.returncode == ExitCode.USAGE
+
+
+def test_verification_keeps_no_message_bodies(tmp_path: Path) -> None:
+    from factory.bus.verify import scan_log
+
+    log = rich_log(tmp_path)
+    call(log, "send", **{"from": "act-0001", "to": "act-0003", "text": "pending, never acked"})
+    with open(tmp_path / LOG_NAME, "rb") as f:
+        scan = scan_log(f)
+    assert scan.replay_error is None and scan.state.messages
+    assert all(m.body is None for m in scan.state.messages.values())
+    # Negative control: the live state a server keeps does hold the pending text.
+    assert any(m.body is not None for m in log.state().messages.values())
