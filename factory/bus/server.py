@@ -63,7 +63,16 @@ def _parse(verb: str, arguments: Any) -> VerbInput | Rejection:
     try:
         return VERB_INPUTS[verb].model_validate(arguments, by_alias=True, by_name=False)  # type: ignore[return-value]
     except ValidationError as exc:
-        fields = sorted({str(e["loc"][0])[:64] if e["loc"] else "(root)" for e in exc.errors()})
+        # Only the schema's own field names are recorded: an unknown key is caller text.
+        known = {f.alias or name for name, f in VERB_INPUTS[verb].model_fields.items()}
+        fields = sorted(
+            {
+                (str(e["loc"][0]) if str(e["loc"][0]) in known else "(unknown)")
+                if e["loc"]
+                else "(root)"
+                for e in exc.errors()
+            }
+        )
         return Rejection(
             "invalid-arguments",
             "arguments do not match the tool's input schema; see fields",
