@@ -73,9 +73,12 @@ async def _prespawned(data_dir: Path, errlog: Any) -> AsyncIterator[tuple[Any, A
         stderr=errlog,
         env=server_env(),
     )
-    # Only now the client-side SDK: its import overlaps the server's start-up.
+    # Only now the heavy modules (the SDK, the bus schemas the verification needs later):
+    # their import overlaps the server's start-up instead of preceding it.
     import mcp_types
     from mcp.shared.message import SessionMessage
+
+    import factory.bus.verify  # noqa: F401
 
     to_session, session_reads = anyio.create_memory_object_stream[Any](0)
     session_writes, from_session = anyio.create_memory_object_stream[Any](0)
