@@ -250,7 +250,7 @@ class EventLog:
             f = open(self.path, "rb")  # noqa: SIM115 - closed below on every path
         except FileNotFoundError:
             if self._proof is not None and self._proof.size > 0:
-                self._forget()
+                # The proof is kept: this process goes on refusing what it saw vanish.
                 raise _corrupt(
                     0, "log-vanished", "the log this process validated is gone"
                 ) from None
@@ -265,7 +265,6 @@ class EventLog:
             if proof is None or state is None:
                 return self._full(f, st)
             if not proof.same_file(st) or st.st_size < proof.size:
-                self._forget()
                 raise _corrupt(proof.lines, "log-rewritten", "the log was replaced or truncated")
             self._prove_prefix(f, proof)
             self._forget()  # a failure while folding the tail must not leave a half state
