@@ -56,7 +56,9 @@ VERB_FLAGS: dict[str, tuple[tuple[str, str, str], ...]] = {
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("bus", help="coordination bus: serve over MCP, verify", description=HELP)
+    p = sub.add_parser(
+        "bus", help="coordination bus: serve over MCP, verify, the six verbs", description=HELP
+    )
     verbs = p.add_subparsers(title="bus commands", metavar="COMMAND", parser_class=StrictParser)
     serve = verbs.add_parser("serve", help="serve the bus over MCP stdio")
     serve.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
