@@ -313,3 +313,25 @@ def test_sdk_stdio_client_transport_under_trio_gives_the_same_conversation(tmp_p
     report = json.loads(data)
     assert report["ok"] and report["evidenceLog"]["events"] == 16
     assert report["toolSurface"] == ["ack", "handoff", "heartbeat", "inbox", "register", "send"]
+
+
+@pytest.mark.parametrize(
+    ("raised", "status", "code"),
+    [(KeyboardInterrupt(), "interrupted", "internal"), (RuntimeError("bug"), "failed", "internal")],
+)
+def test_interrupt_or_bug_after_reservation_still_leaves_a_terminal_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raised: BaseException, status: str, code: str
+) -> None:
+    import factory.bus.client as client_mod
+    import factory.bus.smoke as smoke_mod
+
+    def boom(d: Path, **kw: object) -> None:
+        raise raised
+
+    monkeypatch.setattr(client_mod, "run_trace", boom)
+    req = smoke_mod.SmokeRequest(tmp_path / "d", REPO / "README.md", tmp_path / "r.json")
+    with pytest.raises(type(raised)):
+        smoke_mod.run_smoke(req)
+    report = json.loads((tmp_path / "r.json").read_bytes())
+    assert report["ok"] is False and report["status"] == status
+    assert report["error"]["code"] == code and report["evidenceLog"]["events"] == 0
