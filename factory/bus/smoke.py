@@ -221,6 +221,8 @@ def _terminal(
     report["evidenceLog"] = fixed_point(req.data_dir) if owns_dir else None
     if isinstance(exc, FactoryError):
         report["error"] = {"code": exc.code, "message": exc.message}
+    elif isinstance(exc, KeyboardInterrupt):
+        report["error"] = {"code": "interrupted", "message": "interrupted before completion"}
     else:
         report["error"] = {"code": "internal", "message": type(exc).__name__}
     data = _render(report)

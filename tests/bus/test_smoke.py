@@ -317,7 +317,10 @@ def test_sdk_stdio_client_transport_under_trio_gives_the_same_conversation(tmp_p
 
 @pytest.mark.parametrize(
     ("raised", "status", "code"),
-    [(KeyboardInterrupt(), "interrupted", "internal"), (RuntimeError("bug"), "failed", "internal")],
+    [
+        (KeyboardInterrupt(), "interrupted", "interrupted"),
+        (RuntimeError("bug"), "failed", "internal"),
+    ],
 )
 def test_interrupt_or_bug_after_reservation_still_leaves_a_terminal_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, raised: BaseException, status: str, code: str
