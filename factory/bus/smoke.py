@@ -207,8 +207,8 @@ def run_smoke(
         return (int(ExitCode.OK) if report["ok"] else int(ExitCode.FAILURE)), data
     except BaseException as exc:
         code, data = _terminal(req, artifact, "failed", exc, owns_dir=owns_dir)
-        if isinstance(exc, FactoryError):
-            return code, data
+        if isinstance(exc, FactoryError | KeyboardInterrupt):
+            return code, data  # exit 4 or 130; stdout still gets the persisted record
         raise
 
 
