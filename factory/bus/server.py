@@ -26,7 +26,7 @@ from factory.bus.decide import decide, denial_echo, rejected
 from factory.bus.log import EventLog
 from factory.bus.model import VERB_INPUTS, VERBS, MessageSent, VerbInput
 from factory.bus.reducer import Rejection
-from factory.errors import FactoryError
+from factory.errors import FactoryError, Refused
 
 SERVER_NAME: Final = "factory-bus"
 DESCRIPTIONS: Final = {
@@ -146,12 +146,32 @@ def build_server(log: EventLog) -> Any:
     )
 
 
+def open_data_dir(data_dir: Path) -> EventLog:
+    """The event log of ``data_dir``, creating the folder (0700) if it is missing.
+
+    Raises:
+        Refused: ``data_dir`` exists but is not a folder, or cannot be created (exit 2).
+    """
+    try:
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise Refused(
+            f"data dir {data_dir} is not a usable folder ({exc.strerror}); pass a folder path",
+            code="data-dir-unusable",
+        ) from None
+    return EventLog(data_dir)
+
+
 def serve(data_dir: Path) -> None:
-    """Serve the bus for ``data_dir`` on stdin/stdout until stdin closes."""
+    """Serve the bus for ``data_dir`` on stdin/stdout until stdin closes.
+
+    Raises:
+        Refused: the data dir is unusable (exit 2).
+        CorruptLog: the existing log does not replay (exit 4); nothing is served.
+    """
     import anyio
 
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    log = EventLog(data_dir)
+    log = open_data_dir(data_dir)
     log.state()  # refuse a corrupt log before answering anyone
     server = build_server(log)
     anyio.run(server.run_stdio_async)

@@ -121,8 +121,7 @@ def run_verb(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from factory.bus.log import EventLog
-    from factory.bus.server import handle_call
+    from factory.bus.server import handle_call, open_data_dir
     from factory.errors import ExitCode
 
     arguments: dict[str, Any] = {}
@@ -130,9 +129,8 @@ def run_verb(args: argparse.Namespace) -> int:
         value = getattr(args, "arg_" + key)
         if value is not None and not (kind == "flag" and value is False):
             arguments[key] = value
-    data_dir = Path(args.data_dir)
-    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    is_error, payload = handle_call(EventLog(data_dir), args.verb, arguments, raise_failures=True)
+    log = open_data_dir(Path(args.data_dir))
+    is_error, payload = handle_call(log, args.verb, arguments, raise_failures=True)
     if is_error:
         say(f"factory: {payload['error']}: {payload['message']} (recorded as command.rejected)")
         return int(ExitCode.REJECTED)

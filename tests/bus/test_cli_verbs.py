@@ -39,3 +39,11 @@ def test_a_verb_on_a_corrupt_log_exits_4_and_appends_nothing(tmp_path: Path) -> 
     before = (tmp_path / LOG_NAME).read_bytes()
     assert bus(tmp_path, "heartbeat", "--actor", "act-0001")[0] == ExitCode.FAILURE
     assert (tmp_path / LOG_NAME).read_bytes() == before
+
+
+def test_a_data_dir_that_is_a_file_is_refused_with_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "file").write_bytes(b"x")
+    for argv in (["bus", "heartbeat", "--actor", "act-0001"], ["bus", "serve"]):
+        proc = run_factory([*argv, "--data-dir", str(tmp_path / "file")], timeout=60)
+        assert proc.returncode == ExitCode.USAGE and b"data-dir-unusable" in proc.stderr
+    assert (tmp_path / "file").read_bytes() == b"x"
