@@ -15,11 +15,12 @@ from factory.cli.framework import StrictParser, run_command
 
 # Order is the order shown in --help. Each name is a module of factory.cli.
 COMMAND_MODULES: tuple[str, ...] = (
-    "digest_cmd",
     "agent_cmd",
     "receipt_cmd",
     "doctor_cmd",
-    "placeholders",
+    "smoke_cmd",
+    "bus_cmd",
+    "digest_cmd",
 )
 
 DESCRIPTION = """\

@@ -1,0 +1,304 @@
+"""Drive a spawned ``factory bus serve`` through the MCP SDK's ``ClientSession`` (SPEC B-6).
+
+Two transports reach the same session code:
+
+* ``prespawned`` (default): the server is started *before* the client-side SDK modules are
+  imported, so the two ~0.7 s imports overlap instead of adding up; the SDK session is
+  wired to the child's pipes with MCP's stdio framing (one JSON-RPC message per line).
+* ``sdk-stdio``: the SDK's own ``mcp.client.stdio.stdio_client`` spawns the server (the
+  import happens first, then the spawn). Kept for comparison in ``scripts/bench_bus``.
+
+The child gets an allow-listed environment (:func:`server_env`), never the caller's whole
+environment.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from factory.errors import Failure
+
+ENV_ALLOW: Final = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TMPDIR",
+    "TZ",
+    "USER",
+    "LOGNAME",
+    "SYSTEMROOT",
+)
+SERVER_LOG: Final = "bus-serve.log"
+SESSION_TIMEOUT_S: Final = 120.0
+
+
+class BusCallFailed(Failure):
+    """A bus call the tracer depends on failed or the server went away (exit 4)."""
+
+    default_code = "bus-call-failed"
+
+
+def server_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The server child's environment: only :data:`ENV_ALLOW` names, plus unbuffered I/O."""
+    source = os.environ if environ is None else environ
+    env = {k: source[k] for k in ENV_ALLOW if k in source}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def server_argv(data_dir: Path) -> list[str]:
+    """argv of the bus server child: this interpreter running ``factory bus serve``."""
+    return [sys.executable, "-m", "factory", "bus", "serve", "--data-dir", os.fspath(data_dir)]
+
+
+Call = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
+@asynccontextmanager
+async def _prespawned(data_dir: Path, errlog: Any) -> AsyncIterator[tuple[Any, Any]]:
+    import anyio
+
+    process = await anyio.open_process(
+        server_argv(data_dir),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=errlog,
+        env=server_env(),
+    )
+    # Only now the heavy modules (the SDK, the bus schemas the verification needs later):
+    # their import overlaps the server's start-up instead of preceding it.
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
+    import factory.bus.verify  # noqa: F401
+
+    to_session, session_reads = anyio.create_memory_object_stream[Any](0)
+    session_writes, from_session = anyio.create_memory_object_stream[Any](0)
+    assert process.stdout is not None and process.stdin is not None
+    stdout, stdin = process.stdout, process.stdin
+
+    async def pump_out() -> None:
+        buffer = b""
+        async with to_session:
+            async for chunk in stdout:
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        msg = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                        await to_session.send(SessionMessage(msg))
+
+    async def pump_in() -> None:
+        async with from_session:
+            async for item in from_session:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await stdin.send(data.encode("utf-8") + b"\n")
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pump_out)
+            tg.start_soon(pump_in)
+            try:
+                yield session_reads, session_writes
+            finally:
+                await session_writes.aclose()
+                await stdin.aclose()
+                tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await _stop(process, data_dir)
+
+
+async def _stop(process: Any, data_dir: Path) -> None:
+    """Stop the server without waiting out its interpreter shutdown.
+
+    Every call already had its response, and a response is sent only after its event was
+    fsync'd; holding the bus lock while signalling proves no commit is in flight, so the
+    SIGTERM cannot tear a line.
+    """
+    if process.returncode is not None:
+        return
+    from factory.bus.log import EventLog
+
+    with EventLog(data_dir).locked():
+        process.terminate()
+        await process.wait()
+
+
+@asynccontextmanager
+async def _sdk_stdio(data_dir: Path, errlog: Any) -> AsyncIterator[tuple[Any, Any]]:
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    argv = server_argv(data_dir)
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=server_env())
+    async with stdio_client(params, errlog=errlog) as (read, write):
+        yield read, write
+
+
+async def _trace(
+    data_dir: Path, task: str, artifact: dict[str, Any], transport: str
+) -> dict[str, Any]:
+    import anyio
+
+    opener = _prespawned if transport == "prespawned" else _sdk_stdio
+    with open(data_dir / SERVER_LOG, "ab") as errlog, anyio.fail_after(SESSION_TIMEOUT_S):
+        async with opener(data_dir, errlog) as (read, write):
+            from mcp.client.session import ClientSession
+
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                listed = await session.list_tools()
+                surface = sorted(tool.name for tool in listed.tools)
+
+                async def call(verb: str, args: dict[str, Any]) -> dict[str, Any]:
+                    result = await session.call_tool(verb, args)
+                    payload = result.structured_content
+                    if result.is_error or not isinstance(payload, dict):
+                        reason = payload.get("error") if isinstance(payload, dict) else "no result"
+                        raise BusCallFailed(
+                            f"bus verb {verb} failed ({reason}); see {data_dir / SERVER_LOG}"
+                        )
+                    return payload
+
+                trace = await exchange(call, task, artifact)
+                trace["toolSurface"] = surface
+                return trace
+
+
+async def exchange(call: Call, task: str, artifact: dict[str, Any]) -> dict[str, Any]:
+    """The tracer's conversation (16 calls, 16 events) over any ``call`` implementation."""
+    actors = {}
+    for role, name, kind in (
+        ("coordinator", "factory-coordinator", "coordinator"),
+        ("builder", "factory-builder", "worker"),
+        ("reviewer", "factory-reviewer", "reviewer"),
+    ):
+        reg = await call("register", {"name": name, "kind": kind})
+        actors[role] = {"ref": reg["ref"], "name": name, "kind": kind}
+    coord, builder, reviewer = (actors[r]["ref"] for r in ("coordinator", "builder", "reviewer"))
+    messages: list[dict[str, Any]] = []
+    acks: list[dict[str, Any]] = []
+
+    async def send(frm: str, to: str, kind: str, text: str, cor: str | None, **extra: Any) -> str:
+        args = {"from": frm, "to": to, "kind": kind, "text": text, **extra}
+        if cor is not None:
+            args["correlationId"] = cor
+        sent = await call("send", args)
+        messages.append(
+            {
+                "messageId": sent["messageId"],
+                "correlationId": sent["correlationId"],
+                "from": frm,
+                "to": to,
+                "kind": kind,
+            }
+        )
+        return str(sent["correlationId"])
+
+    async def receive(actor: str) -> None:
+        inbox = await call("inbox", {"actor": actor})
+        for msg in inbox["messages"]:
+            acks.append(await call("ack", {"actor": actor, "messageId": msg["messageId"]}))
+
+    cor = await send(
+        coord,
+        builder,
+        "factory-task",
+        task,
+        None,
+        expectsReply=True,
+        requestedAuthority=["read", "report"],
+    )
+    await receive(builder)
+    candidate = (
+        f"artifact-candidate {artifact['path']} "
+        f"bytes={artifact['bytes']} sha256={artifact['sha256']}"
+    )
+    await send(builder, coord, "artifact-candidate", candidate, cor)
+    await receive(coord)
+    handed = await call(
+        "handoff",
+        {
+            "from": builder,
+            "to": reviewer,
+            "replyTo": coord,
+            "correlationId": cor,
+            "summary": f"review {artifact['sha256']}",
+        },
+    )
+    await receive(reviewer)
+    await send(
+        reviewer, coord, "review-verdict", "SMOKE_ACCEPT (scope: coordination path only)", cor
+    )
+    await receive(coord)
+    await call("heartbeat", {"actor": coord, "status": "trace complete"})
+    return {
+        "actors": actors,
+        "messages": messages,
+        "acknowledgements": acks,
+        "handoff": {
+            "messageId": handed["messageId"],
+            "correlationId": handed["correlationId"],
+            "from": builder,
+            "to": reviewer,
+            "replyTo": coord,
+            "authorityTransferred": handed["authorityTransferred"],
+        },
+        "correlationId": cor,
+    }
+
+
+TRANSPORTS: Final = ("prespawned", "sdk-stdio")
+BACKENDS: Final = ("asyncio", "trio")
+
+
+def run_trace(
+    data_dir: Path,
+    *,
+    task: str,
+    artifact: dict[str, Any],
+    transport: str = "prespawned",
+    backend: str = "asyncio",
+) -> dict[str, Any]:
+    """Run :func:`exchange` against a server spawned on ``data_dir`` (anyio; asyncio or trio).
+
+    Raises:
+        BusCallFailed: a call failed or the server went away.
+        Failure: any other typed failure from the session (e.g. ``bus-lock-timeout``).
+    """
+    import anyio
+
+    if transport not in TRANSPORTS or backend not in BACKENDS:
+        raise ValueError(f"unknown transport {transport} or backend {backend}")
+    try:
+        result: dict[str, Any] = anyio.run(
+            _trace, data_dir, task, artifact, transport, backend=backend
+        )
+    except BaseException as exc:
+        leaf = _leaf(exc)
+        if isinstance(leaf, Failure | KeyboardInterrupt):
+            raise leaf from None
+        raise BusCallFailed(
+            f"the bus session failed ({type(leaf).__name__}: {leaf}); see {data_dir / SERVER_LOG}"
+        ) from leaf
+    return result
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The most telling exception inside (possibly nested) exception groups."""
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc
+    leaves = [_leaf(e) for e in exc.exceptions]
+    for kind in (Failure, KeyboardInterrupt):
+        for leaf in leaves:
+            if isinstance(leaf, kind):
+                return leaf
+    return leaves[0]

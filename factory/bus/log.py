@@ -1,0 +1,369 @@
+"""The durable event log ``D/events.jsonl`` and its commit protocol (SPEC B-3, B-4).
+
+Format: one RFC 8785 JSON event per LF-terminated line. A torn tail, a blank line, bad
+JSON, a non-object, a missing or unknown ``type``, a schema violation, a non-canonical line,
+or an event the reducer refuses (duplicate id, ack by a non-recipient, unminted address, a
+handoff with authority, ...) is :class:`~factory.errors.CorruptLog` (exit 4). The log is
+never repaired.
+
+Commit (:meth:`EventLog.commit`): take ``flock(LOCK_EX)`` on ``D/events.lock`` (the kernel
+drops it when the holder dies, so there is no stale lock to break) → bring the replayed
+state up to date with the file → decide → one ``write`` of one line → ``fsync`` → release.
+
+Cost per commit does not grow with the log when nobody else wrote: the process caches the
+state it replayed together with the file's ``(st_dev, st_ino, st_size, st_mtime_ns,
+st_ctime_ns)`` and the SHA-256 of the bytes it validated. If the tuple is unchanged, no
+write, truncate or ``utime`` reached the file since (each sets ``st_ctime`` to the current
+time, which userspace cannot set back); see ``design/bus.md`` for the exact claim and its
+residual. If the file grew (another writer committed), the validated prefix is re-hashed
+(cheap: no parsing) and must match before only the new tail is parsed and replayed. Any
+other change (shrunk, replaced, prefix rewritten) is ``CorruptLog``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import errno
+import fcntl
+import hashlib
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO, Final, TypeVar
+
+from pydantic import ValidationError
+
+from factory.bus.model import EVENT_ADAPTER, EVENT_TYPES, Event
+from factory.bus.reducer import ReplayError, State, apply, check
+from factory.canonical import canonical_bytes
+from factory.errors import CorruptLog, Failure
+from factory.fsio import fsync_dir
+
+LOG_NAME: Final = "events.jsonl"
+LOCK_NAME: Final = "events.lock"
+FIXED_POINT_FORMAT: Final = "factory.event-log-fixed-point/1"
+PATH_ROLE: Final = "data-dir/events.jsonl"
+MAX_LINE_BYTES: Final = 65_536
+_CHUNK: Final = 1 << 20
+_VALIDATE_JSON: Final = EVENT_ADAPTER.validator.validate_json
+
+R = TypeVar("R")
+Clock = Callable[[], str]
+Writer = Callable[[int, bytes], int]
+
+
+def utc_timestamp() -> str:
+    """The default clock: UTC now as ``YYYY-MM-DDTHH:MM:SS.mmmZ``."""
+    now = _dt.datetime.now(_dt.UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+class LockTimeout(Failure):
+    """Another process held the bus lock for longer than the timeout (exit 4)."""
+
+    default_code = "bus-lock-timeout"
+
+
+def _corrupt(lineno: int, code: str, what: str) -> CorruptLog:
+    return CorruptLog(
+        f"{LOG_NAME} line {lineno}: {what}; the log is never repaired: keep it as evidence "
+        "and start a new data dir",
+        code=code,
+    )
+
+
+def _diagnose(line: bytes, lineno: int, exc: ValidationError) -> CorruptLog:
+    import json
+
+    try:
+        value: Any = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return _corrupt(lineno, "bad-json", "not valid JSON")
+    if not isinstance(value, dict):
+        return _corrupt(lineno, "not-an-object", "not a JSON object")
+    kind = value.get("type")
+    if kind is None:
+        return _corrupt(lineno, "missing-type", "event has no type")
+    if kind not in EVENT_TYPES:
+        return _corrupt(lineno, "unknown-type", "unknown event type")
+    first = exc.errors()[0]
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    if kind == "work.handed-off" and "authorityTransferred" in where:
+        return _corrupt(lineno, "handoff-authority", "a handoff transferred authority")
+    return _corrupt(lineno, "schema-violation", f"{kind} violates its schema at {where}")
+
+
+def parse_line(line: bytes, lineno: int) -> Event:
+    """Parse one log line (without its LF) into an event, or raise :class:`CorruptLog`.
+
+    The line must be the RFC 8785 form of the event it denotes: the fast comparison uses
+    pydantic's serializer (fields are declared in canonical order); only when that differs
+    is the authoritative ``rfc8785`` rendering consulted.
+    """
+    if not line.strip():
+        raise _corrupt(lineno, "blank-line", "blank line")
+    if len(line) > MAX_LINE_BYTES:
+        raise _corrupt(lineno, "line-too-long", f"longer than {MAX_LINE_BYTES} bytes")
+    try:
+        # The adapter's core validator directly: this runs once per line of every replay.
+        event: Event = _VALIDATE_JSON(line)
+    except ValidationError as exc:
+        raise _diagnose(line, lineno, exc) from None
+    fast = event.__pydantic_serializer__.to_json(event, by_alias=True)
+    if fast != line and canonical_bytes(event.to_json_value()) != line:
+        raise _corrupt(lineno, "not-canonical", "not in RFC 8785 canonical form")
+    return event
+
+
+def iter_lines(stream: Iterable[bytes], first_lineno: int = 1) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(lineno, line-without-LF)``; a last line without LF is ``torn-tail``."""
+    lineno = first_lineno - 1
+    for raw in stream:
+        lineno += 1
+        if not raw.endswith(b"\n"):
+            raise _corrupt(lineno, "torn-tail", "last line is not LF-terminated (torn write)")
+        yield lineno, raw[:-1]
+
+
+def fold(state: State, stream: Iterable[bytes], first_lineno: int = 1) -> None:
+    """Parse and apply every line of ``stream`` to ``state`` (raises :class:`CorruptLog`)."""
+    for lineno, line in iter_lines(stream, first_lineno):
+        event = parse_line(line, lineno)
+        try:
+            apply(state, event)
+        except ReplayError as exc:
+            raise _corrupt(lineno, exc.code, exc.message) from None
+
+
+def fixed_point(data_dir: Path) -> dict[str, Any]:
+    """B-4 fixed point of ``D/events.jsonl``: raw ``bytes``, LF-terminated ``events``, ``sha256``.
+
+    A missing log measures as zero bytes and zero events.
+    """
+    h = hashlib.sha256()
+    size = lines = 0
+    with contextlib.suppress(FileNotFoundError), open(data_dir / LOG_NAME, "rb") as f:
+        while chunk := f.read(_CHUNK):
+            h.update(chunk)
+            size += len(chunk)
+            lines += chunk.count(b"\n")
+    return {
+        "format": FIXED_POINT_FORMAT,
+        "pathRole": PATH_ROLE,
+        "bytes": size,
+        "events": lines,
+        "sha256": h.hexdigest(),
+    }
+
+
+@dataclass(slots=True)
+class _Validated:
+    """What this process proved about the file: its identity tuple and the prefix digest."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+    digest: Any  # hashlib sha256 object over bytes [0, size)
+    lines: int
+
+    def same_file(self, st: os.stat_result) -> bool:
+        return (st.st_dev, st.st_ino) == (self.dev, self.ino)
+
+    def unchanged(self, st: os.stat_result) -> bool:
+        return self.same_file(st) and (st.st_size, st.st_mtime_ns, st.st_ctime_ns) == (
+            self.size,
+            self.mtime_ns,
+            self.ctime_ns,
+        )
+
+
+class EventLog:
+    """The bus's event log in ``data_dir`` (which must exist).
+
+    Args:
+        data_dir: folder holding ``events.jsonl`` and ``events.lock``.
+        clock: source of ``at`` (default :func:`utc_timestamp`).
+        lock_timeout_s: seconds to wait for the lock before :class:`LockTimeout`.
+        writer: ``os.write`` (tests inject a torn writer).
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        clock: Clock = utc_timestamp,
+        lock_timeout_s: float = 10.0,
+        writer: Writer = os.write,
+    ) -> None:
+        self.data_dir = data_dir
+        self.path = data_dir / LOG_NAME
+        self.lock_path = data_dir / LOCK_NAME
+        self._clock = clock
+        self._lock_timeout_s = lock_timeout_s
+        self._writer = writer
+        self._state: State | None = None
+        self._proof: _Validated | None = None
+        self.stats = {"full": 0, "tail": 0, "cached": 0}
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the exclusive bus lock (``flock``; released by the kernel if we die)."""
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            deadline = time.monotonic() + self._lock_timeout_s
+            pause = 0.0005
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                        raise
+                if time.monotonic() >= deadline:
+                    raise LockTimeout(
+                        f"the bus lock {self.lock_path} stayed held for "
+                        f"{self._lock_timeout_s:g} s; "
+                        "find the process holding it (fuser) and retry"
+                    )
+                time.sleep(pause)
+                pause = min(pause * 2, 0.01)
+            yield
+        finally:
+            os.close(fd)  # closing the only descriptor drops the flock
+
+    def state(self) -> State:
+        """The replayed state, brought up to date under the lock (raises :class:`CorruptLog`)."""
+        with self.locked():
+            return self._refresh()
+
+    def _forget(self) -> None:
+        self._state = None
+        self._proof = None
+
+    def _refresh(self) -> State:
+        try:
+            f = open(self.path, "rb")  # noqa: SIM115 - closed below on every path
+        except FileNotFoundError:
+            if self._proof is not None and self._proof.size > 0:
+                # The proof is kept: this process goes on refusing what it saw vanish.
+                raise _corrupt(
+                    0, "log-vanished", "the log this process validated is gone"
+                ) from None
+            self._state, self._proof = State(), None
+            return self._state
+        with f:
+            st = os.fstat(f.fileno())
+            proof, state = self._proof, self._state
+            if proof is not None and state is not None and proof.unchanged(st):
+                self.stats["cached"] += 1
+                return state
+            if proof is None or state is None:
+                return self._full(f, st)
+            if not proof.same_file(st) or st.st_size < proof.size:
+                raise _corrupt(proof.lines, "log-rewritten", "the log was replaced or truncated")
+            self._prove_prefix(f, proof)
+            self._forget()  # a failure while folding the tail must not leave a half state
+            digest = proof.digest.copy()
+            lines = self._fold_tail(f, state, digest, proof.lines)
+            self.stats["tail"] += 1
+            self._remember(st, state, digest, proof.lines + lines)
+            return state
+
+    def _full(self, f: BinaryIO, st: os.stat_result) -> State:
+        state = State()
+        digest = hashlib.sha256()
+        lines = self._fold_tail(f, state, digest, 0)
+        self.stats["full"] += 1
+        self._remember(st, state, digest, lines)
+        return state
+
+    @staticmethod
+    def _prove_prefix(f: BinaryIO, proof: _Validated) -> None:
+        h = hashlib.sha256()
+        remaining = proof.size
+        while remaining:
+            chunk = f.read(min(_CHUNK, remaining))
+            if not chunk:
+                break
+            h.update(chunk)
+            remaining -= len(chunk)
+        if remaining or h.digest() != proof.digest.digest():
+            raise _corrupt(proof.lines, "log-rewritten", "bytes already validated have changed")
+
+    @staticmethod
+    def _fold_tail(f: BinaryIO, state: State, digest: Any, lines_before: int) -> int:
+        count = 0
+
+        def tee() -> Iterator[bytes]:
+            nonlocal count
+            for raw in f:
+                digest.update(raw)
+                count += 1
+                yield raw
+
+        fold(state, tee(), lines_before + 1)
+        return count
+
+    def _remember(self, st: os.stat_result, state: State, digest: Any, lines: int) -> None:
+        self._state = state
+        self._proof = _Validated(
+            st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, digest, lines
+        )
+
+    def commit(self, decide: Callable[[State, str], tuple[Event, R]]) -> tuple[Event, R]:
+        """Validate → replay → ``decide(state, at)`` → one write → fsync, under the lock.
+
+        ``decide`` must not mutate the state. Returns its ``(event, result)`` once the event
+        is durable.
+
+        Raises:
+            CorruptLog: the log (or its tail written by another process) is invalid.
+            LockTimeout: the lock stayed held past the timeout.
+            Failure: the write was short (``bus-write-failed``); the log now has a torn tail.
+        """
+        with self.locked():
+            state = self._refresh()
+            event, result = decide(state, self._clock())
+            try:
+                check(state, event)
+            except ReplayError as exc:  # a bug in decide; refuse before writing anything
+                raise Failure(f"decided event is inadmissible: {exc.message}") from None
+            line = canonical_bytes(event.to_json_value()) + b"\n"
+            if parse_line(line[:-1], 0) != event:
+                raise Failure("event does not survive its own serialisation")
+            self._append(line)
+            apply(state, event)
+            return event, result
+
+    def _append(self, line: bytes) -> None:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        created = not os.path.lexists(self.path)
+        fd = os.open(self.path, flags, 0o644)
+        try:
+            before = os.fstat(fd).st_size
+            written = self._writer(fd, line)
+            if written != len(line):
+                self._forget()
+                raise Failure(
+                    f"short write to {self.path} ({written} of {len(line)} bytes); the log now "
+                    "ends in a torn line and will be refused",
+                    code="bus-write-failed",
+                )
+            os.fsync(fd)
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if created:
+            fsync_dir(self.data_dir)
+        proof = self._proof
+        if proof is None or proof.size != before or st.st_size != before + len(line):
+            self._forget()  # someone wrote outside the protocol; re-prove from scratch next time
+            return
+        proof.digest.update(line)
+        proof.size, proof.mtime_ns, proof.ctime_ns = st.st_size, st.st_mtime_ns, st.st_ctime_ns
+        proof.lines += 1

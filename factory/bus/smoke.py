@@ -1,0 +1,230 @@
+"""The coordination tracer behind ``factory smoke`` (SPEC B-6).
+
+Admission refuses (exit 2, nothing touched) an existing report, a report inside the data
+dir, a missing or non-regular artifact (a symlink counts as non-regular), a missing report
+folder and an existing data dir. Then, in order: reserve the report (``O_EXCL``), claim the
+data dir (non-recursive ``mkdir``: of two concurrent runs exactly one wins; the loser's
+reserved report gets a terminal ``refused`` record and exit 2), spawn ``factory bus serve``
+and drive it through the SDK's ``ClientSession`` (:mod:`factory.bus.client`), measure the
+fixed point, verify with evidence claimed, re-measure, and fail (exit 4) unless the evidence
+gate passed and the fixed point did not move. Every path after the reservation leaves a
+terminal record; stdout gets exactly the bytes persisted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from factory.canonical import canonical_bytes
+from factory.errors import ExitCode, FactoryError, Refused, exit_code_for
+from factory.fsio import OutputExists, atomic_replace, claim_dir, physically_inside, reserve
+
+REPORT_FORMAT: Final = "factory.smoke-report/1"
+COMMAND: Final = "factory smoke"
+EXECUTION: Final = "coordination-tracer; no code execution"
+DEFAULT_TASK: Final = "Review the supplied artifact"
+MAX_TASK_CHARS: Final = 16_384  # the bus's message text limit
+
+
+class SmokeRefused(Refused):
+    """A smoke precondition failed before any effect (exit 2)."""
+
+    default_code = "smoke-refused"
+
+
+@dataclass(frozen=True, slots=True)
+class SmokeRequest:
+    data_dir: Path
+    artifact: Path
+    out: Path
+    task: str = DEFAULT_TASK
+
+
+def _artifact(path: Path) -> dict[str, Any]:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        raise SmokeRefused(
+            f"artifact {path} does not exist; pass an existing regular file",
+            code="artifact-missing",
+        ) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise SmokeRefused(
+            f"artifact {path} is not a regular file (symlinks, folders, FIFOs are refused)",
+            code="artifact-not-regular",
+        )
+    h = hashlib.sha256()
+    size = 0
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    return {"path": os.fspath(path), "bytes": size, "sha256": h.hexdigest()}
+
+
+def admit(req: SmokeRequest) -> dict[str, Any]:
+    """Refuse a bad request before any effect; returns the artifact record."""
+    if os.path.lexists(req.out):
+        raise SmokeRefused(
+            f"report {req.out} already exists; choose a new --out", code="output-exists"
+        )
+    out_abs = Path(os.path.abspath(req.out))
+    data_abs = Path(os.path.abspath(req.data_dir))
+    if (
+        data_abs == out_abs
+        or data_abs in out_abs.parents
+        or (os.path.isdir(req.data_dir) and physically_inside(req.out, req.data_dir))
+    ):
+        raise SmokeRefused(
+            f"report {req.out} is inside the data dir {req.data_dir}; write it elsewhere",
+            code="report-inside-data-dir",
+        )
+    artifact = _artifact(req.artifact)
+    if os.path.lexists(req.data_dir):
+        raise SmokeRefused(
+            f"data dir {req.data_dir} already exists; each smoke run claims a new one",
+            code="data-dir-exists",
+        )
+    if not os.path.isdir(out_abs.parent):
+        raise SmokeRefused(
+            f"report folder {out_abs.parent} does not exist or is not a folder; create it first",
+            code="report-folder-missing",
+        )
+    if len(req.task) > MAX_TASK_CHARS or not req.task.strip():
+        raise SmokeRefused(
+            f"--task must be non-blank text of at most {MAX_TASK_CHARS} characters",
+            code="bad-task",
+        )
+    return artifact
+
+
+def _render(report: dict[str, Any]) -> bytes:
+    return canonical_bytes(report) + b"\n"
+
+
+def _base(req: SmokeRequest, artifact: dict[str, Any], status: str) -> dict[str, Any]:
+    return {
+        "format": REPORT_FORMAT,
+        "ok": False,
+        "status": status,
+        "command": COMMAND,
+        "execution": EXECUTION,
+        "dataDir": os.fspath(req.data_dir),
+        "artifact": artifact,
+        "task": req.task,
+    }
+
+
+def build_report(
+    req: SmokeRequest, artifact: dict[str, Any], trace: dict[str, Any], evidence: dict[str, Any]
+) -> dict[str, Any]:
+    """The completed ``factory.smoke-report/1`` (``ok`` decided by the caller's checks)."""
+    report = _base(req, artifact, "completed")
+    report.update(
+        actors=trace["actors"],
+        messages=trace["messages"],
+        acknowledgements=[
+            {"messageId": a["messageId"], "ackedBy": a["ackedBy"], "meaning": a["meaning"]}
+            for a in trace["acknowledgements"]
+        ],
+        handoff=trace["handoff"],
+        correlationId=trace["correlationId"],
+        evidenceLog=evidence["before"],
+        verification={
+            "ok": evidence["verification"]["ok"],
+            "evidenceOk": evidence["verification"]["evidenceOk"],
+            "evidenceGatesResult": evidence["verification"]["evidenceGatesResult"],
+        },
+        toolSurface=trace["toolSurface"],
+    )
+    return report
+
+
+def _judge(report: dict[str, Any], evidence: dict[str, Any], trace: dict[str, Any]) -> None:
+    from factory.bus.model import ACK_MEANING, VERBS
+
+    problems = []
+    if evidence["before"] != evidence["after"]:
+        problems.append("the fixed point moved during verification")
+    if not (evidence["verification"]["ok"] and evidence["verification"]["evidenceOk"]):
+        failed = [c["id"] for c in evidence["verification"]["checks"] if not c["ok"]]
+        problems.append(f"evidence gate failed: {', '.join(failed)}")
+    if trace["toolSurface"] != list(VERBS):
+        problems.append("the live server's tool list is not exactly the six verbs")
+    if any(a["meaning"] != ACK_MEANING for a in trace["acknowledgements"]):
+        problems.append("an acknowledgement claimed more than receipt")
+    if trace["handoff"]["authorityTransferred"] != []:
+        problems.append("the handoff transferred authority")
+    if problems:
+        report.update(
+            status="failed", error={"code": "evidence-gate-failed", "message": "; ".join(problems)}
+        )
+    else:
+        report["ok"] = True
+
+
+def run_smoke(
+    req: SmokeRequest, *, transport: str = "prespawned", backend: str = "asyncio"
+) -> tuple[int, bytes]:
+    """Run the tracer; returns ``(exit code, report bytes)`` (the bytes also persisted).
+
+    Raises:
+        SmokeRefused: admission refused; nothing was touched.
+    """
+    artifact = admit(req)
+    running = _base(req, artifact, "running")
+    reserve(req.out, _render(running))
+    owns_dir = False
+    try:
+        try:
+            claim_dir(req.data_dir)
+        except OutputExists as exc:
+            return _terminal(req, artifact, "refused", exc, owns_dir=False)
+        owns_dir = True
+        # Imported only now: the pydantic schemas and the SDK load while the server starts.
+        from factory.bus.client import run_trace
+
+        trace = run_trace(
+            req.data_dir, task=req.task, artifact=artifact, transport=transport, backend=backend
+        )
+        from factory.bus.log import fixed_point
+        from factory.bus.verify import verify
+
+        before = fixed_point(req.data_dir)
+        verification = verify(req.data_dir, as_evidence=True)
+        after = fixed_point(req.data_dir)
+        evidence = {"before": before, "after": after, "verification": verification}
+        report = build_report(req, artifact, trace, evidence)
+        _judge(report, evidence, trace)
+        data = _render(report)
+        atomic_replace(req.out, data)
+        return (int(ExitCode.OK) if report["ok"] else int(ExitCode.FAILURE)), data
+    except BaseException as exc:
+        code, data = _terminal(req, artifact, "failed", exc, owns_dir=owns_dir)
+        if isinstance(exc, FactoryError | KeyboardInterrupt):
+            return code, data  # exit 4 or 130; stdout still gets the persisted record
+        raise
+
+
+def _terminal(
+    req: SmokeRequest, artifact: dict[str, Any], status: str, exc: BaseException, *, owns_dir: bool
+) -> tuple[int, bytes]:
+    from factory.bus.log import fixed_point
+
+    report = _base(req, artifact, "interrupted" if isinstance(exc, KeyboardInterrupt) else status)
+    report["evidenceLog"] = fixed_point(req.data_dir) if owns_dir else None
+    if isinstance(exc, FactoryError):
+        report["error"] = {"code": exc.code, "message": exc.message}
+    elif isinstance(exc, KeyboardInterrupt):
+        report["error"] = {"code": "interrupted", "message": "interrupted before completion"}
+    else:
+        report["error"] = {"code": "internal", "message": type(exc).__name__}
+    data = _render(report)
+    atomic_replace(req.out, data)
+    return int(exit_code_for(exc)), data
