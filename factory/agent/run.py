@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -287,7 +288,7 @@ class _Run:
         prefix = _EVIDENCE_PREFIX[ph.phase]
         for name in sorted(result.outputs):
             media = _MEDIA.get(name, "application/octet-stream")
-            role = f"{prefix}-{name}".lower().replace("_", "-")
+            role = f"{prefix}-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
             ph.evidence.append(self.store.put(role, result.outputs[name], media))
 
     async def entry_state_unchanged(self) -> bool:
