@@ -24,6 +24,7 @@ filesystem work runs in worker threads so observers' timers keep ticking.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import re
 import shutil
@@ -179,6 +180,7 @@ class _Run:
         self.base: BaseRecord | None = None
         self.remaining = 4
         self.last_tree: Bound | None = None
+        self.first_verdict: dict[str, str] | None = None
         self.started_at = deps.utc_now()
         self.t0 = trio.current_time()
 
@@ -421,6 +423,8 @@ class _Run:
                     code="reviewer-protocol",
                 )
             ph.verdict = verdict.verdict
+            if phase == "initial_review":
+                self.first_verdict = {"verdict": verdict.verdict, "summary": verdict.summary}
             ph.outcome = verdict.verdict
             return verdict.verdict
         except BaseException as exc:
@@ -459,7 +463,8 @@ class _Run:
                     if ref.role.endswith("-verdict"):
                         path = ev.resolve_evidence_path(ref, self.a.receipt)
                         return ev.read_nofollow(path).decode("utf-8", "replace")
-        return ""
+        # No verdict file was produced: the validated verdict is all the reviewer said.
+        return json.dumps(self.first_verdict or {}, ensure_ascii=False)
 
     # -- the cycle -----------------------------------------------------------------------
     async def cycle(self) -> RunOutcome:

@@ -228,3 +228,28 @@ async def test_same_size_edit_in_the_checkout_tick_is_seen(layout: Layout) -> No
     assert ran.outcome.exit_code == 0, ran.outcome.receipt.error
     files = ran.outcome.receipt.candidate.initial.body.files  # type: ignore[union-attr]
     assert [f.path for f in files] == ["src/app.py"]
+
+
+async def test_repair_gets_the_parsed_verdict_when_no_verdict_file_exists(
+    layout: Layout,
+) -> None:
+    from factory.provider_api import ProviderResult, Verdict
+    from tests.agent.fakes import FakeAgent, FakeReviewer
+
+    class Bare(FakeReviewer):
+        async def run_reviewer(self, **kw: object) -> ProviderResult:  # type: ignore[override]
+            self.calls.append(kw)  # type: ignore[arg-type]
+            v = "REQUEST_CHANGES" if len(self.calls) == 1 else "APPROVE"
+            return ProviderResult(
+                "codex", "reviewer", "x", (), 0, 0, {}, Verdict(v, f"summary-{len(self.calls)}")
+            )
+
+    from factory.agent.run import AgentDeps, run_agent
+    from factory.provider_api import SubscriptionRoute
+    from tests.agent.helpers import request
+
+    agent = FakeAgent([Step(effect=FIX), Step(effect=TEST)])
+    deps = AgentDeps(agent=agent, reviewer=Bare([]), route=SubscriptionRoute())
+    outcome = await run_agent(request(layout), deps)
+    assert outcome.exit_code == 0
+    assert '"summary": "summary-1"' in agent.calls[1].prompt
