@@ -54,9 +54,7 @@ class Entry:
         return self.rec
 
 
-def entry(
-    kind: str, mode: int, size: int, content: str, stamp: tuple[int, int, int, int]
-) -> Entry:
+def entry(kind: str, mode: int, size: int, content: str, stamp: tuple[int, int, int, int]) -> Entry:
     """An :class:`Entry` with its hashed record: kind, octal mode, size, content, each + NUL."""
     rec = b"%s\0%o\0%d\0%s\0" % (kind.encode(), mode, size, content.encode())
     return Entry(kind, mode, size, content, stamp, rec)

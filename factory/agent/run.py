@@ -65,7 +65,7 @@ from factory.canonical import sha256_hex
 from factory.errors import ExitCode, FactoryError, Failure, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
-from factory.gitio.worktree import Worktree, head_commit, index_tree
+from factory.gitio.worktree import Worktree, head_commit, head_ref, index_tree
 from factory.provider_api import AgentProfile, ProviderResult, ReviewerProfile, Route
 
 T = TypeVar("T")
@@ -181,6 +181,7 @@ class _Run:
         self.remaining = 4
         self.last_tree: Bound | None = None
         self.first_verdict: dict[str, str] | None = None
+        self.entry_ref: str | None = None
         self.started_at = deps.utc_now()
         self.t0 = trio.current_time()
 
@@ -294,17 +295,15 @@ class _Run:
             ph.evidence.append(self.store.put(role, result.outputs[name], media))
 
     async def entry_state_unchanged(self) -> bool:
+        """HEAD (commit and the branch it names) and the index tree equal their entry values."""
         assert self.base is not None
         head = await self.io(partial(head_commit, self.wt))
+        ref = await self.io(partial(head_ref, self.wt))
         index = await self.io(partial(index_tree, self.wt))
-        return head == self.base.commit and index == self.base.index_tree
+        return (head, ref, index) == (self.base.commit, self.entry_ref, self.base.index_tree)
 
-    async def derive_candidate(self, label: str) -> tuple[DerivedCandidate, _Candidate]:
-        assert self.base is not None
-        d = await self.io(partial(derive, self.wt, self.base.commit, self.base.tree))
-        body = candidate_body(d)
-        if not d.files:
-            return d, _Candidate(_placeholder_record(body), d.patch)
+    def bind_candidate(self, label: str, d: DerivedCandidate, body: CandidateBody) -> _Candidate:
+        """Store the status bytes and patch as evidence and bind them to the identity."""
         status_ref = self.store.put(f"{label}-candidate-status", d.status, ev.STATUS)
         patch_ref = self.store.put(f"{label}-candidate-patch", d.patch, ev.PATCH)
         record = CandidateRecord(
@@ -313,7 +312,7 @@ class _Run:
             status_evidence=status_ref,
             patch_evidence=patch_ref,
         )
-        return d, _Candidate(record, d.patch)
+        return _Candidate(record, d.patch)
 
     async def run_editor(self, phase: PhaseName, prompt: str) -> _Candidate:
         """Worker or repair: run, store evidence, check HEAD/index, derive the candidate."""
@@ -336,8 +335,7 @@ class _Run:
                     "reset the worktree and rerun",
                     code=f"{role}-git-mutation",
                 )
-            label = "initial" if phase == "worker" else "repaired"
-            derived, cand = await self.derive_candidate(label)
+            derived, identity = await self.derive_candidate_unstored()
             if phase == "worker" and not derived.files:
                 ph.postcondition = "head-and-index-unchanged; no-candidate-change"
                 raise AgentFailure(
@@ -345,7 +343,7 @@ class _Run:
                     code="no-candidate-change",
                 )
             if phase == "repair" and (
-                not derived.files or self.initial is None or cand.identity == self.initial.identity
+                not derived.files or self.initial is None or identity == self.initial.identity
             ):
                 ph.postcondition = "head-and-index-unchanged; candidate-identity-unchanged-or-empty"
                 raise AgentFailure(
@@ -353,6 +351,8 @@ class _Run:
                     "ends without a second review",
                     code="repair-no-change",
                 )
+            label = "initial" if phase == "worker" else "repaired"
+            cand = self.bind_candidate(label, derived, candidate_body(derived))
             ph.postcondition = "head-and-index-unchanged; candidate-derived"
             ph.reviewed_identity = cand.identity
             ph.outcome = "ok"
@@ -472,6 +472,7 @@ class _Run:
         commit = self.a.base_commit
         idx = await self.io(partial(index_tree, self.wt))
         self.base = BaseRecord(commit=commit, tree=self.a.base_tree, index_tree=idx)
+        self.entry_ref = await self.io(partial(head_ref, self.wt))
         task = self.a.request.task
 
         self.stage("worker_running", 4)
@@ -527,14 +528,6 @@ def candidate_body(d: DerivedCandidate) -> CandidateBody:
             )
             for f in d.files
         ],
-    )
-
-
-def _placeholder_record(body: CandidateBody) -> CandidateRecord:
-    # An empty candidate is never bound into a receipt; this only carries its identity.
-    empty = EvidenceRef(role="none", path="", bytes=0, sha256=sha256_hex(b""), media_type="")
-    return CandidateRecord(
-        identity=body.identity(), body=body, status_evidence=empty, patch_evidence=empty
     )
 
 
