@@ -41,6 +41,8 @@ from factory import __version__
 from factory.agent import evidence as ev
 from factory.agent.admission import Admitted, AgentRequest, admit
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
+from factory.agent.faults import AgentFailure, failure_code, interrupted, typed_error
+from factory.agent.identity import candidate_body
 from factory.agent.observer import NullObserver, Outcome, RunObserver, Stage, safely
 from factory.agent.prompts import repair_prompt, review_prompt, worker_prompt
 from factory.agent.receipt import (
@@ -51,7 +53,6 @@ from factory.agent.receipt import (
     CandidateBody,
     CandidateRecord,
     Candidates,
-    ChangedPath,
     ErrorRecord,
     EvidenceRef,
     PhaseName,
@@ -61,20 +62,13 @@ from factory.agent.receipt import (
     VerdictName,
     receipt_bytes,
 )
-from factory.canonical import sha256_hex
-from factory.errors import ExitCode, FactoryError, Failure, ProviderFailure
+from factory.errors import ExitCode, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
 from factory.gitio.worktree import Worktree, head_commit, head_ref, index_tree
 from factory.provider_api import AgentProfile, ProviderResult, ReviewerProfile, Route
 
 T = TypeVar("T")
-
-
-class AgentFailure(Failure):
-    """A typed failure of the run after admission (exit 4); codes per the phase table."""
-
-    default_code = "agent-failed"
 
 
 def utc_now() -> str:
@@ -135,34 +129,6 @@ _EVIDENCE_PREFIX = {
     "repair": "repair",
     "final_review": "final-review",
 }
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
-
-
-def _interrupted(exc: BaseException) -> bool:
-    """True for cancellation or Ctrl-C, also when a nursery wrapped it in a group."""
-    return any(isinstance(e, trio.Cancelled | KeyboardInterrupt) for e in _leaves(exc))
-
-
-def _typed(exc: BaseException) -> FactoryError | None:
-    """The typed error inside ``exc`` (also when wrapped in a group), if that is all it is."""
-    leaves = _leaves(exc)
-    if all(isinstance(e, FactoryError) for e in leaves):
-        first = leaves[0]
-        assert isinstance(first, FactoryError)
-        return first
-    return None
-
-
-def _failure_code(exc: BaseException) -> str:
-    if _interrupted(exc):
-        return "interrupted"
-    typed = _typed(exc)
-    return typed.code if typed is not None else "internal"
 
 
 class _Run:
@@ -358,7 +324,7 @@ class _Run:
             ph.outcome = "ok"
             return cand
         except BaseException as exc:
-            ph.outcome = _failure_code(exc)
+            ph.outcome = failure_code(exc)
             raise
         finally:
             self.close_phase(ph)
@@ -388,7 +354,7 @@ class _Run:
                 ph.result = result
                 self.store_outputs(ph, result)
             except BaseException as exc:
-                typed = None if _interrupted(exc) else _typed(exc)
+                typed = None if interrupted(exc) else typed_error(exc)
                 if not isinstance(typed, ProviderFailure):
                     raise
                 failure = typed
@@ -429,7 +395,7 @@ class _Run:
             return verdict.verdict
         except BaseException as exc:
             if ph.outcome == "interrupted":
-                ph.outcome = _failure_code(exc)
+                ph.outcome = failure_code(exc)
             raise
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -506,31 +472,6 @@ class _Run:
         return self.finish("rejected", int(ExitCode.REJECTED), None)
 
 
-def candidate_body(d: DerivedCandidate) -> CandidateBody:
-    """The A-4 record of a derived candidate (pure)."""
-    return CandidateBody(
-        base_commit=d.base_commit,
-        base_tree=d.base_tree,
-        candidate_tree=d.candidate_tree,
-        status_bytes=len(d.status),
-        status_sha256=sha256_hex(d.status),
-        patch_bytes=len(d.patch),
-        patch_sha256=sha256_hex(d.patch),
-        files=[
-            ChangedPath.model_validate(
-                {
-                    "path": f.path,
-                    "state": f.state,
-                    "mode": f.mode,
-                    "bytes": f.size,
-                    "sha256": f.sha256,
-                }
-            )
-            for f in d.files
-        ],
-    )
-
-
 async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
     """Admit, reserve, run the cycle and write the terminal receipt (SPEC A-1…A-8).
 
@@ -550,7 +491,7 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
     try:
         return await run.cycle()
     except BaseException as exc:
-        if _interrupted(exc):
+        if interrupted(exc):
             run.finish(
                 "interrupted",
                 int(ExitCode.INTERRUPTED),
@@ -560,7 +501,7 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
                 ),
             )
             raise
-        typed = _typed(exc)
+        typed = typed_error(exc)
         if typed is not None:
             # After the reservation every typed error is a failure (4), never a refusal.
             return run.finish(

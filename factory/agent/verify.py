@@ -89,7 +89,7 @@ def check_evidence(ref: EvidenceRef, receipt_path: Path) -> dict[str, Any]:
 
 def check_candidate(receipt: AgentReceipt) -> dict[str, Any]:
     """Re-derive the judged candidate from the live worktree, when it still exists."""
-    from factory.agent.run import candidate_body
+    from factory.agent.identity import candidate_body
     from factory.gitio.candidate import derive
     from factory.gitio.worktree import locate
 
