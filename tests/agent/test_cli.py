@@ -247,3 +247,16 @@ def test_bind_mount_alias_is_refused(layout: Layout, tmp_path: Path, flag: str) 
     assert code in proc.stderr
     assert not (layout.wt / "r.json").exists() and not (layout.wt / "ev").exists()
     assert not layout.receipt.exists()
+
+
+def test_verify_catches_a_consistently_reclosed_forgery(completed: Layout) -> None:
+    # Someone edits a field AND recomputes the revision: the revision is not a signature,
+    # but a body that contradicts itself still fails.
+    from factory.agent.receipt import AgentReceipt, receipt_bytes
+
+    r = AgentReceipt.model_validate(json.loads(completed.receipt.read_bytes()))
+    forged = r.model_copy(update={"status": "completed", "exit_code": 0}).closed()
+    completed.receipt.write_bytes(receipt_bytes(forged))
+    rc, report = verify(completed)
+    assert rc == 4 and report["revision"]["ok"] is True  # type: ignore[index]
+    assert "verdict-does-not-match-status" in report["consistency_problems"]  # type: ignore[operator]
