@@ -54,9 +54,7 @@ class Entry:
         return self.rec
 
 
-def entry(
-    kind: str, mode: int, size: int, content: str, stamp: tuple[int, int, int, int]
-) -> Entry:
+def entry(kind: str, mode: int, size: int, content: str, stamp: tuple[int, int, int, int]) -> Entry:
     """An :class:`Entry` with its hashed record: kind, octal mode, size, content, each + NUL."""
     rec = b"%s\0%o\0%d\0%s\0" % (kind.encode(), mode, size, content.encode())
     return Entry(kind, mode, size, content, stamp, rec)
@@ -89,15 +87,18 @@ WORKERS = 2  # threads; file opens and reads release the GIL
 def _read_digest(dfd: int, name: bytes, size: int) -> str:
     fd = os.open(name, _OPEN, dir_fd=dfd)
     try:
-        data = os.read(fd, size + 1)
-        if len(data) > size:  # grew since lstat: read the rest
-            parts = [data]
-            while chunk := os.read(fd, CHUNK):
-                parts.append(chunk)
-            data = b"".join(parts)
+        if size < CHUNK:  # the common case: one read (plus none at EOF)
+            data = os.read(fd, size + 1)
+            if len(data) <= size:
+                return hashlib.sha256(data).hexdigest()
+            h = hashlib.sha256(data)  # grew since lstat: hash the rest too
+        else:
+            h = hashlib.sha256()
+        while chunk := os.read(fd, CHUNK):  # bounded memory for large files
+            h.update(chunk)
+        return h.hexdigest()
     finally:
         os.close(fd)
-    return hashlib.sha256(data).hexdigest()
 
 
 def _entry_at(

@@ -24,7 +24,9 @@ filesystem work runs in worker threads so observers' timers keep ticking.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -39,6 +41,8 @@ from factory import __version__
 from factory.agent import evidence as ev
 from factory.agent.admission import Admitted, AgentRequest, admit
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
+from factory.agent.faults import AgentFailure, failure_code, interrupted, typed_error
+from factory.agent.identity import candidate_body
 from factory.agent.observer import NullObserver, Outcome, RunObserver, Stage, safely
 from factory.agent.prompts import repair_prompt, review_prompt, worker_prompt
 from factory.agent.receipt import (
@@ -49,7 +53,6 @@ from factory.agent.receipt import (
     CandidateBody,
     CandidateRecord,
     Candidates,
-    ChangedPath,
     ErrorRecord,
     EvidenceRef,
     PhaseName,
@@ -59,20 +62,13 @@ from factory.agent.receipt import (
     VerdictName,
     receipt_bytes,
 )
-from factory.canonical import sha256_hex
-from factory.errors import ExitCode, FactoryError, Failure, ProviderFailure
+from factory.errors import ExitCode, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
-from factory.gitio.worktree import Worktree, head_commit, index_tree
+from factory.gitio.worktree import Worktree, head_commit, head_ref, index_tree
 from factory.provider_api import AgentProfile, ProviderResult, ReviewerProfile, Route
 
 T = TypeVar("T")
-
-
-class AgentFailure(Failure):
-    """A typed failure of the run after admission (exit 4); codes per the phase table."""
-
-    default_code = "agent-failed"
 
 
 def utc_now() -> str:
@@ -135,34 +131,6 @@ _EVIDENCE_PREFIX = {
 }
 
 
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
-    return [exc]
-
-
-def _interrupted(exc: BaseException) -> bool:
-    """True for cancellation or Ctrl-C, also when a nursery wrapped it in a group."""
-    return any(isinstance(e, trio.Cancelled | KeyboardInterrupt) for e in _leaves(exc))
-
-
-def _typed(exc: BaseException) -> FactoryError | None:
-    """The typed error inside ``exc`` (also when wrapped in a group), if that is all it is."""
-    leaves = _leaves(exc)
-    if all(isinstance(e, FactoryError) for e in leaves):
-        first = leaves[0]
-        assert isinstance(first, FactoryError)
-        return first
-    return None
-
-
-def _failure_code(exc: BaseException) -> str:
-    if _interrupted(exc):
-        return "interrupted"
-    typed = _typed(exc)
-    return typed.code if typed is not None else "internal"
-
-
 class _Run:
     """One admitted run: mutable phase state and the terminal-receipt writer."""
 
@@ -178,6 +146,8 @@ class _Run:
         self.base: BaseRecord | None = None
         self.remaining = 4
         self.last_tree: Bound | None = None
+        self.first_verdict: dict[str, str] | None = None
+        self.entry_ref: str | None = None
         self.started_at = deps.utc_now()
         self.t0 = trio.current_time()
 
@@ -287,21 +257,19 @@ class _Run:
         prefix = _EVIDENCE_PREFIX[ph.phase]
         for name in sorted(result.outputs):
             media = _MEDIA.get(name, "application/octet-stream")
-            role = f"{prefix}-{name}".lower().replace("_", "-")
+            role = f"{prefix}-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
             ph.evidence.append(self.store.put(role, result.outputs[name], media))
 
     async def entry_state_unchanged(self) -> bool:
+        """HEAD (commit and the branch it names) and the index tree equal their entry values."""
         assert self.base is not None
         head = await self.io(partial(head_commit, self.wt))
+        ref = await self.io(partial(head_ref, self.wt))
         index = await self.io(partial(index_tree, self.wt))
-        return head == self.base.commit and index == self.base.index_tree
+        return (head, ref, index) == (self.base.commit, self.entry_ref, self.base.index_tree)
 
-    async def derive_candidate(self, label: str) -> tuple[DerivedCandidate, _Candidate]:
-        assert self.base is not None
-        d = await self.io(partial(derive, self.wt, self.base.commit, self.base.tree))
-        body = candidate_body(d)
-        if not d.files:
-            return d, _Candidate(_placeholder_record(body), d.patch)
+    def bind_candidate(self, label: str, d: DerivedCandidate, body: CandidateBody) -> _Candidate:
+        """Store the status bytes and patch as evidence and bind them to the identity."""
         status_ref = self.store.put(f"{label}-candidate-status", d.status, ev.STATUS)
         patch_ref = self.store.put(f"{label}-candidate-patch", d.patch, ev.PATCH)
         record = CandidateRecord(
@@ -310,7 +278,7 @@ class _Run:
             status_evidence=status_ref,
             patch_evidence=patch_ref,
         )
-        return d, _Candidate(record, d.patch)
+        return _Candidate(record, d.patch)
 
     async def run_editor(self, phase: PhaseName, prompt: str) -> _Candidate:
         """Worker or repair: run, store evidence, check HEAD/index, derive the candidate."""
@@ -333,8 +301,7 @@ class _Run:
                     "reset the worktree and rerun",
                     code=f"{role}-git-mutation",
                 )
-            label = "initial" if phase == "worker" else "repaired"
-            derived, cand = await self.derive_candidate(label)
+            derived, identity = await self.derive_candidate_unstored()
             if phase == "worker" and not derived.files:
                 ph.postcondition = "head-and-index-unchanged; no-candidate-change"
                 raise AgentFailure(
@@ -342,7 +309,7 @@ class _Run:
                     code="no-candidate-change",
                 )
             if phase == "repair" and (
-                not derived.files or self.initial is None or cand.identity == self.initial.identity
+                not derived.files or self.initial is None or identity == self.initial.identity
             ):
                 ph.postcondition = "head-and-index-unchanged; candidate-identity-unchanged-or-empty"
                 raise AgentFailure(
@@ -350,12 +317,14 @@ class _Run:
                     "ends without a second review",
                     code="repair-no-change",
                 )
+            label = "initial" if phase == "worker" else "repaired"
+            cand = self.bind_candidate(label, derived, candidate_body(derived))
             ph.postcondition = "head-and-index-unchanged; candidate-derived"
             ph.reviewed_identity = cand.identity
             ph.outcome = "ok"
             return cand
         except BaseException as exc:
-            ph.outcome = _failure_code(exc)
+            ph.outcome = failure_code(exc)
             raise
         finally:
             self.close_phase(ph)
@@ -385,7 +354,7 @@ class _Run:
                 ph.result = result
                 self.store_outputs(ph, result)
             except BaseException as exc:
-                typed = None if _interrupted(exc) else _typed(exc)
+                typed = None if interrupted(exc) else typed_error(exc)
                 if not isinstance(typed, ProviderFailure):
                     raise
                 failure = typed
@@ -420,11 +389,13 @@ class _Run:
                     code="reviewer-protocol",
                 )
             ph.verdict = verdict.verdict
+            if phase == "initial_review":
+                self.first_verdict = {"verdict": verdict.verdict, "summary": verdict.summary}
             ph.outcome = verdict.verdict
             return verdict.verdict
         except BaseException as exc:
             if ph.outcome == "interrupted":
-                ph.outcome = _failure_code(exc)
+                ph.outcome = failure_code(exc)
             raise
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -458,7 +429,8 @@ class _Run:
                     if ref.role.endswith("-verdict"):
                         path = ev.resolve_evidence_path(ref, self.a.receipt)
                         return ev.read_nofollow(path).decode("utf-8", "replace")
-        return ""
+        # No verdict file was produced: the validated verdict is all the reviewer said.
+        return json.dumps(self.first_verdict or {}, ensure_ascii=False)
 
     # -- the cycle -----------------------------------------------------------------------
     async def cycle(self) -> RunOutcome:
@@ -466,6 +438,7 @@ class _Run:
         commit = self.a.base_commit
         idx = await self.io(partial(index_tree, self.wt))
         self.base = BaseRecord(commit=commit, tree=self.a.base_tree, index_tree=idx)
+        self.entry_ref = await self.io(partial(head_ref, self.wt))
         task = self.a.request.task
 
         self.stage("worker_running", 4)
@@ -499,39 +472,6 @@ class _Run:
         return self.finish("rejected", int(ExitCode.REJECTED), None)
 
 
-def candidate_body(d: DerivedCandidate) -> CandidateBody:
-    """The A-4 record of a derived candidate (pure)."""
-    return CandidateBody(
-        base_commit=d.base_commit,
-        base_tree=d.base_tree,
-        candidate_tree=d.candidate_tree,
-        status_bytes=len(d.status),
-        status_sha256=sha256_hex(d.status),
-        patch_bytes=len(d.patch),
-        patch_sha256=sha256_hex(d.patch),
-        files=[
-            ChangedPath.model_validate(
-                {
-                    "path": f.path,
-                    "state": f.state,
-                    "mode": f.mode,
-                    "bytes": f.size,
-                    "sha256": f.sha256,
-                }
-            )
-            for f in d.files
-        ],
-    )
-
-
-def _placeholder_record(body: CandidateBody) -> CandidateRecord:
-    # An empty candidate is never bound into a receipt; this only carries its identity.
-    empty = EvidenceRef(role="none", path="", bytes=0, sha256=sha256_hex(b""), media_type="")
-    return CandidateRecord(
-        identity=body.identity(), body=body, status_evidence=empty, patch_evidence=empty
-    )
-
-
 async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
     """Admit, reserve, run the cycle and write the terminal receipt (SPEC A-1…A-8).
 
@@ -551,7 +491,7 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
     try:
         return await run.cycle()
     except BaseException as exc:
-        if _interrupted(exc):
+        if interrupted(exc):
             run.finish(
                 "interrupted",
                 int(ExitCode.INTERRUPTED),
@@ -561,7 +501,7 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
                 ),
             )
             raise
-        typed = _typed(exc)
+        typed = typed_error(exc)
         if typed is not None:
             # After the reservation every typed error is a failure (4), never a refusal.
             return run.finish(

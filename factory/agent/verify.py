@@ -2,7 +2,8 @@
 
 1. The file parses as ``factory.agent-receipt/1`` and its bytes are exactly the canonical
    form the run wrote (canonical JSON + LF).
-2. ``revision`` equals the digest of the canonical body recomputed here.
+2. ``revision`` equals the digest of the canonical body recomputed here, and the body does
+   not contradict itself (status vs exit code, verdict vs the last review, one repair).
 3. Every evidence file (phase outputs, candidate status bytes and patches) exists as a
    regular file, is named ``<role>-<sha256>``, and has the bound size and SHA-256.
 4. When the worktree still exists, the candidate the authoritative verdict judged is
@@ -89,7 +90,7 @@ def check_evidence(ref: EvidenceRef, receipt_path: Path) -> dict[str, Any]:
 
 def check_candidate(receipt: AgentReceipt) -> dict[str, Any]:
     """Re-derive the judged candidate from the live worktree, when it still exists."""
-    from factory.agent.run import candidate_body
+    from factory.agent.identity import candidate_body
     from factory.gitio.candidate import derive
     from factory.gitio.worktree import locate
 
@@ -112,6 +113,38 @@ def check_candidate(receipt: AgentReceipt) -> dict[str, Any]:
     return out
 
 
+_EXIT_FOR_STATUS: dict[str, set[int | None]] = {
+    "completed": {0},
+    "rejected": {3},
+    "failed": {1, 4},
+    "interrupted": {130},
+    "running": {None},
+}
+_VERDICT_FOR_STATUS = {"completed": "APPROVE", "rejected": "REQUEST_CHANGES"}
+
+
+def consistency_problems(receipt: AgentReceipt) -> list[str]:
+    """Contradictions inside a receipt that a recomputed revision would not reveal."""
+    problems = []
+    if receipt.exit_code not in _EXIT_FOR_STATUS[receipt.status]:
+        problems.append("exit-code-does-not-match-status")
+    wanted = _VERDICT_FOR_STATUS.get(receipt.status)
+    if wanted is not None and receipt.verdict != wanted:
+        problems.append("verdict-does-not-match-status")
+    if receipt.status in ("completed", "rejected") and receipt.error is not None:
+        problems.append("error-on-a-verdict-outcome")
+    if receipt.status in ("failed", "interrupted") and receipt.error is None:
+        problems.append("failure-without-error")
+    reviews = [p for p in receipt.phases if p.phase in ("initial_review", "final_review")]
+    if receipt.status in ("completed", "rejected") and (
+        not reviews or reviews[-1].verdict != receipt.verdict
+    ):
+        problems.append("verdict-not-from-the-last-review")
+    if sum(p.phase == "repair" for p in receipt.phases) > 1:
+        problems.append("more-than-one-repair")
+    return problems
+
+
 def verify(path: Path) -> dict[str, Any]:
     """Verify the receipt at ``path`` (see the module docstring for the checks)."""
     receipt, data = load_receipt(path)
@@ -121,10 +154,12 @@ def verify(path: Path) -> dict[str, Any]:
     evidence = [check_evidence(ref, path) for ref in all_evidence(receipt)]
     candidate = check_candidate(receipt)
     terminal = receipt.status != "running"
+    problems = consistency_problems(receipt)
     ok = (
         revision_ok
         and exact
         and terminal
+        and not problems
         and all(e["ok"] for e in evidence)
         and candidate.get("still_matches") is not False
     )
@@ -136,6 +171,7 @@ def verify(path: Path) -> dict[str, Any]:
         "terminal": terminal,
         "revision": {"ok": revision_ok, "stored": receipt.revision, "computed": computed},
         "canonical_bytes": exact,
+        "consistency_problems": problems,
         "evidence": evidence,
         "candidate": candidate,
         "ok": ok,

@@ -108,7 +108,8 @@ def _hash_regular(root: Path, rel: bytes) -> tuple[int, str]:
 def changed_files(wt: Worktree, base_tree: str, cand_tree: str) -> tuple[ChangedFile, ...]:
     """Every path that differs between the two trees, in git's (byte) order."""
     out = run_git(
-        wt.root, ["diff-tree", *_DIFF_FLAGS, "-z", "--raw", base_tree, cand_tree],
+        wt.root,
+        ["diff-tree", *_DIFF_FLAGS, "-z", "--raw", base_tree, cand_tree],
         what="git diff-tree",
     )
     files: list[ChangedFile] = []

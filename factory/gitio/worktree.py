@@ -101,6 +101,12 @@ def head_commit(wt: Worktree) -> str | None:
     return out.decode("ascii").strip() if code == 0 and out.strip() else None
 
 
+def head_ref(wt: Worktree) -> str | None:
+    """The branch HEAD names (``refs/heads/...``), or ``None`` when HEAD is detached."""
+    code, out = try_git(wt.root, ["symbolic-ref", "-q", "HEAD"])
+    return out.decode("utf-8", "surrogateescape").strip() if code == 0 else None
+
+
 def commit_tree(wt: Worktree, commit: str) -> str:
     """The tree id of ``commit``."""
     out = run_git(wt.root, ["rev-parse", "--verify", f"{commit}^{{tree}}"], what="git rev-parse")

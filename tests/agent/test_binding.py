@@ -107,3 +107,17 @@ def test_non_utf8_names_are_bound(tmp_path: Path) -> None:
     root.mkdir()
     (root / os.fsdecode(b"bad\xff")).write_text("x")
     assert b"bad\xff" in bind_tree(root).entries
+
+
+def test_large_and_growing_files_hash_like_sha256(tmp_path: Path) -> None:
+    import hashlib
+
+    root = tmp_path / "big"
+    root.mkdir()
+    data = os.urandom(3 * (1 << 20) + 7)
+    (root / "big.bin").write_bytes(data)
+    (root / "small.bin").write_bytes(b"abc")
+    b = bind_tree(root)
+    assert b.entries[b"big.bin"].content == hashlib.sha256(data).hexdigest()
+    assert b.entries[b"small.bin"].content == hashlib.sha256(b"abc").hexdigest()
+    assert b.entries[b"big.bin"].size == len(data)

@@ -200,3 +200,63 @@ def test_verify_refuses_garbage_and_missing(layout: Layout) -> None:
     assert proc.returncode == 4 and b"receipt-invalid" in proc.stderr
     proc = run_factory(["receipt", "verify", str(layout.out / "absent.json")])
     assert proc.returncode == 2
+
+
+def _can_unshare_mounts() -> bool:
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+@pytest.mark.skipif(not _can_unshare_mounts(), reason="needs a private mount namespace (root)")
+@pytest.mark.parametrize("flag", ["--out", "--evidence"])
+def test_bind_mount_alias_is_refused(layout: Layout, tmp_path: Path, flag: str) -> None:
+    # A bind mount of the worktree elsewhere is the same folder by device+inode. The mount
+    # lives in a private mount namespace that ends with the command.
+    alias = tmp_path / "bound"
+    alias.mkdir()
+    args = agent_args(layout)
+    if flag == "--out":
+        args[args.index("--out") + 1] = str(alias / "r.json")
+    else:
+        args += ["--evidence", str(alias / "ev")]
+    script = 'mount --bind "$1" "$2" && shift 2 && exec "$@"'
+    proc = subprocess.run(
+        [
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            script,
+            "sh",
+            str(layout.wt),
+            str(alias),
+            sys.executable,
+            str(FAKE),
+            "approve",
+            "--",
+            *args,
+        ],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    code = b"receipt-inside-worktree" if flag == "--out" else b"evidence-inside-worktree"
+    assert code in proc.stderr
+    assert not (layout.wt / "r.json").exists() and not (layout.wt / "ev").exists()
+    assert not layout.receipt.exists()
+
+
+def test_verify_catches_a_consistently_reclosed_forgery(completed: Layout) -> None:
+    # Someone edits a field AND recomputes the revision: the revision is not a signature,
+    # but a body that contradicts itself still fails.
+    from factory.agent.receipt import AgentReceipt, receipt_bytes
+
+    r = AgentReceipt.model_validate(json.loads(completed.receipt.read_bytes()))
+    forged = r.model_copy(update={"status": "completed", "exit_code": 0}).closed()
+    completed.receipt.write_bytes(receipt_bytes(forged))
+    rc, report = verify(completed)
+    assert rc == 4 and report["revision"]["ok"] is True  # type: ignore[index]
+    assert "verdict-does-not-match-status" in report["consistency_problems"]  # type: ignore[operator]

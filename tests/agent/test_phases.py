@@ -228,3 +228,52 @@ async def test_same_size_edit_in_the_checkout_tick_is_seen(layout: Layout) -> No
     assert ran.outcome.exit_code == 0, ran.outcome.receipt.error
     files = ran.outcome.receipt.candidate.initial.body.files  # type: ignore[union-attr]
     assert [f.path for f in files] == ["src/app.py"]
+
+
+async def test_repair_gets_the_parsed_verdict_when_no_verdict_file_exists(
+    layout: Layout,
+) -> None:
+    from factory.provider_api import ProviderResult, Verdict
+    from tests.agent.fakes import FakeAgent, FakeReviewer
+
+    class Bare(FakeReviewer):
+        async def run_reviewer(self, **kw: object) -> ProviderResult:  # type: ignore[override]
+            self.calls.append(kw)  # type: ignore[arg-type]
+            v = "REQUEST_CHANGES" if len(self.calls) == 1 else "APPROVE"
+            return ProviderResult(
+                "codex", "reviewer", "x", (), 0, 0, {}, Verdict(v, f"summary-{len(self.calls)}")
+            )
+
+    from factory.agent.run import AgentDeps, run_agent
+    from factory.provider_api import SubscriptionRoute
+    from tests.agent.helpers import request
+
+    agent = FakeAgent([Step(effect=FIX), Step(effect=TEST)])
+    deps = AgentDeps(agent=agent, reviewer=Bare([]), route=SubscriptionRoute())
+    outcome = await run_agent(request(layout), deps)
+    assert outcome.exit_code == 0
+    assert '"summary": "summary-1"' in agent.calls[1].prompt
+
+
+async def test_worker_that_switches_branch_at_the_same_commit_is_a_git_mutation(
+    layout: Layout,
+) -> None:
+    def switch(wt: Path) -> None:
+        git(wt, "checkout", "-q", "-b", "elsewhere")
+
+    ran = await run(layout, [Step(effect=chain(FIX, switch))], [Step()])
+    assert ran.outcome.exit_code == 4 and ran.reviewer.calls == []
+    assert on_disk(layout).error.code == "worker-git-mutation"  # type: ignore[union-attr]
+
+
+async def test_repair_no_change_leaves_no_unreferenced_evidence(layout: Layout) -> None:
+    await run(layout, [Step(effect=FIX), Step()], [Step(verdict="REQUEST_CHANGES")])
+    r = on_disk(layout)
+    referenced = {resolve_evidence_path(e, layout.receipt).name for e in all_refs(r)}
+    assert {p.name for p in layout.evidence.iterdir()} == referenced
+
+
+def all_refs(r: AgentReceipt) -> list:  # type: ignore[type-arg]
+    from factory.agent.verify import all_evidence
+
+    return all_evidence(r)

@@ -1,0 +1,47 @@
+"""How the run classifies what ended a phase (SPEC F-3, A-2).
+
+Nurseries (the providers' process supervision, the rehearsal server) may wrap a
+cancellation or a typed failure in an exception group; the run must still tell
+"interrupted" (130) from a typed failure (4) from a bug (1).
+"""
+
+from __future__ import annotations
+
+import trio
+
+from factory.errors import FactoryError, Failure
+
+
+class AgentFailure(Failure):
+    """A typed failure of the run after admission (exit 4); codes per the phase table."""
+
+    default_code = "agent-failed"
+
+
+def leaves(exc: BaseException) -> list[BaseException]:
+    """The non-group exceptions inside ``exc`` (``exc`` itself when it is not a group)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in leaves(sub)]
+    return [exc]
+
+
+def interrupted(exc: BaseException) -> bool:
+    """True for cancellation or Ctrl-C, also when a nursery wrapped it in a group."""
+    return any(isinstance(e, trio.Cancelled | KeyboardInterrupt) for e in leaves(exc))
+
+
+def typed_error(exc: BaseException) -> FactoryError | None:
+    """The typed error inside ``exc`` (also when wrapped in a group), if that is all it is."""
+    found = leaves(exc)
+    if all(isinstance(e, FactoryError) for e in found):
+        first = found[0]
+        assert isinstance(first, FactoryError)
+        return first
+    return None
+
+
+def failure_code(exc: BaseException) -> str:
+    if interrupted(exc):
+        return "interrupted"
+    typed = typed_error(exc)
+    return typed.code if typed is not None else "internal"

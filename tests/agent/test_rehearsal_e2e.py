@@ -1,0 +1,129 @@
+"""End-to-end with the pinned real CLIs on the rehearsal route (SPEC P-5, A-3…A-8).
+
+These need the closed profiles (``providers``) and the scripted model
+(``factory.rehearsal``), which land from their own branches; until both are present in the
+build this module is skipped as a whole (it is a wiring test, not a stand-in).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.agent.conftest import Layout
+from tests.support.cli import run_factory
+
+pytest.importorskip("factory.rehearsal", reason="rehearsal route not in this build yet")
+pytest.importorskip("providers.claude", reason="closed profiles not in this build yet")
+
+pytestmark = pytest.mark.realcli
+
+GREET = "def greet(name: str) -> str:\n    return f'Hello, {name}!'\n"
+TEST = (
+    "from greeting import greet\n\n\n"
+    "def test_greet() -> None:\n    assert greet('A') == 'Hello, A!'\n"
+)
+
+
+def worker(path: str, content: str, role: str = "worker") -> dict[str, object]:
+    return {
+        "role": role,
+        "tool_calls": [{"tool": "Write", "file_path": path, "content": content}],
+        "final_message": f"Wrote {path}.",
+    }
+
+
+def reviewer(verdict: str, *commands: str) -> dict[str, object]:
+    return {
+        "role": "reviewer",
+        "tool_calls": [{"tool": "shell", "command": c} for c in commands or ("cat greeting.py",)],
+        "final_message": json.dumps({"verdict": verdict, "summary": f"scripted {verdict}"}),
+    }
+
+
+def scenario(tmp_path: Path, *invocations: dict[str, object]) -> Path:
+    path = tmp_path / "scenario.json"
+    body = {"schema": "factory.rehearsal-scenario/1", "invocations": list(invocations)}
+    path.write_text(json.dumps(body))
+    return path
+
+
+def agent(layout: Layout, scenario_path: Path) -> tuple[int, dict[str, object]]:
+    proc = run_factory(
+        [
+            "agent",
+            "--worktree",
+            str(layout.wt),
+            "--task",
+            "add greet() with a test",
+            "--out",
+            str(layout.receipt),
+            "--timeout-ms",
+            "120000",
+            "--progress",
+            "jsonl",
+            "--rehearsal",
+            str(scenario_path),
+        ],
+        timeout=600,
+    )
+    assert proc.stdout == layout.receipt.read_bytes(), proc.stderr[-2000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def verified(layout: Layout) -> None:
+    proc = run_factory(["receipt", "verify", str(layout.receipt)])
+    assert proc.returncode == 0, proc.stdout
+    assert json.loads(proc.stdout)["candidate"]["still_matches"] is True
+
+
+def test_rehearsal_approve(layout: Layout, tmp_path: Path) -> None:
+    rc, r = agent(layout, scenario(tmp_path, worker("greeting.py", GREET), reviewer("APPROVE")))
+    assert rc == 0 and r["status"] == "completed" and r["route"] == "rehearsal"
+    assert "rehearsal" in str(r["execution"]) and len(r["phases"]) == 2  # type: ignore[arg-type]
+    assert (layout.wt / "greeting.py").read_text() == GREET  # the edit went through Claude Code
+    verified(layout)
+
+
+def test_rehearsal_repair_then_approve(layout: Layout, tmp_path: Path) -> None:
+    path = scenario(
+        tmp_path,
+        worker("greeting.py", GREET),
+        reviewer("REQUEST_CHANGES"),
+        worker("test_greeting.py", TEST, role="repair"),
+        reviewer("APPROVE", "cat greeting.py test_greeting.py"),
+    )
+    rc, r = agent(layout, path)
+    assert rc == 0 and r["status"] == "completed"
+    phases = [p["phase"] for p in r["phases"]]  # type: ignore[attr-defined]
+    assert phases == ["worker", "initial_review", "repair", "final_review"]
+    verified(layout)
+
+
+def test_rehearsal_repair_then_reject_exits_3(layout: Layout, tmp_path: Path) -> None:
+    path = scenario(
+        tmp_path,
+        worker("greeting.py", GREET),
+        reviewer("REQUEST_CHANGES"),
+        worker("test_greeting.py", TEST, role="repair"),
+        reviewer("REQUEST_CHANGES"),
+    )
+    rc, r = agent(layout, path)
+    assert rc == 3 and r["status"] == "rejected" and r["error"] is None
+    verified(layout)
+
+
+def test_rehearsal_reviewer_write_is_blocked_by_the_sandbox(layout: Layout, tmp_path: Path) -> None:
+    before = (layout.wt / "ignored.log").read_bytes()
+    path = scenario(
+        tmp_path,
+        worker("greeting.py", GREET),
+        reviewer("APPROVE", "echo tampered > ignored.log"),
+    )
+    rc, r = agent(layout, path)
+    # The write never happened (read-only sandbox), so the review stands.
+    assert (layout.wt / "ignored.log").read_bytes() == before
+    assert rc == 0 and r["status"] == "completed", r["error"]
+    verified(layout)
