@@ -19,7 +19,6 @@ import signal
 import sys
 import tempfile
 from collections.abc import AsyncIterator, Callable
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -64,48 +63,28 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def _optional(module: str) -> Any | None:
-    """Import ``module`` if this build has it (another subsystem may not have landed)."""
-    try:
-        return import_module(module)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and module.startswith(exc.name):
-            return None
-        raise
-
-
-def _required(module: str, what: str) -> Any:
-    from factory.errors import UsageError
-
-    mod = _optional(module)
-    if mod is None:
-        raise UsageError(f"{what} is not available in this build of factory", code="not-available")
-    return mod
-
-
 def _observer(args: argparse.Namespace) -> tuple[Any, list[Callable[[], Any]]]:
     """The run's observer (progress + telemetry) and the background tasks it needs."""
-    from factory.agent.observer import FanOut, NullObserver
+    from factory.agent.observer import FanOut
+    from factory.agent.progress import ProgressObserver
 
-    observers: list[Any] = []
-    tasks: list[Callable[[], Any]] = []
-    progress = _optional("factory.agent.progress")
-    if progress is not None:
-        po = progress.ProgressObserver(args.progress, sys.stderr, args.timeout_ms)
-        observers.append(po)
-        if hasattr(po, "heartbeat"):
-            tasks.append(po.heartbeat)
-    else:  # PENDING(h/progress): without the progress module the run is silent on stderr.
-        observers.append(NullObserver())
+    progress = ProgressObserver(args.progress, sys.stderr, args.timeout_ms)
+    observers: list[Any] = [progress]
+    tasks: list[Callable[[], Any]] = [progress.heartbeat]
     if args.otel_endpoint is not None:
-        telemetry = _required("factory.agent.telemetry", "--otel-endpoint (telemetry)")
-        observers.append(telemetry.TelemetryObserver(args.otel_endpoint))
+        from factory.agent.telemetry import TelemetryObserver
+
+        observers.append(TelemetryObserver(args.otel_endpoint))
     return FanOut(*observers), tasks
 
 
 def load_profiles() -> tuple[Any, Any]:
-    """The two closed profiles: ``claude`` (worker, repair) and ``codex`` (reviewer)."""
-    providers = _required("providers", "the provider profiles")
+    """The two closed profiles: ``claude`` (worker, repair) and ``codex`` (reviewer).
+
+    The one place the CLI layer reaches into ``providers/``; tests swap fakes in here.
+    """
+    import providers
+
     return providers.claude_profile(), providers.codex_profile()
 
 
@@ -113,11 +92,22 @@ def _check_endpoint(url: str | None) -> None:
     """Refuse a bad ``--otel-endpoint`` at parse time (exit 2), before anything runs."""
     if url is None:
         return
-    telemetry = _required("factory.agent.telemetry", "--otel-endpoint (telemetry)")
-    telemetry.parse_endpoint(url)
+    from factory.agent.telemetry import parse_endpoint
+
+    parse_endpoint(url)
 
 
 def run(args: argparse.Namespace) -> int:
+    exit_code, receipt = execute(args)
+    emit_stdout(receipt)
+    return exit_code
+
+
+def execute(args: argparse.Namespace) -> tuple[int, bytes]:
+    """Admit, run and close one agent cycle; return the exit code and the receipt bytes.
+
+    Refusals raise :class:`~factory.errors.UsageError` (exit 2) before anything runs.
+    """
     import trio
 
     from factory.agent.admission import AgentRequest, admit
@@ -132,14 +122,16 @@ def run(args: argparse.Namespace) -> int:
     _check_endpoint(args.otel_endpoint)
     scenario = None
     if args.rehearsal is not None:
-        rehearsal = _required("factory.rehearsal", "--rehearsal (the scripted loopback model)")
-        scenario = rehearsal.load_scenario(Path(args.rehearsal))
+        from factory.rehearsal import load_scenario
+
+        scenario = load_scenario(Path(args.rehearsal))
     admitted = admit(request)  # refusals exit 2 before any provider is even imported
     agent, reviewer = load_profiles()
     observer, tasks = _observer(args)
-    return int(
-        trio.run(_main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence)
+    result: tuple[int, bytes] = trio.run(
+        _main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence
     )
+    return result
 
 
 @contextlib.asynccontextmanager
@@ -149,7 +141,8 @@ async def _route(scenario: Any, near: Path) -> AsyncIterator[Any]:
     if scenario is None:
         yield SubscriptionRoute()
         return
-    rehearsal = import_module("factory.rehearsal")
+    from factory import rehearsal
+
     root = Path(tempfile.mkdtemp(prefix="factory-rehearsal-", dir=os.fspath(near.parent)))
     try:
         async with rehearsal.open_rehearsal(scenario, root) as session:
@@ -166,7 +159,7 @@ async def _main(
     tasks: list[Callable[[], Any]],
     scenario: Any,
     evidence: Path,
-) -> int:
+) -> tuple[int, bytes]:
     import trio
 
     from factory.agent.run import AgentDeps, run_agent
@@ -193,8 +186,8 @@ async def _main(
     if outcome is None:
         # Interrupted: run_agent wrote the terminal 'interrupted' receipt before unwinding.
         receipt = Path(os.path.abspath(request.receipt))
+        data = b""
         with contextlib.suppress(OSError):
-            emit_stdout(receipt.read_bytes())
-        return int(ExitCode.INTERRUPTED)
-    emit_stdout(outcome.data)
-    return outcome.exit_code
+            data = receipt.read_bytes()
+        return int(ExitCode.INTERRUPTED), data
+    return outcome.exit_code, outcome.data

@@ -111,4 +111,4 @@ def run(args: argparse.Namespace) -> int:
     emit_stdout((json.dumps(out, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     if exit_code != 0:
         return exit_code
-    return int(ExitCode.OK if report.get("ok") else ExitCode.FAILURE)
+    return int(ExitCode.OK if report["ok"] is True else ExitCode.FAILURE)

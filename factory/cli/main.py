@@ -15,6 +15,7 @@ from factory.cli.framework import StrictParser, run_command
 
 # Order is the order shown in --help. Each name is a module of factory.cli.
 COMMAND_MODULES: tuple[str, ...] = (
+    "demo_cmd",
     "agent_cmd",
     "receipt_cmd",
     "doctor_cmd",
