@@ -187,6 +187,7 @@ async def _teardown(
     return report, interrupted
 
 
+@trio.lowlevel.enable_ki_protection
 async def run(spec: RunSpec) -> RunResult:
     """Run ``spec`` to completion under supervision (SPEC P-1).
 
@@ -198,6 +199,10 @@ async def run(spec: RunSpec) -> RunResult:
             ``output-limit`` (a stream exceeded its cap), ``sweep-incomplete`` (a process
             survived SIGKILL rounds; should not happen) — always after the tree is gone.
         trio.Cancelled / KeyboardInterrupt: re-raised only after the tree is gone.
+
+    KI-protected: a Ctrl-C arriving in the synchronous code right after the spawn would
+    otherwise raise there and leave the child running; protected, it is delivered at the
+    next checkpoint, inside the supervised wait.
     """
     if not spec.argv or not all(isinstance(a, str) for a in spec.argv):
         raise ProcessFailure("argv must be a non-empty list of strings", code="launch-failed")
