@@ -146,7 +146,11 @@ def parse_stream(stdout: bytes) -> Stream:
 
 
 def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] | None:
-    """None for a usable run, else ``(P-4 code, one-line message)``."""
+    """None for a usable run, else ``(P-4 code, one-line message)``.
+
+    Usable means: a ``result`` event with ``is_error`` exactly ``false``, subtype
+    ``success``, ``terminal_reason`` ``completed`` (or absent) and exit 0 (SPEC P-4).
+    """
     res = stream.result
     if res is None:
         if stream.auth_failed:
@@ -168,9 +172,16 @@ def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] |
             return "provider-network", f"claude could not reach its API: {first}"
         return "provider-failed", f"claude reported an error ({res.get('terminal_reason')}): " + (
             first or str(res.get("subtype")))
+    if res.get("is_error") is not False:
+        return "provider-protocol", (
+            f"claude's result event has is_error={res.get('is_error')!r}, not a boolean")
     subtype = str(res.get("subtype", ""))
     if subtype != "success":
         return "provider-failed", f"claude stopped: {subtype} ({res.get('terminal_reason')})"
+    reason = res.get("terminal_reason", "completed")
+    if reason != "completed":
+        return "provider-failed", f"claude ended with terminal_reason {reason!r}: " + (
+            first or "no text")
     if exit_code != 0:
         return "provider-protocol", f"claude exited {exit_code} after a successful result"
     return None
