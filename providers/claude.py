@@ -4,7 +4,8 @@ argv (fixed; nothing configurable — verified flags of Claude Code 2.1.332, see
 ``reference/provider-clis.md`` §2, §4): ``-p`` with the prompt on stdin, stream-json
 events (``--verbose`` is required with it), ``--permission-mode acceptEdits`` (never
 ``--dangerously-skip-permissions``: refused as root) with an explicit tool allow/deny
-list, ``--setting-sources user`` so repository hooks and settings do not run,
+list whose file tools are scoped to the worktree (``Read(./**)`` …),
+``--setting-sources user`` so repository hooks and settings do not run,
 ``--strict-mcp-config`` (no MCP servers), ``--no-session-persistence``, turn and budget
 caps, and the profile's fixed rules in ``--append-system-prompt``.
 
@@ -41,7 +42,12 @@ from providers.resolve import Resolved
 
 NAME: Final = "claude"
 ROLES: tuple[Role, ...] = ("worker", "repair")
-ALLOWED_TOOLS = "Read,Edit,Write,Glob,Grep,Bash(git status:*),Bash(git diff:*),Bash(pytest:*)"
+# File tools are scoped to the working folder ("./**" = relative to cwd, the worktree).
+# Unscoped "Read"/"Write"/"Edit"/"Glob"/"Grep" would allow them on *any* path the user can
+# reach (observed with 2.1.332: a scripted Write of ../x and a Read of a file beside the
+# worktree both succeeded); scoped, those are denied and in-worktree use still works.
+ALLOWED_TOOLS = ("Read(./**),Edit(./**),Write(./**),Glob(./**),Grep(./**),"
+                 "Bash(git status:*),Bash(git diff:*),Bash(pytest:*)")
 DISALLOWED_TOOLS = "WebFetch,WebSearch"
 MAX_TURNS: Mapping[str, int] = {"worker": 40, "repair": 20}
 MAX_BUDGET_USD = "5"
