@@ -6,6 +6,7 @@ its environment and psutil looks for it afterwards.
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import uuid
@@ -14,7 +15,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from factory.proc import RunSpec, run
+from factory.proc import ProcessFailure, RunSpec, run
 from tests.proc.helpers import PY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,3 +117,28 @@ def test_ctrl_c_right_after_spawn_still_sweeps(mode: str, sleep: str, rc: int,
                           capture_output=True, cwd=ROOT, timeout=20, check=False)
     assert (done.returncode, done.stdout) == (rc, out), done.stderr
     assert _tagged(tag) == []
+
+
+@pytest.mark.parametrize(("changes", "needle"), [
+    ({"timeout_s": float("nan")}, "timeout_s"),
+    ({"timeout_s": float("inf")}, "timeout_s"),
+    ({"timeout_s": 0.0}, "timeout_s"),
+    ({"grace_s": -1.0}, "grace_s"),
+    ({"stdout_cap": -1}, "stdout_cap"),
+    ({"argv": ["echo", "a\0b"]}, "null byte"),
+    ({"env": {"A=B": "x"}}, "environment variable name"),
+    ({"cwd": Path("/nonexistent-qa4")}, "/nonexistent-qa4"),
+])
+async def test_bad_specs_are_typed_launch_failures(changes: dict[str, object],
+                                                   needle: str) -> None:
+    spec = dataclasses.replace(RunSpec(argv=["echo", "hi"], env={"PATH": "/usr/bin:/bin"},
+                                       timeout_s=5.0), **changes)  # type: ignore[arg-type]
+    with pytest.raises(ProcessFailure) as info:
+        await run(spec)
+    assert info.value.code == "launch-failed" and needle in info.value.message
+
+
+async def test_good_spec_twin_runs() -> None:
+    res = await run(RunSpec(argv=["echo", "hi"], env={"PATH": "/usr/bin:/bin"}, timeout_s=5.0,
+                            grace_s=0.0, stdout_cap=3))
+    assert res.exit_code == 0 and res.stdout == b"hi\n"
