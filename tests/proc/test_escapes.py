@@ -6,7 +6,10 @@ its environment and psutil looks for it afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -16,7 +19,7 @@ import psutil
 import pytest
 
 from factory.proc import ProcessFailure, RunSpec, run
-from tests.proc.helpers import PY
+from tests.proc.helpers import PY, recorded, survivors
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -142,3 +145,54 @@ async def test_good_spec_twin_runs() -> None:
     res = await run(RunSpec(argv=["echo", "hi"], env={"PATH": "/usr/bin:/bin"}, timeout_s=5.0,
                             grace_s=0.0, stdout_cap=3))
     assert res.exit_code == 0 and res.stdout == b"hi\n"
+
+
+# The process's main thread exits (pthread_exit) while another thread keeps running: its
+# /proc/<pid>/stat says "Z", yet it is alive. Argument 1: record file; 2: "leader" (the
+# leader itself does it) or "grandchild" (a child in a new session does, the leader exits).
+ZOMBIE_MAIN_THREAD = r'''
+import ctypes, json, os, signal, sys, threading, time
+import psutil
+def become_headless():
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with open(sys.argv[1], "a") as fh:
+        fh.write(json.dumps([os.getpid(), psutil.Process().create_time()]) + "\n")
+    threading.Thread(target=lambda: [time.sleep(0.05) for _ in iter(int, 1)]).start()
+    ctypes.CDLL(None).pthread_exit(None)
+if sys.argv[2] == "leader":
+    become_headless()
+if os.fork() == 0:
+    os.setsid()
+    become_headless()
+time.sleep(0.3)
+'''
+
+
+async def test_headless_grandchild_is_killed_not_taken_for_a_zombie(tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+    res = await run(RunSpec(argv=[PY, "-c", ZOMBIE_MAIN_THREAD, str(rec), "grandchild"],
+                            env={"PATH": "/usr/bin:/bin"}, timeout_s=10, grace_s=0.2))
+    ids = recorded(rec)
+    left = survivors(ids)
+    _kill(left)
+    assert len(ids) == 1 and left == []
+    assert res.exit_code == 0 and res.sweep.killed and res.sweep.survivors == ()
+
+
+async def test_headless_leader_is_killed_at_the_deadline(tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+    with pytest.raises(ProcessFailure) as info:
+        await run(RunSpec(argv=[PY, "-c", ZOMBIE_MAIN_THREAD, str(rec), "leader"],
+                          env={"PATH": "/usr/bin:/bin"}, timeout_s=0.5, grace_s=0.2))
+    ids = recorded(rec)
+    left = survivors(ids)
+    _kill(left)
+    assert len(ids) == 1 and left == []
+    assert info.value.code == "timeout"
+    assert info.value.result is not None and info.value.result.sweep.killed
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
