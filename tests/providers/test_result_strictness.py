@@ -66,3 +66,12 @@ def test_ambiguous_or_non_text_verdicts_are_refused(raw: bytes, needle: str) -> 
 def test_verdict_with_an_astral_character_twin_is_accepted() -> None:
     got = codex.parse_verdict(b'{"verdict":"APPROVE","summary":"\\ud83d\\ude00 ok"}')
     assert got.summary == "\U0001f600 ok"
+
+
+def test_codex_truncated_last_line() -> None:
+    done = b'{"type":"turn.started"}\n{"type":"turn.completed","usage":{}}\n'
+    cut = done[:-8]  # killed mid-line: the terminal event itself is lost
+    got = codex.classify(codex.parse_events(cut), 0, b"")
+    assert got is not None and got[0] == "provider-protocol"
+    trailing = codex.parse_events(done + b'{"type":"item.comp')
+    assert trailing.garbage_lines == 1 and codex.classify(trailing, 0, b"") is None
