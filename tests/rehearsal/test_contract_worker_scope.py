@@ -32,6 +32,7 @@ def _script(base: Path) -> Scenario:
             {"tool": "Write", "file_path": "inside.txt", "content": "in\n"},
             {"tool": "Read", "file_path": "app.py"},
             {"tool": "Edit", "file_path": "app.py", "old_string": "V = 1", "new_string": "V = 2"},
+            {"tool": "Write", "file_path": str(base / "wt" / "d" / "abs.txt"), "content": "a\n"},
         ], "final_message": "done"}],
     }).encode())
 
@@ -56,6 +57,7 @@ async def test_worker_file_tools_stop_at_the_worktree(base: Path) -> None:
     assert not (base / "abs-outside.txt").exists() and not (base / "rel-outside.txt").exists()
     assert (worktree / "inside.txt").read_text() == "in\n"  # in-worktree twin
     assert (worktree / "app.py").read_text() == "V = 2\n"
+    assert (worktree / "d" / "abs.txt").read_text() == "a\n"  # absolute, inside: allowed
 
 
 async def test_twin_unscoped_tools_reach_outside_the_worktree(base: Path) -> None:
