@@ -86,8 +86,8 @@ def _live_thread_state(pid: int) -> str | None:
     """State of a still-running thread of ``pid``, or None when every thread has exited.
 
     A thread-group leader that called ``pthread_exit`` shows ``Z`` in ``/proc/<pid>/stat``
-    while its other threads keep running (and keep the process alive, unkillable by
-    nobody but us): such a process is not exited.
+    while its other threads keep running and keep the process alive: such a process has
+    not exited and must still be signalled.
     """
     try:
         tids = os.listdir(f"{PROC}/{pid}/task")

@@ -112,7 +112,7 @@ class _Handler(BaseHTTPRequestHandler):
             raw = b"".join(chunks)
         else:
             declared = (self.headers.get("content-length") or "0").strip()
-            if not declared.isdigit():  # "-1" would make rfile.read block until EOF
+            if not (declared.isascii() and declared.isdigit()):  # "-1": read blocks to EOF
                 raise ScriptViolation(f"invalid content-length {declared[:40]!r}")
             length = int(declared)
             if length > MAX_REQUEST_BYTES:

@@ -31,7 +31,7 @@ def _post(base_url: str, headers: dict[str, str], body: bytes) -> bytes:
     with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=3) as sock:
         head = "POST /v1/messages HTTP/1.1\r\nHost: x\r\n" + "".join(
             f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
-        sock.sendall(head.encode() + body)
+        sock.sendall(head.encode("latin-1") + body)
         try:
             return sock.recv(64).split(b"\r\n")[0]
         except TimeoutError:
@@ -65,6 +65,7 @@ async def test_gzip_body_inflating_past_the_cap_is_refused(
 @pytest.mark.parametrize(("headers", "body"), [
     ({"content-length": "-1"}, b""),
     ({"content-length": "12abc"}, b""),
+    ({"content-length": "\u00b2"}, b""),
     ({"transfer-encoding": "chunked"}, b"-5\r\nhello\r\n0\r\n\r\n"),
 ])
 async def test_malformed_lengths_are_answered_not_left_hanging(
