@@ -71,3 +71,19 @@ def test_doctor_help_documents_the_json_shape() -> None:
     proc = run_factory(["doctor", "--help"], timeout=30)
     out = proc.stdout.decode()
     assert proc.returncode == 0 and "factory.doctor/1" in out and "ignored_env" in out
+
+
+def test_no_sentinel_reaches_any_doctor_probe(fakes: Fakes) -> None:
+    # P-3 for doctor's own children too: version, login and sandbox probes.
+    from tests.providers.test_env_sentinels import FAMILIES, SENTINEL
+
+    env = {**os.environ, **{name: f"{SENTINEL}-{name}" for name in FAMILIES}}
+    proc = run_factory(["doctor"], env=env, timeout=60)
+    assert proc.returncode == 0
+    records = fakes.records()
+    assert {str(r["kind"]) for r in records} >= {"version", "auth", "login", "sandbox"}
+    for rec in records:
+        assert isinstance(rec["env"], dict)
+        leaked = sorted(k for k, v in rec["env"].items() if SENTINEL in str(v))
+        assert leaked == [], f"{rec['name']} {rec['kind']} received {leaked}"
+    assert SENTINEL not in proc.stdout.decode()  # names may appear, values never
