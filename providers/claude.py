@@ -4,7 +4,8 @@ argv (fixed; nothing configurable — verified flags of Claude Code 2.1.332, see
 ``reference/provider-clis.md`` §2, §4): ``-p`` with the prompt on stdin, stream-json
 events (``--verbose`` is required with it), ``--permission-mode acceptEdits`` (never
 ``--dangerously-skip-permissions``: refused as root) with an explicit tool allow/deny
-list, ``--setting-sources user`` so repository hooks and settings do not run,
+list whose file tools are scoped to the worktree (``Read(./**)`` …),
+``--setting-sources user`` so repository hooks and settings do not run,
 ``--strict-mcp-config`` (no MCP servers), ``--no-session-persistence``, turn and budget
 caps, and the profile's fixed rules in ``--append-system-prompt``.
 
@@ -41,7 +42,12 @@ from providers.resolve import Resolved
 
 NAME: Final = "claude"
 ROLES: tuple[Role, ...] = ("worker", "repair")
-ALLOWED_TOOLS = "Read,Edit,Write,Glob,Grep,Bash(git status:*),Bash(git diff:*),Bash(pytest:*)"
+# File tools are scoped to the working folder ("./**" = relative to cwd, the worktree).
+# Unscoped "Read"/"Write"/"Edit"/"Glob"/"Grep" would allow them on *any* path the user can
+# reach (observed with 2.1.332: a scripted Write of ../x and a Read of a file beside the
+# worktree both succeeded); scoped, those are denied and in-worktree use still works.
+ALLOWED_TOOLS = ("Read(./**),Edit(./**),Write(./**),Glob(./**),Grep(./**),"
+                 "Bash(git status:*),Bash(git diff:*),Bash(pytest:*)")
 DISALLOWED_TOOLS = "WebFetch,WebSearch"
 MAX_TURNS: Mapping[str, int] = {"worker": 40, "repair": 20}
 MAX_BUDGET_USD = "5"
@@ -146,7 +152,11 @@ def parse_stream(stdout: bytes) -> Stream:
 
 
 def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] | None:
-    """None for a usable run, else ``(P-4 code, one-line message)``."""
+    """None for a usable run, else ``(P-4 code, one-line message)``.
+
+    Usable means: a ``result`` event with ``is_error`` exactly ``false``, subtype
+    ``success``, ``terminal_reason`` ``completed`` (or absent) and exit 0 (SPEC P-4).
+    """
     res = stream.result
     if res is None:
         if stream.auth_failed:
@@ -168,9 +178,16 @@ def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] |
             return "provider-network", f"claude could not reach its API: {first}"
         return "provider-failed", f"claude reported an error ({res.get('terminal_reason')}): " + (
             first or str(res.get("subtype")))
+    if res.get("is_error") is not False:
+        return "provider-protocol", (
+            f"claude's result event has is_error={res.get('is_error')!r}, not a boolean")
     subtype = str(res.get("subtype", ""))
     if subtype != "success":
         return "provider-failed", f"claude stopped: {subtype} ({res.get('terminal_reason')})"
+    reason = res.get("terminal_reason", "completed")
+    if reason != "completed":
+        return "provider-failed", f"claude ended with terminal_reason {reason!r}: " + (
+            first or "no text")
     if exit_code != 0:
         return "provider-protocol", f"claude exited {exit_code} after a successful result"
     return None

@@ -169,25 +169,53 @@ def parse_verdict(data: bytes) -> Verdict:
     """Validate the ``-o`` file against :data:`VERDICT_SCHEMA` (exactly two keys).
 
     Raises:
-        ProviderFailure: ``provider-protocol`` for empty, non-JSON or non-conforming data.
+        ProviderFailure: ``provider-protocol`` for empty, non-JSON or non-conforming data,
+            a duplicated key, or a summary that is not valid Unicode (lone surrogate).
     """
     if not data.strip():
         raise ProviderFailure("codex wrote no verdict (empty -o file)", code="provider-protocol")
     try:
-        doc = json.loads(data)
+        doc = json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
         parsed = _VerdictDoc.model_validate(doc)
+        parsed.summary.encode("utf-8")  # a lone surrogate (\ud800) is not text
     except (ValueError, ValidationError) as exc:
-        reason = "not JSON" if not isinstance(exc, ValidationError) else (
-            exc.errors()[0].get("msg", "invalid") + " at " +
-            ".".join(str(p) for p in exc.errors()[0].get("loc", ())) or "(root)")
+        if isinstance(exc, ValidationError):
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first.get("loc", ()))
+            reason = (f"{first.get('msg', 'invalid')} at {where}" if where
+                      else "not a JSON object")
+        elif isinstance(exc, _DuplicateKey):
+            reason = str(exc)
+        elif isinstance(exc, UnicodeEncodeError):
+            reason = "summary is not valid Unicode (lone surrogate)"
+        else:
+            reason = "not JSON"
         raise ProviderFailure(f"codex verdict violates the verdict schema: {reason}",
                               code="provider-protocol") from exc
     return Verdict(verdict=parsed.verdict, summary=parsed.summary)
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # Parsers disagree on which duplicate wins; the stored verdict bytes must mean one
+    # thing to anyone who re-reads them.
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(f"duplicate key {key!r}")
+        out[key] = value
+    return out
+
+
 def classify(events: Events, exit_code: int, stderr: bytes) -> tuple[str, str] | None:
     """None when the turn completed, else ``(P-4 code, one-line message)``."""
     if events.terminal == "completed":
+        if exit_code != 0:
+            return "provider-protocol", (
+                f"codex exited {exit_code} after turn.completed: {stderr_tail(stderr)}")
         return None
     if events.terminal == "failed":
         msg = events.failure[:200]

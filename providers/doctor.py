@@ -1,6 +1,12 @@
 """``factory doctor`` probes: what is installed, which version, who is logged in, and
 whether Codex's read-only sandbox works on this machine (issue 4, SPEC P-2, P-6).
 
+Per profile: ``binary`` (``path``, ``found``, ``via``, ``unwrapped``) or null,
+``version``, ``pinned``, ``matches_pin``, ``roles``, ``login`` (``present``, ``method``,
+``detail``) or null, ``ignored_env`` (names of set caller variables the factory never
+passes, SPEC P-3), ``problems`` (one line each); codex also ``sandbox``
+(``read_only_works``, ``detail``). ``routes``: ``rehearsal``, ``subscription`` (booleans).
+
 Every probe runs through the supervised runner with a deadline; nothing here writes
 outside a temporary folder it removes again. The result is a JSON value
 (``factory.doctor/1``) that the CLI prints; readiness is data, not an exit code.
@@ -12,6 +18,7 @@ import json
 import secrets
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +35,21 @@ from providers.resolve import CHECKOUT, Resolved
 SCHEMA = "factory.doctor/1"
 PROBE_TIMEOUT_S = 20.0
 _PINNED_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
+# Caller variables a user may expect a CLI to honour but that the factory never passes
+# (SPEC P-3); doctor names the ones that are set so "not logged in" is not a mystery.
+_PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy",
+            "all_proxy")
+IGNORED_ENV: dict[str, tuple[str, ...]] = {
+    "claude": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
+               "CLAUDE_CONFIG_DIR", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK",
+               "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY", *_PROXIES),
+    "codex": ("CODEX_HOME", "CODEX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", *_PROXIES),
+}
+
+
+def ignored_env(name: str, environ: Mapping[str, str]) -> list[str]:
+    """Names (never values) from :data:`IGNORED_ENV` that are set in ``environ``."""
+    return [var for var in IGNORED_ENV[name] if environ.get(var)]
 
 
 def pinned_versions(checkout: Path = CHECKOUT) -> dict[str, str | None]:
@@ -48,7 +70,8 @@ def _binary(resolved: Resolved) -> dict[str, Any]:
 async def _common(profile: ClaudeProfile | CodexProfile, effects: Effects,
                   pinned: str | None) -> tuple[dict[str, Any], Resolved | None, dict[str, str]]:
     entry: dict[str, Any] = {"binary": None, "version": None, "pinned": pinned,
-                             "matches_pin": None, "problems": []}
+                             "matches_pin": None, "problems": [],
+                             "ignored_env": ignored_env(profile.name, effects.env())}
     env = caller_base(effects.env())
     try:
         resolved = profile.resolve()
@@ -64,7 +87,18 @@ async def _common(profile: ClaudeProfile | CodexProfile, effects: Effects,
     entry["version"] = version
     if pinned:
         entry["matches_pin"] = pinned in version.split()
+        if not entry["matches_pin"]:
+            entry["problems"].append(
+                f"version {version!r} is not the pinned {pinned}: the profile's flags are "
+                f"verified for {pinned}; put that version first on PATH or remove this one")
     return entry, resolved, env
+
+
+def _login_problem(text: str, entry: dict[str, Any]) -> str:
+    if entry["ignored_env"]:
+        text += (f" (set but never passed to the CLI: {', '.join(entry['ignored_env'])}; "
+                 "only the login store under HOME counts)")
+    return text
 
 
 async def check_claude(effects: Effects, pinned: str | None) -> dict[str, Any]:
@@ -81,7 +115,8 @@ async def check_claude(effects: Effects, pinned: str | None) -> dict[str, Any]:
                           "detail": "claude auth status" if status else "no JSON from "
                           "'claude auth status'"}
         if not present:
-            entry["problems"].append("no subscription login: run 'claude' and /login")
+            entry["problems"].append(
+                _login_problem("no subscription login: run 'claude' and /login", entry))
     return entry
 
 
@@ -142,7 +177,7 @@ async def check_codex(effects: Effects, pinned: str | None) -> dict[str, Any]:
         present, message = await profile.login_status(resolved, env)
         entry["login"] = {"present": present, "method": None, "detail": message}
         if not present:
-            entry["problems"].append("no login: run 'codex login'")
+            entry["problems"].append(_login_problem("no login: run 'codex login'", entry))
         entry["sandbox"] = await sandbox_probe(resolved, effects)
         if entry["sandbox"]["read_only_works"] is not True:
             entry["problems"].append("read-only sandbox: " + entry["sandbox"]["detail"])

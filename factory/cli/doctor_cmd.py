@@ -13,8 +13,20 @@ from typing import Any
 HELP = "show the provider CLIs found, their versions, logins and Codex's sandbox"
 
 
+EPILOG = """\
+stdout: one JSON line, schema factory.doctor/1:
+  {"schema", "routes": {"rehearsal", "subscription"},
+   "profiles": {"claude"|"codex": {"binary": {"path", "found", "via", "unwrapped"}|null,
+     "version", "pinned", "matches_pin", "roles", "login": {"present", "method",
+     "detail"}|null, "ignored_env", "problems", "sandbox" (codex only)}}}
+stderr: the same as a table. Exit 0 whenever the report was made; readiness is in
+"routes". "ignored_env" names caller variables (keys, config homes, endpoints, proxies)
+that are set but never passed to the CLIs (SPEC P-3)."""
+
+
 def register(sub: Any) -> None:
-    p = sub.add_parser("doctor", help=HELP, description=HELP + ".")
+    p = sub.add_parser("doctor", help=HELP, description=HELP + ".", epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.set_defaults(handler=_handle)
 
 
@@ -37,6 +49,7 @@ def _cells(name: str, entry: dict[str, Any]) -> list[str]:
         if login else "-",
         f"{_yes(sandbox['read_only_works'])}: {sandbox['detail']}" if sandbox
         else ("n/a" if name == "claude" else "-"),
+        ", ".join(entry["ignored_env"]) or "-",
     ]
 
 
@@ -50,7 +63,8 @@ def _render(report: dict[str, Any]) -> None:
     for name in names:
         table.add_column(name, overflow="fold")
     columns = [_cells(name, report["profiles"][name]) for name in names]
-    labels = ("roles", "binary", "found via", "version", "pinned", "login", "read-only sandbox")
+    labels = ("roles", "binary", "found via", "version", "pinned", "login", "read-only sandbox",
+              "ignored env")
     for i, label in enumerate(labels):
         table.add_row(label, *(col[i] for col in columns))
     console = Console(stderr=True)

@@ -27,7 +27,9 @@ class Stat:
 
     Attributes:
         pid: process id.
-        state: one-letter state (``R``, ``S``, ``D``, ``T``, ``Z`` zombie, ``X`` dead …).
+        state: one-letter state (``R``, ``S``, ``D``, ``T``, ``Z`` zombie, ``X`` dead …) of
+            the thread-group leader — except that a leader which exited while other
+            threads still run reports a running thread's state, not ``Z``.
         ppid: parent pid.
         pgid: process group id.
         sid: session id.
@@ -65,9 +67,12 @@ def read_stat(pid: int) -> Stat | None:
         return None
     fields = raw[close + 2 :].split()
     try:
+        state = fields[0].decode("ascii", "replace")
+        if state in ("Z", "X"):
+            state = _live_thread_state(pid) or state
         return Stat(
             pid=pid,
-            state=fields[0].decode("ascii", "replace"),
+            state=state,
             ppid=int(fields[1]),
             pgid=int(fields[2]),
             sid=int(fields[3]),
@@ -75,6 +80,32 @@ def read_stat(pid: int) -> Stat | None:
         )
     except (IndexError, ValueError):
         return None
+
+
+def _live_thread_state(pid: int) -> str | None:
+    """State of a still-running thread of ``pid``, or None when every thread has exited.
+
+    A thread-group leader that called ``pthread_exit`` shows ``Z`` in ``/proc/<pid>/stat``
+    while its other threads keep running and keep the process alive: such a process has
+    not exited and must still be signalled.
+    """
+    try:
+        tids = os.listdir(f"{PROC}/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        if tid == str(pid):
+            continue
+        try:
+            with open(f"{PROC}/{pid}/task/{tid}/stat", "rb") as fh:
+                raw = fh.read(4096)
+        except OSError:
+            continue
+        close = raw.rfind(b")")
+        state = raw[close + 2 : close + 3].decode("ascii", "replace") if close >= 0 else ""
+        if state and state not in ("Z", "X"):
+            return state
+    return None
 
 
 def all_pids() -> list[int]:

@@ -187,6 +187,21 @@ async def _teardown(
     return report, interrupted
 
 
+def _check_limits(spec: RunSpec) -> None:
+    """P-1 wants a real deadline: NaN, infinite or non-positive limits are refused."""
+    bad = [name for name, value in (("timeout_s", spec.timeout_s),
+                                    ("track_interval_s", spec.track_interval_s))
+           if not (math.isfinite(value) and value > 0)]
+    if not (math.isfinite(spec.grace_s) and spec.grace_s >= 0):
+        bad.append("grace_s")
+    bad += [name for name, cap in (("stdout_cap", spec.stdout_cap),
+                                   ("stderr_cap", spec.stderr_cap)) if cap < 0]
+    if bad:
+        raise ProcessFailure(f"invalid run limits: {', '.join(bad)}; pass finite positive "
+                             "seconds and non-negative byte caps", code="launch-failed")
+
+
+@trio.lowlevel.enable_ki_protection
 async def run(spec: RunSpec) -> RunResult:
     """Run ``spec`` to completion under supervision (SPEC P-1).
 
@@ -194,13 +209,19 @@ async def run(spec: RunSpec) -> RunResult:
         :class:`RunResult` when the leader exited by itself (any exit status).
 
     Raises:
-        ProcessFailure: ``launch-failed`` (could not spawn), ``timeout`` (deadline),
+        ProcessFailure: ``launch-failed`` (could not spawn, or a NaN/infinite/non-positive
+            deadline, a negative grace or cap), ``timeout`` (deadline),
             ``output-limit`` (a stream exceeded its cap), ``sweep-incomplete`` (a process
             survived SIGKILL rounds; should not happen) — always after the tree is gone.
         trio.Cancelled / KeyboardInterrupt: re-raised only after the tree is gone.
+
+    KI-protected: a Ctrl-C arriving in the synchronous code right after the spawn would
+    otherwise raise there and leave the child running; protected, it is delivered at the
+    next checkpoint, inside the supervised wait.
     """
     if not spec.argv or not all(isinstance(a, str) for a in spec.argv):
         raise ProcessFailure("argv must be a non-empty list of strings", code="launch-failed")
+    _check_limits(spec)
     become_subreaper()
     started = trio.current_time()
     try:
@@ -214,16 +235,20 @@ async def run(spec: RunSpec) -> RunResult:
             start_new_session=True,
         )
     except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and exc.filename != spec.argv[0] else ""
         raise ProcessFailure(
-            f"could not start {spec.argv[0]!r}: {exc.strerror or exc}; check the path",
+            f"could not start {spec.argv[0]!r}: {exc.strerror or exc}{where}; check the path",
             code="launch-failed",
         ) from exc
+    except ValueError as exc:  # a NUL byte in argv/env, or "=" in an env name
+        raise ProcessFailure(f"could not start {spec.argv[0]!r}: {exc}", code="launch-failed",
+                             ) from exc
     leader = read_stat(proc.pid) or Stat(proc.pid, "R", 0, proc.pid, proc.pid, 0)
     out, err = _Capture(spec.stdout_cap), _Capture(spec.stderr_cap)
     stopped: list[StopReason] = []
     pending: BaseException | None = None
     interrupted = False
-    deadline = started + spec.timeout_s if math.isfinite(spec.timeout_s) else math.inf
+    deadline = started + spec.timeout_s
     with ProcessTree(leader) as tree:
         try:
             async with trio.open_nursery() as nursery:

@@ -24,7 +24,7 @@ import trio
 from pydantic import Field
 
 from factory.canonical import digest
-from factory.errors import Failure
+from factory.errors import Failure, Refused
 from factory.models import StrictModel
 from factory.provider_api import RehearsalRoute
 from factory.rehearsal.book import Progress, RehearsalRequest, ScriptBook
@@ -53,6 +53,17 @@ class RehearsalIncomplete(Failure):
     """The CLIs did not follow the scenario: a violation, or turns never requested (exit 4)."""
 
     default_code = "rehearsal-scenario-unconsumed"
+
+
+class ConfigRootNotEmpty(Refused):
+    """The rehearsal config root already holds files (exit 2).
+
+    Claude reads ``<config_root>/claude/settings.json`` (``--setting-sources user``), whose
+    ``env`` block overrides the injected endpoint and key; a fresh folder keeps the route's
+    values the only ones.
+    """
+
+    default_code = "rehearsal-config-root-not-empty"
 
 
 class RehearsalLog(StrictModel):
@@ -120,6 +131,17 @@ class RehearsalSession:
         )
 
 
+def _fresh_private_dir(folder: Path) -> None:
+    try:
+        folder.mkdir(mode=0o700, parents=True)
+    except FileExistsError:
+        if not folder.is_dir() or any(folder.iterdir()):
+            raise ConfigRootNotEmpty(
+                f"rehearsal config root {folder} is not a new or empty folder; pass one"
+            ) from None
+    folder.chmod(0o700)
+
+
 def scenario_digest(scenario: Scenario) -> str:
     """``sha256:<hex>`` over the scenario's canonical JSON, tag ``factory.rehearsal-scenario/1``."""
     return digest(SCENARIO_DIGEST_TAG, scenario.to_json_value())
@@ -133,15 +155,18 @@ async def open_rehearsal(
 
     Args:
         scenario: the script to replay.
-        config_root: a private folder (created mode 0700 if missing) for the CLIs' config
-            homes on this route; ``claude/`` and ``codex/`` are created inside.
+        config_root: a private folder for the CLIs' config homes on this route: created
+            (mode 0700) if missing, or an existing *empty* folder (set to 0700);
+            ``claude/`` and ``codex/`` are created inside.
         host: must be ``127.0.0.1``; exists so a refusal can be tested.
 
     Raises:
         NonLoopbackRefused: ``host`` is not the IPv4 loopback address.
+        ConfigRootNotEmpty: ``config_root`` exists and is not an empty folder (a planted
+            ``claude/settings.json`` could re-route Claude away from this server).
     """
     require_loopback(host)
-    config_root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _fresh_private_dir(config_root)
     for sub in (CLAUDE_CONFIG_SUBDIR, CODEX_CONFIG_SUBDIR):
         (config_root / sub).mkdir(mode=0o700, exist_ok=True)
     book = ScriptBook(scenario)
@@ -160,6 +185,7 @@ __all__ = [
     "CODEX_CONFIG_SUBDIR",
     "DEMO_SCENARIO",
     "SCENARIO_SCHEMA",
+    "ConfigRootNotEmpty",
     "Invocation",
     "NonLoopbackRefused",
     "Progress",

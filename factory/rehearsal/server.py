@@ -96,7 +96,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.headers.get("transfer-encoding", "").lower() == "chunked":
             chunks, total = [], 0
             while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                token = self.rfile.readline().split(b";")[0].strip() or b"0"
+                if token.strip(b"0123456789abcdefABCDEF"):  # e.g. "-5": read(-5) blocks
+                    raise ScriptViolation(f"invalid chunk size {token[:40]!r}")
+                size = int(token, 16)
                 if size == 0:
                     while self.rfile.readline() not in (b"\r\n", b"\n", b""):
                         pass
@@ -108,13 +111,20 @@ class _Handler(BaseHTTPRequestHandler):
                 self.rfile.readline()
             raw = b"".join(chunks)
         else:
-            length = int(self.headers.get("content-length") or 0)
+            declared = (self.headers.get("content-length") or "0").strip()
+            if not (declared.isascii() and declared.isdigit()):  # "-1": read blocks to EOF
+                raise ScriptViolation(f"invalid content-length {declared[:40]!r}")
+            length = int(declared)
             if length > MAX_REQUEST_BYTES:
                 return None
             raw = self.rfile.read(length) if length else b""
         encoding = self.headers.get("content-encoding", "identity").lower()
         if encoding in ("gzip", "deflate"):
-            raw = zlib.decompress(raw, zlib.MAX_WBITS | 32)
+            # Bounded: a 32 MiB gzip body of zeros would otherwise inflate to ~32 GiB.
+            inflater = zlib.decompressobj(zlib.MAX_WBITS | 32)
+            raw = inflater.decompress(raw, MAX_REQUEST_BYTES + 1)
+            if len(raw) > MAX_REQUEST_BYTES:
+                return None
         elif encoding not in ("identity", ""):
             raise ScriptViolation(f"request body encoding {encoding!r} is not supported")
         return raw

@@ -1,0 +1,198 @@
+"""Escape attempts against the runner (SPEC P-1), found by the issue-4 review.
+
+Survivors are found independently of the runner: every child gets a unique ``QA_TAG`` in
+its environment and psutil looks for it afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import psutil
+import pytest
+
+from factory.proc import ProcessFailure, RunSpec, run
+from tests.proc.helpers import PY, recorded, survivors
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _tagged(tag: str) -> list[int]:
+    """Pids carrying ``tag``; they are killed as well, so a failing test leaks nothing."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("QA_TAG") == tag:
+                found.append(proc.pid)
+                proc.kill()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+def _spec(code: str, tag: str, timeout_s: float = 10.0) -> RunSpec:
+    return RunSpec(argv=[PY, "-c", code], env={"PATH": "/usr/bin:/bin", "QA_TAG": tag},
+                   timeout_s=timeout_s, grace_s=0.3)
+
+
+# Each link forks, the parent exits at once and the child starts a new session: at any
+# moment the "tree" is one or two short-lived processes in a session nobody has seen.
+FORK_CHAIN = r'''
+import os, signal
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+while True:
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+'''
+
+# The leader exits at once; its grandchild starts a new session only later, after the
+# intermediate parent is gone (so no periodic scan ever saw it as the leader's).
+LATE_ESCAPE = r'''
+import os, time
+if os.fork() == 0:
+    if os.fork() == 0:
+        time.sleep(0.2)
+        os.setsid()
+        if os.fork() == 0:
+            os.setsid()
+            while True:
+                time.sleep(0.05)
+        os._exit(0)
+    os._exit(0)
+os._exit(0)
+'''
+
+
+async def test_fork_chain_in_new_sessions_is_caught() -> None:
+    tag = uuid.uuid4().hex
+    res = await run(_spec(FORK_CHAIN, tag))
+    assert res.exit_code == 0 and res.sweep.killed
+    assert _tagged(tag) == []
+
+
+async def test_late_setsid_after_the_leader_exited_is_caught() -> None:
+    tag = uuid.uuid4().hex
+    res = await run(_spec(LATE_ESCAPE, tag))
+    assert res.exit_code == 0 and res.sweep.signalled
+    assert _tagged(tag) == []
+
+
+# Ctrl-C delivered in the synchronous code between the spawn and the supervised wait
+# (here: from inside the runner's first /proc read). Argument: "ctrl-c" or "none".
+KI_AFTER_SPAWN = r'''
+import os, signal, sys, trio
+import factory.proc.runner as runner
+from factory.proc import RunSpec, run
+real = runner.read_stat
+def read_stat(pid):
+    if sys.argv[1] == "ctrl-c":
+        signal.raise_signal(signal.SIGINT)
+    return real(pid)
+runner.read_stat = read_stat
+async def main():
+    res = await run(RunSpec(argv=["sleep", sys.argv[2]], env={"PATH": "/usr/bin:/bin",
+                            "QA_TAG": sys.argv[3]}, timeout_s=20, grace_s=0.2))
+    print("exit", res.exit_code, flush=True)
+try:
+    trio.run(main)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+    sys.exit(130)
+'''
+
+
+@pytest.mark.parametrize(("mode", "sleep", "rc", "out"), [
+    ("ctrl-c", "30", 130, b"interrupted\n"),
+    ("none", "0", 0, b"exit 0\n"),  # negative control: the same path without Ctrl-C
+])
+def test_ctrl_c_right_after_spawn_still_sweeps(mode: str, sleep: str, rc: int,
+                                                out: bytes) -> None:
+    tag = uuid.uuid4().hex
+    done = subprocess.run([sys.executable, "-c", KI_AFTER_SPAWN, mode, sleep, tag],
+                          capture_output=True, cwd=ROOT, timeout=20, check=False)
+    assert (done.returncode, done.stdout) == (rc, out), done.stderr
+    assert _tagged(tag) == []
+
+
+@pytest.mark.parametrize(("changes", "needle"), [
+    ({"timeout_s": float("nan")}, "timeout_s"),
+    ({"timeout_s": float("inf")}, "timeout_s"),
+    ({"timeout_s": 0.0}, "timeout_s"),
+    ({"grace_s": -1.0}, "grace_s"),
+    ({"stdout_cap": -1}, "stdout_cap"),
+    ({"argv": ["echo", "a\0b"]}, "null byte"),
+    ({"env": {"A=B": "x"}}, "environment variable name"),
+    ({"cwd": Path("/nonexistent-qa4")}, "/nonexistent-qa4"),
+])
+async def test_bad_specs_are_typed_launch_failures(changes: dict[str, object],
+                                                   needle: str) -> None:
+    spec = dataclasses.replace(RunSpec(argv=["echo", "hi"], env={"PATH": "/usr/bin:/bin"},
+                                       timeout_s=5.0), **changes)  # type: ignore[arg-type]
+    with pytest.raises(ProcessFailure) as info:
+        await run(spec)
+    assert info.value.code == "launch-failed" and needle in info.value.message
+
+
+async def test_good_spec_twin_runs() -> None:
+    res = await run(RunSpec(argv=["echo", "hi"], env={"PATH": "/usr/bin:/bin"}, timeout_s=5.0,
+                            grace_s=0.0, stdout_cap=3))
+    assert res.exit_code == 0 and res.stdout == b"hi\n"
+
+
+# The process's main thread exits (pthread_exit) while another thread keeps running: its
+# /proc/<pid>/stat says "Z", yet it is alive. Argument 1: record file; 2: "leader" (the
+# leader itself does it) or "grandchild" (a child in a new session does, the leader exits).
+ZOMBIE_MAIN_THREAD = r'''
+import ctypes, json, os, signal, sys, threading, time
+import psutil
+def become_headless():
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    with open(sys.argv[1], "a") as fh:
+        fh.write(json.dumps([os.getpid(), psutil.Process().create_time()]) + "\n")
+    threading.Thread(target=lambda: [time.sleep(0.05) for _ in iter(int, 1)]).start()
+    ctypes.CDLL(None).pthread_exit(None)
+if sys.argv[2] == "leader":
+    become_headless()
+if os.fork() == 0:
+    os.setsid()
+    become_headless()
+time.sleep(0.3)
+'''
+
+
+async def test_headless_grandchild_is_killed_not_taken_for_a_zombie(tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+    res = await run(RunSpec(argv=[PY, "-c", ZOMBIE_MAIN_THREAD, str(rec), "grandchild"],
+                            env={"PATH": "/usr/bin:/bin"}, timeout_s=10, grace_s=0.2))
+    ids = recorded(rec)
+    left = survivors(ids)
+    _kill(left)
+    assert len(ids) == 1 and left == []
+    assert res.exit_code == 0 and res.sweep.killed and res.sweep.survivors == ()
+
+
+async def test_headless_leader_is_killed_at_the_deadline(tmp_path: Path) -> None:
+    rec = tmp_path / "rec.jsonl"
+    with pytest.raises(ProcessFailure) as info:
+        await run(RunSpec(argv=[PY, "-c", ZOMBIE_MAIN_THREAD, str(rec), "leader"],
+                          env={"PATH": "/usr/bin:/bin"}, timeout_s=0.5, grace_s=0.2))
+    ids = recorded(rec)
+    left = survivors(ids)
+    _kill(left)
+    assert len(ids) == 1 and left == []
+    assert info.value.code == "timeout"
+    assert info.value.result is not None and info.value.result.sweep.killed
+
+
+def _kill(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
