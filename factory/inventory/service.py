@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from factory import fsio
+from factory.inventory.hashing import hash_files
 from factory.inventory.recipe import (
     INVENTORY_FORMAT,
     INVENTORY_RECIPE,
     InventoryRefused,
-    inventory,
+    ordinal_order,
 )
-from factory.inventory.walk import scan
+from factory.inventory.walk import list_files, raise_first
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,10 +53,18 @@ def check_manifest(root: Path, manifest: Path) -> None:
         )
 
 
-def digest_tree(root: Path, *, manifest: Path | None = None) -> TreeDigest:
+def digest_tree(
+    root: Path, *, manifest: Path | None = None, workers: int | None = None
+) -> TreeDigest:
     """Digest ``root``; with ``manifest``, also write the document plus LF there.
 
-    Every check runs before anything is written: a refused tree leaves no manifest.
+    Every check runs before anything is written: a refused tree leaves no manifest. The
+    manifest path is judged before the tree is read.
+
+    Args:
+        root: the folder to measure (a symlink to a folder is followed: it *is* the root).
+        manifest: optional output path, created exclusively (mode 0644).
+        workers: hashing processes; default one per usable CPU (see ``hashing``).
 
     Raises:
         InventoryRefused: the root, an entry, a name or the manifest path is refused.
@@ -65,15 +75,19 @@ def digest_tree(root: Path, *, manifest: Path | None = None) -> TreeDigest:
         check_manifest(root, manifest)
         if os.path.lexists(manifest):
             raise fsio.OutputExists(f"{manifest} already exists; choose a new path")
-    result = inventory(scan(root))
+    rels, paths = list_files(root)
+    order = ordinal_order(rels)
+    hashed = hash_files([rels[i] for i in order], [paths[i] for i in order], workers=workers)
+    raise_first(hashed.problems)
+    document = "\n".join(hashed.lines).encode("utf-8")
     if manifest is not None:
         manifest.parent.mkdir(parents=True, exist_ok=True)
-        fsio.write_exclusive(manifest, result.document + b"\n", mode=0o644)
+        fsio.write_exclusive(manifest, document + b"\n", mode=0o644)
     return TreeDigest(
         format=INVENTORY_FORMAT,
         recipe=INVENTORY_RECIPE,
-        count=result.count,
-        total_bytes=result.total_bytes,
-        digest=result.digest,
-        document=result.document,
+        count=len(rels),
+        total_bytes=hashed.total_bytes,
+        digest=hashlib.sha256(document).hexdigest(),
+        document=document,
     )
