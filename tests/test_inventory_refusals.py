@@ -334,3 +334,57 @@ def test_refusal_message_names_what_to_do(tree: Path, manifest: Path) -> None:
     message = proc.stderr.decode()
     assert message.startswith("factory: symlink-refused: link: ")
     assert "regular files only" in message
+
+
+def test_manifest_parent_not_a_folder_refused_and_twin(tmp_path: Path, tree: Path) -> None:
+    blocker = write(tmp_path, "blocker", "a file, not a folder")
+    refused(tree, blocker / "m.txt", "manifest-parent-not-folder", "blocker")
+    refused(tree, blocker / "deeper" / "m.txt", "manifest-parent-not-folder", "blocker")
+    assert blocker.read_text() == "a file, not a folder"
+    succeeds(tree, tmp_path / "new-folder" / "deeper" / "m.txt")
+
+
+def test_manifest_write_failure_is_exit_4_after_digest(
+    tmp_path: Path, tree: Path, without_dac: tuple[str, ...]
+) -> None:
+    locked = tmp_path / "locked-out"
+    locked.mkdir(mode=0o555)
+    locked.chmod(0o555)
+    proc = subprocess.run(
+        _digest_argv(tree, locked / "m.txt", without_dac),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 4, proc.stderr
+    assert proc.stdout == b""
+    assert proc.stderr.startswith(b"factory: manifest-write-failed: ")
+    assert reference_digest(tree).encode() in proc.stderr  # the digest is still reported
+    assert list(locked.iterdir()) == []
+    locked.chmod(0o755)
+    succeeds(tree, locked / "m.txt", argv_prefix=without_dac)
+
+
+@pytest.mark.parametrize(
+    ("name", "code"), [(b"r\xffoot", "name-not-utf8"), (b"r\noot", "name-contains-lf")]
+)
+def test_root_path_the_output_cannot_carry_is_refused(
+    tmp_path: Path, manifest: Path, name: bytes, code: str
+) -> None:
+    odd = os.fsencode(tmp_path) + b"/" + name
+    os.mkdir(odd)
+    with open(odd + b"/f.txt", "wb") as fh:
+        fh.write(b"x")
+    proc = subprocess.run(
+        [sys.executable, "-m", "factory", "digest", "--root", odd, "--manifest", str(manifest)],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert proc.stdout == b""
+    assert proc.stderr.startswith(f"factory: {code}: ".encode())
+    assert not manifest.exists()
+    # Twin: the same tree under a printable name.
+    os.rename(odd, tmp_path / "root")
+    succeeds(tmp_path / "root", manifest)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +33,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from factory.inventory.service import digest_tree
+    from factory.inventory.service import digest_tree, printable
 
     root = Path(args.root)
     manifest = Path(args.manifest) if args.manifest is not None else None
+    shown_root = printable(root, "root")
+    shown_manifest = printable(manifest, "manifest") if manifest is not None else None
     result = digest_tree(root, manifest=manifest)
-    shown_root = os.path.abspath(root)
     out = bytearray()
     if args.print_manifest:
         out += result.document + b"\n"
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
             "digest": result.digest,
         }
         if manifest is not None:
-            obj["manifest"] = os.fspath(manifest)
+            obj["manifest"] = shown_manifest
         out += (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
     else:
         lines = [
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
             f"bytes={result.total_bytes}",
         ]
         if manifest is not None:
-            lines.append(f"manifest={os.fspath(manifest)}")
+            lines.append(f"manifest={shown_manifest}")
         lines.append(f"digest={result.recipe} {result.digest}")
         out += ("\n".join(lines) + "\n").encode("utf-8")
     emit_stdout(bytes(out))

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factory import fsio
+from factory.errors import Failure
 from factory.inventory.hashing import hash_files
 from factory.inventory.recipe import (
     INVENTORY_FORMAT,
@@ -16,7 +17,13 @@ from factory.inventory.recipe import (
     InventoryRefused,
     ordinal_order,
 )
-from factory.inventory.walk import list_files, raise_first
+from factory.inventory.walk import list_files, raise_first, shown
+
+
+class ManifestWriteFailed(Failure):
+    """The tree was digested but the manifest could not be written (exit 4)."""
+
+    default_code = "manifest-write-failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,25 +38,70 @@ class TreeDigest:
     document: bytes
 
 
+def printable(path: Path, what: str) -> str:
+    """``path`` made absolute for the output lines; refused if a line could not carry it.
+
+    Raises:
+        InventoryRefused: the path is not valid UTF-8 or contains LF.
+    """
+    text = os.path.abspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InventoryRefused(
+            f"{shown(text)}: the {what} path is not valid UTF-8, so the output could not "
+            "name it; use a path that is",
+            code="name-not-utf8",
+        ) from None
+    if "\n" in text:
+        raise InventoryRefused(
+            f"{shown(text)}: the {what} path contains LF, which an output line cannot "
+            "hold; use a path without it",
+            code="name-contains-lf",
+        )
+    return text
+
+
 def check_root(root: Path) -> None:
     """Refuse a root that is missing or not a folder (a symlink to a folder is followed)."""
     try:
         st = os.stat(root)
     except OSError as exc:
         raise InventoryRefused(
-            f"{root}: cannot be read as a folder ({exc.strerror})", code="root-not-folder"
+            f"{shown(os.fspath(root))}: cannot be read as a folder ({exc.strerror}); "
+            "name an existing folder with --root",
+            code="root-not-folder",
         ) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise InventoryRefused(f"{root}: not a folder", code="root-not-folder")
+        raise InventoryRefused(
+            f"{shown(os.fspath(root))}: not a folder; name a folder with --root",
+            code="root-not-folder",
+        )
 
 
 def check_manifest(root: Path, manifest: Path) -> None:
-    """Refuse a manifest inside the measured tree, by filesystem identity (F-6)."""
+    """Refuse a manifest inside the measured tree (by filesystem identity, F-6), one that
+    exists, or one whose nearest existing ancestor is not a folder.
+
+    Raises:
+        InventoryRefused: ``manifest-inside-root`` or ``manifest-parent-not-folder``.
+        OutputExists: the path exists (a dangling symlink included).
+    """
     if fsio.physically_inside(manifest, root):
         raise InventoryRefused(
-            f"{manifest} is inside the tree it measures ({root}); a manifest there would "
-            "change the digest it reports. Name a path outside the root.",
+            f"{shown(os.fspath(manifest))} is inside the tree it measures "
+            f"({shown(os.fspath(root))}); a manifest there would change the digest it "
+            "reports. Name a path outside the root.",
             code="manifest-inside-root",
+        )
+    if os.path.lexists(manifest):
+        raise fsio.OutputExists(f"{shown(os.fspath(manifest))} already exists; choose a new path")
+    existing, _ = fsio.nearest_existing(manifest)
+    if not existing.is_dir():
+        raise InventoryRefused(
+            f"{shown(os.fspath(manifest))}: {shown(os.fspath(existing))} is not a folder, so "
+            "the manifest cannot be created there; choose another path",
+            code="manifest-parent-not-folder",
         )
 
 
@@ -69,20 +121,27 @@ def digest_tree(
     Raises:
         InventoryRefused: the root, an entry, a name or the manifest path is refused.
         OutputExists: the manifest path already exists.
+        ManifestWriteFailed: writing the manifest failed after the digest (exit 4).
     """
     check_root(root)
     if manifest is not None:
         check_manifest(root, manifest)
-        if os.path.lexists(manifest):
-            raise fsio.OutputExists(f"{manifest} already exists; choose a new path")
     rels, paths = list_files(root)
     order = ordinal_order(rels)
     hashed = hash_files([rels[i] for i in order], [paths[i] for i in order], workers=workers)
     raise_first(hashed.problems)
     document = "\n".join(hashed.lines).encode("utf-8")
     if manifest is not None:
-        manifest.parent.mkdir(parents=True, exist_ok=True)
-        fsio.write_exclusive(manifest, document + b"\n", mode=0o644)
+        try:
+            manifest.parent.mkdir(parents=True, exist_ok=True)
+            fsio.write_exclusive(manifest, document + b"\n", mode=0o644)
+        except fsio.OutputExists:
+            raise  # created by someone else since the check: still nothing of ours there
+        except OSError as exc:
+            raise ManifestWriteFailed(
+                f"{shown(os.fspath(manifest))}: the manifest could not be written "
+                f"({exc.strerror}); the digest was {hashlib.sha256(document).hexdigest()}"
+            ) from None
     return TreeDigest(
         format=INVENTORY_FORMAT,
         recipe=INVENTORY_RECIPE,
