@@ -264,7 +264,14 @@ def _with_processes(
     try:
         for _ in range(workers - 1):
             result_r, result_w = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:
+                # Out of processes or memory: the workers we have (at least this one)
+                # drain the queue anyway.
+                os.close(result_r)
+                os.close(result_w)
+                break
             if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
                 code = 1
                 try:
