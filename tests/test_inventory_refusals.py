@@ -313,8 +313,9 @@ def test_manifest_refusal_runs_before_reading_the_tree(tree: Path) -> None:
     refused(tree, tree / "m.txt", "manifest-inside-root", "m.txt")
 
 
-def test_world_traversable_tmp_is_not_needed_for_twins() -> None:
-    # Guard for the no-DAC tests: the interpreter must stay reachable without DAC override.
+def test_interpreter_runs_without_dac_override() -> None:
+    # Guard for the no-DAC tests: their refusals must come from the tree, not from an
+    # interpreter that cannot start without DAC override.
     if shutil.which("setpriv") is None:
         pytest.skip("setpriv missing")
     proc = subprocess.run(

@@ -19,6 +19,7 @@ child, so threads are used instead.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import marshal
 import os
@@ -60,24 +61,22 @@ def default_workers() -> int:
 
 
 def _open_problem(rel: str, exc: OSError) -> Problem:
-    import errno
-
     if exc.errno == errno.ELOOP:
-        return non_regular(rel, "symlink")
-    if exc.errno in (errno.ENXIO, errno.EOPNOTSUPP):
-        return non_regular(rel, "socket")
-    if exc.errno in (errno.EACCES, errno.EPERM):
+        return non_regular(rel, "symlink")  # O_NOFOLLOW met a symlink swapped in
+    if exc.errno == errno.ENXIO:
+        return non_regular(rel, "socket")  # open(2) of a socket
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
         return Problem(
             rel,
-            "unreadable",
-            f"{shown(rel)}: file is not readable ({exc.strerror}); fix its permissions "
-            "or move it out of the root",
+            "changed-during-walk",
+            f"{shown(rel)}: vanished while the tree was measured ({exc.strerror}); "
+            "run again on a quiet tree",
         )
     return Problem(
         rel,
-        "changed-during-walk",
-        f"{shown(rel)}: cannot be read ({exc.strerror}); the tree changed while it was "
-        "measured, run again",
+        "unreadable",
+        f"{shown(rel)}: file cannot be read ({exc.strerror}); fix its permissions or "
+        "move it out of the root",
     )
 
 
