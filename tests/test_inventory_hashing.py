@@ -151,3 +151,76 @@ def test_default_workers_honours_environment(monkeypatch: pytest.MonkeyPatch) ->
     assert hashing.default_workers() == 3
     monkeypatch.setenv("FACTORY_DIGEST_WORKERS", "zero")
     assert hashing.default_workers() == len(os.sched_getaffinity(0))
+
+
+def test_interrupt_in_parent_stops_workers_promptly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    rels, paths = _files(tmp_path, 100)
+    parent = os.getpid()
+    real_work = hashing._work
+    children: list[int] = []
+    real_fork = os.fork
+
+    def recording_fork() -> int:
+        pid = real_fork()
+        if pid:
+            children.append(pid)
+        return pid
+
+    def slow_child_interrupted_parent(*args: object, **kwargs: object) -> object:
+        if os.getpid() != parent:
+            time.sleep(60)  # a worker that would take long to drain the queue
+            return real_work(*args, **kwargs)  # type: ignore[arg-type]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(hashing, "_work", slow_child_interrupted_parent)
+    monkeypatch.setattr(hashing.os, "fork", recording_fork)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        hash_files(rels, paths, workers=2)
+    assert time.monotonic() - started < 20
+    assert len(children) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(children[0], os.WNOHANG)  # already reaped: no zombie, no orphan
+
+
+def test_worker_dies_with_its_parent(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    rels, _ = _files(tmp_path, 100)
+    script = f"""
+import os, sys, time
+from factory.inventory import hashing
+real = hashing._work
+parent = os.getpid()
+def work(*a, **k):
+    if os.getpid() != parent:
+        print(os.getpid(), flush=True)
+        time.sleep(60)
+    return real(*a, **k)
+hashing._work = work
+rels = {rels!r}
+hashing.hash_files(rels, [os.path.join({str(tmp_path)!r}, r) for r in rels], workers=2)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    assert proc.stdout is not None
+    child = int(proc.stdout.readline())
+    os.kill(proc.pid, 9)  # the parent dies without any chance to clean up
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        with open(f"/proc/{child}/stat") as fh:
+            if fh.read().split(")")[-1].split()[0] == "Z":
+                break  # killed, waiting only to be reaped by init
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the worker outlived its parent")

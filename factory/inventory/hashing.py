@@ -19,10 +19,12 @@ child, so threads are used instead.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import marshal
 import os
+import signal
 import stat
 import struct
 import threading
@@ -38,6 +40,7 @@ MAX_BATCHES = 4096  # 4 bytes each: the whole queue fits a default 64 KiB pipe
 MIN_FILES_TO_FORK = 64  # below this a fork costs more than it saves
 
 _BATCH = struct.Struct("=I")
+_PR_SET_PDEATHSIG = 1  # prctl(2) option, <linux/prctl.h>
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,6 +256,18 @@ def _with_threads(
     return results
 
 
+def _die_with_parent(parent: int) -> None:
+    """In a forked worker: ask the kernel for SIGKILL when the parent dies (Linux)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 def _with_processes(
     rels: list[str], paths: list[str], batches: list[tuple[int, int]], workers: int
 ) -> list[Result]:
@@ -260,6 +275,8 @@ def _with_processes(
     _write_all(queue_w, b"".join(_BATCH.pack(b) for b in range(len(batches))))
     os.close(queue_w)  # readers see EOF once the queue is drained
     children: list[tuple[int, int]] = []
+    parent = os.getpid()
+    finished = False
     try:
         for _ in range(workers - 1):
             result_r, result_w = os.pipe()
@@ -274,6 +291,7 @@ def _with_processes(
             if pid == 0:  # pragma: no cover - runs in the child, reported via the pipe
                 code = 1
                 try:
+                    _die_with_parent(parent)
                     os.close(result_r)
                     got = [_pack(r) for r in _work(rels, paths, batches, _pipe_queue(queue_r))]
                     _write_all(result_w, marshal.dumps(got))
@@ -283,8 +301,15 @@ def _with_processes(
             os.close(result_w)
             children.append((pid, result_r))
         results = [_pack(r) for r in _work(rels, paths, batches, _pipe_queue(queue_r))]
+        finished = True
     finally:
         os.close(queue_r)
+        if not finished:
+            # Interrupted or failed here: stop the workers instead of waiting for them to
+            # drain the queue.
+            for pid, _ in children:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
         collected: list[Result] = []
         failed = False
         for pid, result_r in children:
@@ -293,7 +318,7 @@ def _with_processes(
             _, status = os.waitpid(pid, 0)
             if os.waitstatus_to_exitcode(status) != 0:
                 failed = True
-            else:
+            elif finished:
                 # Bytes from our own forked child over a private pipe, not outside input.
                 collected.extend(marshal.loads(data))  # noqa: S302
     if failed:
