@@ -14,8 +14,12 @@ Print the inventory-digest/1 fixed point of a tree (recipe ordinal-path-bytes-sh
 
 Every regular file under --root is hashed; folders named .git or node_modules are skipped
 at any depth. Symlinks, FIFOs, sockets, devices, names that are not UTF-8 or contain LF
-are refused by name (exit 2), never skipped. Output lines: format=, root=, count=, bytes=,
-[manifest=,] digest=ordinal-path-bytes-sha256/1 <hex>.
+are refused by name (exit 2), never skipped; so are unreadable entries and a --manifest
+inside the root (judged by filesystem identity). Output lines: format=, root=, count=,
+bytes=, [manifest=,] digest=ordinal-path-bytes-sha256/1 <hex>.
+
+Files are hashed on every usable CPU (FACTORY_DIGEST_WORKERS=N overrides). Exit codes:
+0 digested, 2 bad flags or refused (nothing written), 4 the manifest could not be written.
 """
 
 
