@@ -7,12 +7,11 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from factory import fsio
 from factory.fsio import (
     OutputExists,
     atomic_replace,
@@ -24,18 +23,20 @@ from factory.fsio import (
 
 # --- exclusive creation ---------------------------------------------------------------
 
+Writer = Callable[[Path, bytes], None]
+
 
 @pytest.mark.parametrize("writer", [write_exclusive, reserve])
-def test_exclusive_write_creates_new_file(tmp_path: Path, writer: object) -> None:
+def test_exclusive_write_creates_new_file(tmp_path: Path, writer: Writer) -> None:
     target = tmp_path / "out.json"
-    writer(target, b"first\n")  # type: ignore[operator]
+    writer(target, b"first\n")
     assert target.read_bytes() == b"first\n"
 
 
 @pytest.mark.parametrize("writer", [write_exclusive, reserve])
 @pytest.mark.parametrize("kind", ["file", "folder", "dangling-symlink", "symlink-to-file"])
 def test_exclusive_write_refuses_any_existing_entry(
-    tmp_path: Path, writer: object, kind: str
+    tmp_path: Path, writer: Writer, kind: str
 ) -> None:
     target = tmp_path / "out.json"
     other = tmp_path / "other"
@@ -49,7 +50,7 @@ def test_exclusive_write_refuses_any_existing_entry(
     else:
         target.symlink_to(other)
     with pytest.raises(OutputExists) as info:
-        writer(target, b"new")  # type: ignore[operator]
+        writer(target, b"new")
     assert info.value.exit_code == 2
     assert info.value.code == "output-exists"
     # Nothing was written through the entry, and no dangling target was created.
@@ -90,7 +91,7 @@ def test_atomic_replace_failure_removes_temp_and_keeps_old(
     def broken_replace(src: object, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(fsio.os, "replace", broken_replace)
+    monkeypatch.setattr(os, "replace", broken_replace)
     with pytest.raises(OSError):
         atomic_replace(target, b"new")
     monkeypatch.undo()

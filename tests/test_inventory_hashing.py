@@ -47,7 +47,12 @@ def test_threads_are_used_when_the_caller_has_threads(
 ) -> None:
     rels, paths = _files(tmp_path, 100)
     forked: list[int] = []
-    monkeypatch.setattr(hashing.os, "fork", lambda: forked.append(1) or 0)
+
+    def no_fork() -> int:
+        forked.append(1)
+        raise AssertionError("forked while other threads run")
+
+    monkeypatch.setattr(os, "fork", no_fork)
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)
     other.start()
@@ -118,11 +123,9 @@ def test_big_file_hashed_in_chunks_with_bounded_buffer(tmp_path: Path) -> None:
         reads.append(n)
         return n
 
-    hashing.os.readv = counting_readv  # type: ignore[assignment]
-    try:
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(os, "readv", counting_readv)
         got = hash_files(["big"], [str(tmp_path / "big")], workers=1)
-    finally:
-        hashing.os.readv = real_readv  # type: ignore[assignment]
     assert got.lines == [f"big|{size}|{hashlib.sha256(data[:size]).hexdigest()}"]
     assert max(reads) <= hashing.CHUNK
     assert len(reads) == 6  # five full chunks, then the short read that ends the file
@@ -177,7 +180,7 @@ def test_interrupt_in_parent_stops_workers_promptly(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(hashing, "_work", slow_child_interrupted_parent)
-    monkeypatch.setattr(hashing.os, "fork", recording_fork)
+    monkeypatch.setattr(os, "fork", recording_fork)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         hash_files(rels, paths, workers=2)
