@@ -116,7 +116,9 @@ def digest_tree(
     Args:
         root: the folder to measure (a symlink to a folder is followed: it *is* the root).
         manifest: optional output path, created exclusively (mode 0644).
-        workers: hashing processes; default one per usable CPU (see ``hashing``).
+        workers: hashing processes; default one per usable CPU (see ``hashing``). Called
+            from a thread (e.g. ``trio.to_thread.run_sync``) it uses threads instead of
+            forking, since a fork could copy another thread's held lock.
 
     Raises:
         InventoryRefused: the root, an entry, a name or the manifest path is refused.
