@@ -79,12 +79,36 @@ def _option_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     ]
 
 
+REPEATABLE = (
+    argparse._AppendAction,
+    argparse._AppendConstAction,
+    argparse._CountAction,
+    argparse._ExtendAction,
+    argparse._VersionAction,
+)
+
+
+def _valid_value(action: argparse.Action) -> str:
+    """A value the option accepts, so only the repetition can be what is refused."""
+    if action.choices:
+        return str(next(iter(action.choices)))
+    for candidate in ("value", "1", "0"):
+        if action.type is None:
+            return candidate
+        try:
+            if callable(action.type) and action.type(candidate) is not None:
+                return candidate
+        except (TypeError, ValueError, argparse.ArgumentTypeError):
+            continue
+    return "value"
+
+
 @pytest.mark.parametrize("command", COMMANDS)
 def test_duplicated_flag_refused_for_each_command(
     command: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     sub = _subcommands()[command]
-    options = _option_actions(sub)
+    options = [a for a in _option_actions(sub) if not isinstance(a, REPEATABLE)]
     if not options:
         # A command without flags (a placeholder) takes nothing; a repeated flag is still
         # refused with exit 2.
@@ -93,11 +117,37 @@ def test_duplicated_flag_refused_for_each_command(
         return
     for action in options:
         flag = action.option_strings[-1]
-        args = [flag] if action.nargs == 0 else [flag, "value"]
+        args = [flag] if action.nargs == 0 else [flag, _valid_value(action)]
         assert main([command, *args, *args]) == 2, flag
         captured = capsys.readouterr()
         assert captured.out == ""
-        assert "duplicate-flag" in captured.err, flag
+        assert "duplicate-flag" in captured.err, (flag, captured.err)
+
+
+def test_every_single_value_option_is_guarded_against_repetition() -> None:
+    from factory.cli.framework import _Once, _OnceConst
+
+    for name, sub in _subcommands().items():
+        for action in _option_actions(sub):
+            assert isinstance(action, (_Once, _OnceConst, *REPEATABLE)), (name, action)
+
+
+def test_store_false_and_const_are_refused_twice_too() -> None:
+    from factory.cli.framework import StrictParser
+    from factory.errors import UsageError
+
+    parser = StrictParser(prog="t")
+    parser.add_argument("--no-color", action="store_false", dest="color")
+    parser.add_argument("--fast", action="store_const", const="fast", dest="mode")
+    parser.add_argument("--tag", action="append")
+    ns = parser.parse_args([])
+    assert (ns.color, ns.mode) == (True, None)
+    ns = parser.parse_args(["--no-color", "--fast", "--tag", "a", "--tag", "b"])
+    assert (ns.color, ns.mode, ns.tag) == (False, "fast", ["a", "b"])
+    for twice in (["--no-color", "--no-color"], ["--fast", "--fast"]):
+        with pytest.raises(UsageError) as info:
+            parser.parse_args(twice)
+        assert info.value.code == "duplicate-flag"
 
 
 def test_duplicated_flag_refused_as_subprocess(tmp_path: Path) -> None:
