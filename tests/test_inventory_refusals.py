@@ -389,3 +389,24 @@ def test_root_path_the_output_cannot_carry_is_refused(
     # Twin: the same tree under a printable name.
     os.rename(odd, tmp_path / "root")
     succeeds(tmp_path / "root", manifest)
+
+
+def test_manifest_inside_root_through_bind_mount(tmp_path: Path, tree: Path) -> None:
+    mountpoint = tmp_path / "bound"
+    mountpoint.mkdir()
+    proc = subprocess.run(
+        ["mount", "--bind", str(tree), str(mountpoint)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        pytest.skip("mount --bind is not permitted here: " + proc.stderr.strip()[:200])
+    try:
+        assert (mountpoint / "ok.txt").read_text() == "fine\n"
+        refused(tree, mountpoint / "m.txt", "manifest-inside-root", "m.txt")
+        refused(tree, mountpoint / "sub" / "new" / "m.txt", "manifest-inside-root", "m.txt")
+        # Twin: beside the mount point is outside.
+        succeeds(tree, tmp_path / "beside-bound.txt")
+    finally:
+        subprocess.run(["umount", str(mountpoint)], check=False)
