@@ -182,7 +182,7 @@ def test_interrupt_in_parent_stops_workers_promptly(
     monkeypatch.setattr(hashing, "_work", slow_child_interrupted_parent)
     monkeypatch.setattr(os, "fork", recording_fork)
     # Take the fork path even if some other test left a thread behind in this process.
-    monkeypatch.setattr(hashing.threading, "active_count", lambda: 1)
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
         hash_files(rels, paths, workers=2)
