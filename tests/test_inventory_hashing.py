@@ -35,7 +35,7 @@ def _expected(paths: list[str]) -> tuple[list[str], int]:
 @pytest.mark.parametrize("workers", [1, 2, 4])
 def test_lines_in_input_order_for_any_worker_count(tmp_path: Path, workers: int) -> None:
     rels, paths = _files(tmp_path, 200)
-    got = hash_files(rels, paths, workers=workers)
+    got = hash_files(rels, tmp_path, workers=workers)
     lines, total = _expected(paths)
     assert "\n".join(got.lines) == "\n".join(lines)
     assert got.total_bytes == total
@@ -57,7 +57,7 @@ def test_threads_are_used_when_the_caller_has_threads(
     other = threading.Thread(target=stop.wait)
     other.start()
     try:
-        got = hash_files(rels, paths, workers=2)
+        got = hash_files(rels, tmp_path, workers=2)
     finally:
         stop.set()
         other.join()
@@ -94,7 +94,7 @@ def test_entry_swapped_after_listing_is_refused_not_hung(
     rels, paths = _files(tmp_path, 120)
     make, code = SWAPS[swap]
     make(Path(paths[77]))
-    got = hash_files(rels, paths, workers=workers)
+    got = hash_files(rels, tmp_path, workers=workers)
     assert [(p.path, p.code) for p in got.problems] == [("f0077", code)]
     assert len(got.lines) == 119  # every other file still hashed
 
@@ -105,7 +105,7 @@ def test_socket_swapped_in_is_refused(tmp_path: Path) -> None:
     sock = socket.socket(socket.AF_UNIX)
     try:
         sock.bind(paths[1])
-        got = hash_files(rels, paths, workers=1)
+        got = hash_files(rels, tmp_path, workers=1)
     finally:
         sock.close()
     assert [(p.path, p.code) for p in got.problems] == [("f0001", "socket-refused")]
@@ -125,7 +125,7 @@ def test_big_file_hashed_in_chunks_with_bounded_buffer(tmp_path: Path) -> None:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(os, "readv", counting_readv)
-        got = hash_files(["big"], [str(tmp_path / "big")], workers=1)
+        got = hash_files(["big"], tmp_path, workers=1)
     assert got.lines == [f"big|{size}|{hashlib.sha256(data[:size]).hexdigest()}"]
     assert max(reads) <= hashing.CHUNK
     assert len(reads) == 6  # five full chunks, then the short read that ends the file
@@ -161,7 +161,7 @@ def test_interrupt_in_parent_stops_workers_promptly(
 ) -> None:
     import time
 
-    rels, paths = _files(tmp_path, 100)
+    rels, _ = _files(tmp_path, 100)
     parent = os.getpid()
     real_work = hashing._work
     children: list[int] = []
@@ -185,7 +185,7 @@ def test_interrupt_in_parent_stops_workers_promptly(
     monkeypatch.setattr(threading, "active_count", lambda: 1)
     started = time.monotonic()
     with pytest.raises(KeyboardInterrupt):
-        hash_files(rels, paths, workers=2)
+        hash_files(rels, tmp_path, workers=2)
     assert time.monotonic() - started < 20
     assert len(children) == 1
     with pytest.raises(ChildProcessError):
@@ -210,7 +210,7 @@ def work(*a, **k):
     return real(*a, **k)
 hashing._work = work
 rels = {rels!r}
-hashing.hash_files(rels, [os.path.join({str(tmp_path)!r}, r) for r in rels], workers=2)
+hashing.hash_files(rels, {str(tmp_path)!r}, workers=2)
 """
     proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
     assert proc.stdout is not None
@@ -229,3 +229,46 @@ hashing.hash_files(rels, [os.path.join({str(tmp_path)!r}, r) for r in rels], wor
         time.sleep(0.05)
     else:
         raise AssertionError("the worker outlived its parent")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_folder_swapped_for_symlink_after_listing_is_refused(
+    tmp_path: Path, workers: int
+) -> None:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    rels = [f"sub/f{i:03d}" for i in range(80)] + ["top.txt"]
+    for rel in rels:
+        write(root, rel, "inside " + rel)
+        write(outside, rel.removeprefix("sub/"), "OUTSIDE")
+    # After the listing, "sub" becomes a symlink to a folder outside holding the same names.
+    (root / "sub").rename(tmp_path / "old-sub")
+    (root / "sub").symlink_to(outside)
+    got = hash_files(rels, root, workers=workers)
+    assert {p.code for p in got.problems} == {"symlink-refused"}
+    assert len(got.problems) == 80
+    assert all("OUTSIDE" not in line for line in got.lines)
+    assert got.lines == [f"top.txt|14|{hashlib.sha256(b'inside top.txt').hexdigest()}"]
+
+
+def test_folder_replaced_by_file_after_listing_is_refused(tmp_path: Path) -> None:
+    write(tmp_path, "sub/a", "a")
+    write(tmp_path, "b", "b")
+    (tmp_path / "sub" / "a").unlink()
+    (tmp_path / "sub").rmdir()
+    write(tmp_path, "sub", "now a file")
+    got = hash_files(["b", "sub/a"], tmp_path, workers=1)
+    assert [(p.path, p.code) for p in got.problems] == [("sub/a", "changed-during-walk")]
+
+
+def test_many_folders_exceed_the_descriptor_cache(tmp_path: Path) -> None:
+    rels = sorted(f"d{i:03d}/e{j}/f" for i in range(100) for j in range(3))
+    for rel in rels:
+        write(tmp_path, rel, rel)
+    before = len(os.listdir("/proc/self/fd"))
+    got = hash_files(rels, tmp_path, workers=1)
+    assert len(os.listdir("/proc/self/fd")) == before  # every folder fd was closed
+    assert got.problems == []
+    assert got.lines == [
+        f"{rel}|{len(rel)}|{hashlib.sha256(rel.encode()).hexdigest()}" for rel in rels
+    ]

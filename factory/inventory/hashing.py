@@ -1,11 +1,14 @@
 """Hash listed files on every core, in chunks, with few syscalls per file (SPEC F-6).
 
-Per file: ``open(O_RDONLY|O_NOFOLLOW|O_NONBLOCK)``, ``fstat``, reads until a short read
-that reaches the size ``fstat`` reported (one read for a file under :data:`CHUNK`),
-``close``. ``O_NOFOLLOW`` refuses a symlink swapped in after the listing, ``O_NONBLOCK``
-keeps a swapped-in FIFO from blocking the open, and ``fstat`` refuses anything that is
-not a regular file before a byte is read. No file is ever read whole: big files go
-through one reusable :data:`CHUNK`-byte buffer.
+Per file: ``openat(folder, name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK)``, ``fstat``, reads until
+a short read that reaches the size ``fstat`` reported (one read for a file under
+:data:`CHUNK`), ``close``. ``O_NOFOLLOW`` refuses a symlink swapped in after the listing,
+``O_NONBLOCK`` keeps a swapped-in FIFO from blocking the open, and ``fstat`` refuses
+anything that is not a regular file before a byte is read. Folders are opened one
+component at a time from the root's descriptor, each with ``O_NOFOLLOW|O_DIRECTORY``, and
+kept in a small cache, so a folder swapped for a symlink is refused too and the kernel
+never resolves a long path. No file is ever read whole: big files go through one reusable
+:data:`CHUNK`-byte buffer.
 
 Parallelism: the work is cut into batches of consecutive files (already in manifest
 order). Batch numbers are written up front into a pipe that serves as the work queue:
@@ -28,6 +31,7 @@ import signal
 import stat
 import struct
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -36,6 +40,8 @@ from factory.inventory.walk import Problem, kind_of, non_regular, shown
 
 CHUNK = 1 << 20  # bytes per read for big files; also the per-worker buffer
 OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+MAX_OPEN_DIRS = 64  # folder descriptors cached per worker
 MAX_BATCHES = 4096  # 4 bytes each: the whole queue fits a default 64 KiB pipe
 MIN_FILES_TO_FORK = 64  # below this a fork costs more than it saves
 
@@ -83,17 +89,78 @@ def _open_problem(rel: str, exc: OSError) -> Problem:
     )
 
 
+class _FolderProblem(Exception):
+    """A folder on a file's path could not be opened without following a symlink."""
+
+    def __init__(self, error: OSError, folder: str, is_symlink: bool) -> None:
+        super().__init__(error)
+        self.error = error
+        self.folder = folder
+        self.is_symlink = is_symlink
+
+
+def _folder_problem(rel: str, problem: _FolderProblem) -> Problem:
+    if problem.is_symlink:
+        return Problem(
+            rel,
+            "symlink-refused",
+            f"{shown(rel)}: its folder {shown(problem.folder)} became a symlink while the "
+            "tree was measured; the recipe never follows symlinks",
+        )
+    if problem.error.errno == errno.ENOTDIR:
+        return Problem(
+            rel,
+            "changed-during-walk",
+            f"{shown(rel)}: its folder {shown(problem.folder)} is no longer a folder; run "
+            "again on a quiet tree",
+        )
+    return _open_problem(rel, problem.error)
+
+
 class _Hasher:
     """Hashes one file at a time with a reusable buffer (one per worker)."""
 
-    def __init__(self) -> None:
+    def __init__(self, root_fd: int) -> None:
         self.buffer = bytearray(CHUNK)
         self.view = memoryview(self.buffer)
         self.empty = hashlib.sha256()  # copied, so no digest lookup per file
+        self.root_fd = root_fd
+        self.folders: OrderedDict[str, int] = OrderedDict()
 
-    def file(self, rel: str, path: str) -> tuple[int, str] | Problem:
+    def close(self) -> None:
+        while self.folders:
+            os.close(self.folders.popitem()[1])
+
+    def _folder(self, rel_dir: str) -> int:
+        """Descriptor of ``rel_dir`` opened component by component without following."""
+        if not rel_dir:
+            return self.root_fd
+        fd = self.folders.get(rel_dir)
+        if fd is not None:
+            self.folders.move_to_end(rel_dir)
+            return fd
+        parent, _, name = rel_dir.rpartition("/")
+        parent_fd = self._folder(parent)
         try:
-            fd = os.open(path, OPEN_FLAGS)
+            fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+        except OSError as exc:
+            # O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR (or ELOOP): look.
+            try:
+                is_link = stat.S_ISLNK(os.lstat(name, dir_fd=parent_fd).st_mode)
+            except OSError:
+                is_link = False
+            raise _FolderProblem(exc, rel_dir, is_link) from None
+        self.folders[rel_dir] = fd
+        if len(self.folders) > MAX_OPEN_DIRS:
+            os.close(self.folders.popitem(last=False)[1])
+        return fd
+
+    def file(self, rel: str) -> tuple[int, str] | Problem:
+        folder, _, name = rel.rpartition("/")
+        try:
+            fd = os.open(name, OPEN_FLAGS, dir_fd=self._folder(folder))
+        except _FolderProblem as problem:
+            return _folder_problem(rel, problem)
         except OSError as exc:
             return _open_problem(rel, exc)
         try:
@@ -137,12 +204,24 @@ def _batches(count: int) -> list[tuple[int, int]]:
 
 def _work(
     rels: list[str],
-    paths: list[str],
+    root_fd: int,
     batches: list[tuple[int, int]],
     next_batch: Callable[[], int | None],
 ) -> Iterator[tuple[int, str, int, list[Problem]]]:
     """Yield ``(batch, joined_lines, bytes, problems)`` for each batch this worker takes."""
-    hasher = _Hasher()
+    hasher = _Hasher(root_fd)
+    try:
+        yield from _batches_of(hasher, rels, batches, next_batch)
+    finally:
+        hasher.close()
+
+
+def _batches_of(
+    hasher: _Hasher,
+    rels: list[str],
+    batches: list[tuple[int, int]],
+    next_batch: Callable[[], int | None],
+) -> Iterator[tuple[int, str, int, list[Problem]]]:
     while (b := next_batch()) is not None:
         start, end = batches[b]
         out: list[str] = []
@@ -150,7 +229,7 @@ def _work(
         problems: list[Problem] = []
         for i in range(start, end):
             rel = rels[i]
-            got = hasher.file(rel, paths[i])
+            got = hasher.file(rel)
             if isinstance(got, Problem):
                 problems.append(got)
                 continue
@@ -188,12 +267,15 @@ def _pack(item: tuple[int, str, int, list[Problem]]) -> Result:
     return b, text, total, [(p.path, p.code, p.message) for p in problems]
 
 
-def hash_files(rels: list[str], paths: list[str], *, workers: int | None = None) -> Hashed:
-    """Hash ``paths`` (shown as ``rels``) and return their manifest lines in input order.
+def hash_files(
+    rels: list[str], root: str | os.PathLike[str], *, workers: int | None = None
+) -> Hashed:
+    """Hash the files ``rels`` under ``root`` and return their manifest lines in input order.
 
     Args:
-        rels: recipe paths, already in manifest (ordinal) order.
-        paths: the paths to open, same order.
+        rels: recipe paths (``/``-separated, relative to ``root``), already in manifest
+            (ordinal) order.
+        root: the measured folder; opened once, every file is reached from it.
         workers: processes (or threads) to use; default :func:`default_workers`.
 
     Problems (unreadable, swapped for a non-regular entry, vanished) are collected, not
@@ -202,13 +284,17 @@ def hash_files(rels: list[str], paths: list[str], *, workers: int | None = None)
     count = len(rels)
     wanted = workers if workers is not None else default_workers()
     batches = _batches(count)
-    if wanted <= 1 or count < MIN_FILES_TO_FORK:
-        it = iter(range(len(batches)))
-        results = [_pack(r) for r in _work(rels, paths, batches, lambda: next(it, None))]
-    elif threading.active_count() > 1:
-        results = _with_threads(rels, paths, batches, wanted)
-    else:
-        results = _with_processes(rels, paths, batches, wanted)
+    root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        if wanted <= 1 or count < MIN_FILES_TO_FORK:
+            it = iter(range(len(batches)))
+            results = [_pack(r) for r in _work(rels, root_fd, batches, lambda: next(it, None))]
+        elif threading.active_count() > 1:
+            results = _with_threads(rels, root_fd, batches, wanted)
+        else:
+            results = _with_processes(rels, root_fd, batches, wanted)
+    finally:
+        os.close(root_fd)
     return _assemble(results, len(batches))
 
 
@@ -225,7 +311,7 @@ def _assemble(results: list[Result], batch_count: int) -> Hashed:
 
 
 def _with_threads(
-    rels: list[str], paths: list[str], batches: list[tuple[int, int]], workers: int
+    rels: list[str], root_fd: int, batches: list[tuple[int, int]], workers: int
 ) -> list[Result]:
     it = iter(range(len(batches)))
     lock = threading.Lock()
@@ -239,7 +325,7 @@ def _with_threads(
 
     def run() -> None:
         try:
-            got = [_pack(r) for r in _work(rels, paths, batches, take)]
+            got = [_pack(r) for r in _work(rels, root_fd, batches, take)]
         except BaseException as exc:  # re-raised in the caller's thread
             errors.append(exc)
             return
@@ -269,7 +355,7 @@ def _die_with_parent(parent: int) -> None:
 
 
 def _with_processes(
-    rels: list[str], paths: list[str], batches: list[tuple[int, int]], workers: int
+    rels: list[str], root_fd: int, batches: list[tuple[int, int]], workers: int
 ) -> list[Result]:
     queue_r, queue_w = os.pipe()
     _write_all(queue_w, b"".join(_BATCH.pack(b) for b in range(len(batches))))
@@ -293,14 +379,15 @@ def _with_processes(
                 try:
                     _die_with_parent(parent)
                     os.close(result_r)
-                    got = [_pack(r) for r in _work(rels, paths, batches, _pipe_queue(queue_r))]
+                    queue = _pipe_queue(queue_r)
+                    got = [_pack(r) for r in _work(rels, root_fd, batches, queue)]
                     _write_all(result_w, marshal.dumps(got))
                     code = 0
                 finally:
                     os._exit(code)
             os.close(result_w)
             children.append((pid, result_r))
-        results = [_pack(r) for r in _work(rels, paths, batches, _pipe_queue(queue_r))]
+        results = [_pack(r) for r in _work(rels, root_fd, batches, _pipe_queue(queue_r))]
         finished = True
     finally:
         os.close(queue_r)

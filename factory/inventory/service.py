@@ -128,9 +128,9 @@ def digest_tree(
     check_root(root)
     if manifest is not None:
         check_manifest(root, manifest)
-    rels, paths = list_files(root)
-    order = ordinal_order(rels)
-    hashed = hash_files([rels[i] for i in order], [paths[i] for i in order], workers=workers)
+    rels = list_files(root)
+    ordered = [rels[i] for i in ordinal_order(rels)]
+    hashed = hash_files(ordered, root, workers=workers)
     raise_first(hashed.problems)
     document = "\n".join(hashed.lines).encode("utf-8")
     if manifest is not None:

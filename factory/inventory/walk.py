@@ -84,8 +84,8 @@ def raise_first(problems: list[Problem]) -> None:
     raise InventoryRefused(first.message + suffix, code=first.code)
 
 
-def list_files(root: Path) -> tuple[list[str], list[str]]:
-    """Every regular file under ``root``: ``(recipe_paths, open_paths)``, listing order.
+def list_files(root: Path) -> list[str]:
+    """Every regular file under ``root`` as a recipe path (``/``-separated), listing order.
 
     Folders named ``.git`` or ``node_modules`` are skipped whole; a *file* with either
     name is listed.
@@ -94,7 +94,6 @@ def list_files(root: Path) -> tuple[list[str], list[str]]:
         InventoryRefused: a refused entry or name (the ordinal-first of all of them).
     """
     rels: list[str] = []
-    paths: list[str] = []
     problems: list[Problem] = []
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
     excluded = EXCLUDED_DIRECTORY_NAMES
@@ -127,7 +126,6 @@ def list_files(root: Path) -> tuple[list[str], list[str]]:
                     stack.append((entry.path, rel + "/"))
             elif entry.is_file(follow_symlinks=False):
                 rels.append(rel)
-                paths.append(entry.path)
             else:
                 try:
                     mode = entry.stat(follow_symlinks=False).st_mode
@@ -135,4 +133,4 @@ def list_files(root: Path) -> tuple[list[str], list[str]]:
                     mode = 0  # vanished while listing: still not a regular file
                 problems.append(non_regular(rel, kind_of(mode)))
     raise_first(problems)
-    return rels, paths
+    return rels
