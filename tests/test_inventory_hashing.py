@@ -272,3 +272,19 @@ def test_many_folders_exceed_the_descriptor_cache(tmp_path: Path) -> None:
     assert got.lines == [
         f"{rel}|{len(rel)}|{hashlib.sha256(rel.encode()).hexdigest()}" for rel in rels
     ]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_multi_file_batches_keep_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    monkeypatch.setattr(hashing, "MAX_BATCHES", 7)  # 29 files per batch
+    rels, paths = _files(tmp_path, 200)
+    os.unlink(paths[30])  # a refused file inside a batch leaves no gap in the document
+    got = hash_files(rels, tmp_path, workers=workers)
+    expected, total = _expected(paths[:30] + paths[31:])
+    assert len(got.pieces) == 7
+    assert got.lines == expected
+    assert got.document() == "\n".join(expected).encode()
+    assert got.total_bytes == total
+    assert [p.path for p in got.problems] == ["f0030"]

@@ -51,11 +51,24 @@ _PR_SET_PDEATHSIG = 1  # prctl(2) option, <linux/prctl.h>
 
 @dataclass(frozen=True, slots=True)
 class Hashed:
-    """The hashed files: manifest lines in input order, total bytes, problems found."""
+    """The hashed files: the manifest in input order, total bytes, problems found.
 
-    lines: list[str]
+    ``pieces`` are LF-joined runs of manifest lines (one per batch), kept unsplit so a
+    100,000-file manifest is not cut up and glued again.
+    """
+
+    pieces: list[str]
     total_bytes: int
     problems: list[Problem]
+
+    def document(self) -> bytes:
+        """The recipe document: every line, LF-joined, no trailing LF, UTF-8."""
+        return "\n".join(self.pieces).encode("utf-8")
+
+    @property
+    def lines(self) -> list[str]:
+        """Every manifest line, in input order."""
+        return [ln for piece in self.pieces for ln in piece.split("\n")]
 
 
 def default_workers() -> int:
@@ -306,8 +319,8 @@ def _assemble(results: list[Result], batch_count: int) -> Hashed:
         texts[b] = text
         total += size
         problems.extend(Problem(*p) for p in found)
-    lines = [t for t in texts if t]
-    return Hashed(lines=lines, total_bytes=total, problems=problems)
+    pieces = [t for t in texts if t]  # a batch of refused files only leaves ""
+    return Hashed(pieces=pieces, total_bytes=total, problems=problems)
 
 
 def _with_threads(

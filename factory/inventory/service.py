@@ -132,7 +132,7 @@ def digest_tree(
     ordered = [rels[i] for i in ordinal_order(rels)]
     hashed = hash_files(ordered, root, workers=workers)
     raise_first(hashed.problems)
-    document = "\n".join(hashed.lines).encode("utf-8")
+    document = hashed.document()
     if manifest is not None:
         try:
             manifest.parent.mkdir(parents=True, exist_ok=True)
