@@ -14,10 +14,11 @@ Parallelism: the work is cut into batches of consecutive files (already in manif
 order). Batch numbers are written up front into a pipe that serves as the work queue:
 each worker reads 4 bytes at a time, and a pipe read is atomic under the pipe's lock, so
 each batch goes to exactly one worker and a fast worker simply takes more batches.
-Workers are forked processes (the per-file cost is interpreter work, which threads would
-serialise on the GIL) sending their finished lines back through a pipe; the parent works
-too. When the caller already runs other threads, forking could copy a held lock into the
-child, so threads are used instead.
+Workers are forked processes (part of the per-file cost is interpreter work, which
+threads serialise on the GIL; see design/inventory.md for the measurement) sending their
+finished lines back through a pipe; the parent works too. When the caller already runs
+other threads, forking could copy a held lock into the child, so threads are used
+instead.
 """
 
 from __future__ import annotations
