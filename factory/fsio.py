@@ -113,51 +113,36 @@ def claim_dir(path: Path, *, mode: int = 0o700) -> None:
 
 
 def nearest_existing(path: Path) -> tuple[Path, tuple[str, ...]]:
-    """Split an absolute path into its nearest existing ancestor and the missing tail.
+    """Split a path into its nearest existing ancestor, resolved, and the missing tail.
 
-    ``..`` and ``.`` are resolved lexically only inside the missing tail; the existing part
-    is resolved by the kernel (``os.path.realpath``), following symlinks physically.
+    Components are resolved one by one the way the kernel would: a symlink is followed
+    (``os.path.realpath``) *before* a later ``..`` applies, so ``link/..`` means the parent
+    of the link's target, not the folder holding the link. Nothing is normalised
+    lexically. ``.`` components are dropped from the tail; ``..`` is kept there.
     """
-    p = Path(os.path.abspath(path))
-    tail: list[str] = []
-    while not os.path.lexists(p):
-        if p.parent == p:
-            break
-        tail.append(p.name)
-        p = p.parent
-    return Path(os.path.realpath(p)), tuple(reversed(tail))
+    raw = os.fspath(path)
+    if not os.path.isabs(raw):
+        raw = os.path.join(os.getcwd(), raw)
+    parts = [p for p in raw.split(os.sep) if p not in ("", ".")]
+    current = Path(os.path.realpath(os.sep))
+    for index, part in enumerate(parts):
+        if part == "..":
+            current = current.parent  # current is fully resolved, so this is physical
+            continue
+        candidate = current / part
+        if not os.path.lexists(candidate):
+            return current, tuple(parts[index:])
+        current = Path(os.path.realpath(candidate))
+    return current, ()
 
 
 def _identity(st: os.stat_result) -> tuple[int, int]:
     return (st.st_dev, st.st_ino)
 
 
-def physically_inside(path: Path, folder: Path, *, max_steps: int = 4096) -> bool:
-    """True when ``path`` is ``folder`` or lies under it, by filesystem identity.
-
-    Args:
-        path: any path; need not exist (its nearest existing ancestor decides).
-        folder: an existing folder.
-        max_steps: bound on the ancestor walk; running out counts as *inside* (fail closed).
-
-    Raises:
-        FactoryError: ``folder`` cannot be stat'ed.
-    """
-    try:
-        target = _identity(os.stat(folder))
-    except OSError as exc:
-        raise FactoryError(f"cannot stat {folder}: {exc.strerror}") from exc
-    # Lexical check first: cheap and catches paths under a folder that is about to exist.
-    absolute = Path(os.path.normpath(os.path.abspath(path)))
-    folder_abs = Path(os.path.normpath(os.path.abspath(folder)))
-    if absolute == folder_abs or folder_abs in absolute.parents:
-        return True
-    existing, tail = nearest_existing(path)
-    if ".." in tail:
-        # A missing component followed by '..' would be resolved by the kernel relative to
-        # something that does not exist yet; refuse to guess.
-        return True
-    current = existing
+def _chain_reaches(start: Path, target: tuple[int, int], max_steps: int) -> bool:
+    """True when ``start`` or one of its (physical) ancestors has identity ``target``."""
+    current = start
     for _ in range(max_steps):
         try:
             if _identity(os.stat(current)) == target:
@@ -168,4 +153,46 @@ def physically_inside(path: Path, folder: Path, *, max_steps: int = 4096) -> boo
         if current.parent == current:
             return False
         current = current.parent
-    return True
+    return True  # ran out of steps: fail closed
+
+
+def physically_inside(path: Path, folder: Path, *, max_steps: int = 4096) -> bool:
+    """True when ``path`` is ``folder`` or lies under it, by filesystem identity.
+
+    Three views must all say *outside* for the answer to be ``False`` (fail closed):
+    the lexical one (``normpath``), the physical one of the path with every existing
+    component resolved (symlinks followed before ``..``), and the physical folder that
+    holds the final entry (an existing final symlink is an entry *in* that folder). The
+    physical views compare the (device, inode) of each ancestor with the folder's, so a
+    symlinked or bind-mounted alias of the folder cannot dodge the check.
+
+    Args:
+        path: any path; need not exist (its nearest existing ancestor decides).
+        folder: an existing folder.
+        max_steps: bound on each ancestor walk; running out counts as *inside*.
+
+    Raises:
+        FactoryError: ``folder`` cannot be stat'ed.
+    """
+    try:
+        target = _identity(os.stat(folder))
+    except OSError as exc:
+        raise FactoryError(f"cannot stat {folder}: {exc.strerror}") from exc
+    absolute = Path(os.path.normpath(os.path.abspath(path)))
+    folder_abs = Path(os.path.normpath(os.path.abspath(folder)))
+    if absolute == folder_abs or folder_abs in absolute.parents:
+        return True
+    existing, tail = nearest_existing(path)
+    if ".." in tail:
+        # '..' after a missing component: the kernel could not resolve it either; refuse
+        # to guess.
+        return True
+    if _chain_reaches(existing, target, max_steps):
+        return True
+    if not tail and os.path.basename(os.fspath(path).rstrip(os.sep)) not in ("", ".", ".."):
+        # The final entry exists; also judge the folder that holds it, unfollowed.
+        parent_raw = os.path.dirname(os.fspath(path).rstrip(os.sep)) or "."
+        holder, holder_tail = nearest_existing(Path(parent_raw))
+        if holder_tail or _chain_reaches(holder, target, max_steps):
+            return True
+    return False

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +14,12 @@ Print the inventory-digest/1 fixed point of a tree (recipe ordinal-path-bytes-sh
 
 Every regular file under --root is hashed; folders named .git or node_modules are skipped
 at any depth. Symlinks, FIFOs, sockets, devices, names that are not UTF-8 or contain LF
-are refused by name (exit 2), never skipped. Output lines: format=, root=, count=, bytes=,
-[manifest=,] digest=ordinal-path-bytes-sha256/1 <hex>.
+are refused by name (exit 2), never skipped; so are unreadable entries and a --manifest
+inside the root (judged by filesystem identity). Output lines: format=, root=, count=,
+bytes=, [manifest=,] digest=ordinal-path-bytes-sha256/1 <hex>.
+
+Files are hashed on every usable CPU (FACTORY_DIGEST_WORKERS=N overrides). Exit codes:
+0 digested, 2 bad flags or refused (nothing written), 4 the manifest could not be written.
 """
 
 
@@ -34,12 +37,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from factory.inventory.service import digest_tree
+    from factory.inventory.service import digest_tree, printable
 
     root = Path(args.root)
     manifest = Path(args.manifest) if args.manifest is not None else None
+    shown_root = printable(root, "root")
+    shown_manifest = printable(manifest, "manifest") if manifest is not None else None
     result = digest_tree(root, manifest=manifest)
-    shown_root = os.path.abspath(root)
     out = bytearray()
     if args.print_manifest:
         out += result.document + b"\n"
@@ -53,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             "digest": result.digest,
         }
         if manifest is not None:
-            obj["manifest"] = os.fspath(manifest)
+            obj["manifest"] = shown_manifest
         out += (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
     else:
         lines = [
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             f"bytes={result.total_bytes}",
         ]
         if manifest is not None:
-            lines.append(f"manifest={os.fspath(manifest)}")
+            lines.append(f"manifest={shown_manifest}")
         lines.append(f"digest={result.recipe} {result.digest}")
         out += ("\n".join(lines) + "\n").encode("utf-8")
     emit_stdout(bytes(out))

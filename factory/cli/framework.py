@@ -1,8 +1,9 @@
 """Strict argument parsing and the single error handler around every command (SPEC F-2, F-3).
 
-* :class:`StrictParser` refuses unknown flags, abbreviations and a flag given twice, by
-  raising :class:`~factory.errors.UsageError` (exit 2) instead of printing argparse's own
-  usage dump.
+* :class:`StrictParser` refuses unknown flags, abbreviations and a flag given twice
+  (``store``, ``store_true``, ``store_false``, ``store_const``; ``append`` and ``count``
+  stay repeatable on purpose), by raising :class:`~factory.errors.UsageError` (exit 2)
+  instead of printing argparse's own usage dump.
 * :func:`run_command` maps every exception to its exit code in one place. An internal
   error writes its traceback to a log file and prints only where that file is.
 
@@ -40,12 +41,18 @@ class _Once(argparse.Action):
         setattr(namespace, self.dest, values)
 
 
-class _OnceTrue(argparse.Action):
-    """``store_true`` that refuses a second occurrence of the same option."""
+class _OnceConst(argparse.Action):
+    """``store_true``/``store_false``/``store_const`` that refuses a second occurrence."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        kwargs.setdefault("default", False)
-        super().__init__(option_strings, dest, nargs=0, **kwargs)
+    def __init__(
+        self,
+        option_strings: Sequence[str],
+        dest: str,
+        const: Any = True,
+        default: Any = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(option_strings, dest, nargs=0, const=const, default=default, **kwargs)
 
     def __call__(
         self,
@@ -55,7 +62,7 @@ class _OnceTrue(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         _mark_seen(namespace, self.dest, option_string)
-        setattr(namespace, self.dest, True)
+        setattr(namespace, self.dest, self.const)
 
 
 def _mark_seen(namespace: argparse.Namespace, dest: str, option_string: str | None) -> None:
@@ -83,7 +90,14 @@ class StrictParser(argparse.ArgumentParser):
             if action in (None, "store"):
                 kwargs["action"] = _Once
             elif action == "store_true":
-                kwargs["action"] = _OnceTrue
+                kwargs.update(action=_OnceConst, const=True)
+                kwargs.setdefault("default", False)
+            elif action == "store_false":
+                kwargs.update(action=_OnceConst, const=False)
+                kwargs.setdefault("default", True)
+            elif action == "store_const":
+                kwargs["action"] = _OnceConst
+                kwargs.setdefault("default", None)
         return super().add_argument(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:

@@ -38,7 +38,7 @@ class Row:
     sha256: str
 
     def line(self) -> str:
-        return f"{self.path}|{self.size}|{self.sha256}"
+        return line(self.path, self.size, self.sha256)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +56,29 @@ def ordinal_key(path: str) -> bytes:
     return path.encode("utf-16-be", "surrogatepass")
 
 
+def ordinal_order(paths: list[str]) -> list[int]:
+    """Indexes of ``paths`` in UTF-16 code-unit order (pure).
+
+    Python compares ``str`` by code point, which equals UTF-16 order as long as no path
+    holds a character outside the BMP; only then is the (slower) UTF-16 key needed.
+    """
+    everything = "\n".join(paths)
+    if everything.isascii() or max(everything, default="\0") <= "\uffff":
+        return sorted(range(len(paths)), key=paths.__getitem__)
+    keys = [ordinal_key(p) for p in paths]
+    return sorted(range(len(paths)), key=keys.__getitem__)
+
+
+def line(path: str, size: int, sha256_hex: str) -> str:
+    """One manifest line ``path|bytes|sha256`` (parsed from the right, so ``|`` in a name
+    is fine)."""
+    return f"{path}|{size}|{sha256_hex}"
+
+
 def manifest_document(rows: list[Row]) -> bytes:
     """The exact hashed document: rows in ordinal order, LF-joined, no trailing LF."""
-    ordered = sorted(rows, key=lambda r: ordinal_key(r.path))
-    return "\n".join(r.line() for r in ordered).encode("utf-8")
+    order = ordinal_order([r.path for r in rows])
+    return "\n".join(rows[i].line() for i in order).encode("utf-8")
 
 
 def inventory(rows: list[Row]) -> InventoryResult:

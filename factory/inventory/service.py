@@ -2,19 +2,28 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from factory import fsio
+from factory.errors import Failure
+from factory.inventory.hashing import hash_files
 from factory.inventory.recipe import (
     INVENTORY_FORMAT,
     INVENTORY_RECIPE,
     InventoryRefused,
-    inventory,
+    ordinal_order,
 )
-from factory.inventory.walk import scan
+from factory.inventory.walk import list_files, raise_first, shown
+
+
+class ManifestWriteFailed(Failure):
+    """The tree was digested but the manifest could not be written (exit 4)."""
+
+    default_code = "manifest-write-failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,51 +38,117 @@ class TreeDigest:
     document: bytes
 
 
+def printable(path: Path, what: str) -> str:
+    """``path`` made absolute for the output lines; refused if a line could not carry it.
+
+    Raises:
+        InventoryRefused: the path is not valid UTF-8 or contains LF.
+    """
+    text = os.path.abspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InventoryRefused(
+            f"{shown(text)}: the {what} path is not valid UTF-8, so the output could not "
+            "name it; use a path that is",
+            code="name-not-utf8",
+        ) from None
+    if "\n" in text:
+        raise InventoryRefused(
+            f"{shown(text)}: the {what} path contains LF, which an output line cannot "
+            "hold; use a path without it",
+            code="name-contains-lf",
+        )
+    return text
+
+
 def check_root(root: Path) -> None:
     """Refuse a root that is missing or not a folder (a symlink to a folder is followed)."""
     try:
         st = os.stat(root)
     except OSError as exc:
         raise InventoryRefused(
-            f"{root}: cannot be read as a folder ({exc.strerror})", code="root-not-folder"
+            f"{shown(os.fspath(root))}: cannot be read as a folder ({exc.strerror}); "
+            "name an existing folder with --root",
+            code="root-not-folder",
         ) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise InventoryRefused(f"{root}: not a folder", code="root-not-folder")
-
-
-def check_manifest(root: Path, manifest: Path) -> None:
-    """Refuse a manifest inside the measured tree, by filesystem identity (F-6)."""
-    if fsio.physically_inside(manifest, root):
         raise InventoryRefused(
-            f"{manifest} is inside the tree it measures ({root}); a manifest there would "
-            "change the digest it reports. Name a path outside the root.",
-            code="manifest-inside-root",
+            f"{shown(os.fspath(root))}: not a folder; name a folder with --root",
+            code="root-not-folder",
         )
 
 
-def digest_tree(root: Path, *, manifest: Path | None = None) -> TreeDigest:
+def check_manifest(root: Path, manifest: Path) -> None:
+    """Refuse a manifest inside the measured tree (by filesystem identity, F-6), one that
+    exists, or one whose nearest existing ancestor is not a folder.
+
+    Raises:
+        InventoryRefused: ``manifest-inside-root`` or ``manifest-parent-not-folder``.
+        OutputExists: the path exists (a dangling symlink included).
+    """
+    if fsio.physically_inside(manifest, root):
+        raise InventoryRefused(
+            f"{shown(os.fspath(manifest))} is inside the tree it measures "
+            f"({shown(os.fspath(root))}); a manifest there would change the digest it "
+            "reports. Name a path outside the root.",
+            code="manifest-inside-root",
+        )
+    if os.path.lexists(manifest):
+        raise fsio.OutputExists(f"{shown(os.fspath(manifest))} already exists; choose a new path")
+    existing, _ = fsio.nearest_existing(manifest)
+    if not existing.is_dir():
+        raise InventoryRefused(
+            f"{shown(os.fspath(manifest))}: {shown(os.fspath(existing))} is not a folder, so "
+            "the manifest cannot be created there; choose another path",
+            code="manifest-parent-not-folder",
+        )
+
+
+def digest_tree(
+    root: Path, *, manifest: Path | None = None, workers: int | None = None
+) -> TreeDigest:
     """Digest ``root``; with ``manifest``, also write the document plus LF there.
 
-    Every check runs before anything is written: a refused tree leaves no manifest.
+    Every check runs before anything is written: a refused tree leaves no manifest. The
+    manifest path is judged before the tree is read.
+
+    Args:
+        root: the folder to measure (a symlink to a folder is followed: it *is* the root).
+        manifest: optional output path, created exclusively (mode 0644).
+        workers: hashing processes; default one per usable CPU (see ``hashing``). Called
+            from a thread (e.g. ``trio.to_thread.run_sync``) it uses threads instead of
+            forking, since a fork could copy another thread's held lock.
 
     Raises:
         InventoryRefused: the root, an entry, a name or the manifest path is refused.
         OutputExists: the manifest path already exists.
+        ManifestWriteFailed: writing the manifest failed after the digest (exit 4).
     """
     check_root(root)
     if manifest is not None:
         check_manifest(root, manifest)
-        if os.path.lexists(manifest):
-            raise fsio.OutputExists(f"{manifest} already exists; choose a new path")
-    result = inventory(scan(root))
+    rels = list_files(root)
+    ordered = [rels[i] for i in ordinal_order(rels)]
+    hashed = hash_files(ordered, root, workers=workers)
+    raise_first(hashed.problems)
+    document = hashed.document()
     if manifest is not None:
-        manifest.parent.mkdir(parents=True, exist_ok=True)
-        fsio.write_exclusive(manifest, result.document + b"\n", mode=0o644)
+        try:
+            manifest.parent.mkdir(parents=True, exist_ok=True)
+            fsio.write_exclusive(manifest, document + b"\n", mode=0o644)
+        except fsio.OutputExists:
+            raise  # created by someone else since the check: still nothing of ours there
+        except OSError as exc:
+            raise ManifestWriteFailed(
+                f"{shown(os.fspath(manifest))}: the manifest could not be written "
+                f"({exc.strerror}); the digest was {hashlib.sha256(document).hexdigest()}"
+            ) from None
     return TreeDigest(
         format=INVENTORY_FORMAT,
         recipe=INVENTORY_RECIPE,
-        count=result.count,
-        total_bytes=result.total_bytes,
-        digest=result.digest,
-        document=result.document,
+        count=len(rels),
+        total_bytes=hashed.total_bytes,
+        digest=hashlib.sha256(document).hexdigest(),
+        document=document,
     )

@@ -1,113 +1,136 @@
-"""Walk a tree and hash its regular files for the inventory recipe (SPEC F-6).
+"""List the files of a tree for the inventory recipe, refusing what it cannot represent (F-6).
 
-The walk refuses, by relative path and without opening them, symlinks (to a file, to a
-folder, dangling, looping), FIFOs, sockets and devices; and names that are not valid UTF-8
-or contain LF. Files are opened ``O_NOFOLLOW|O_NONBLOCK`` and re-checked with ``fstat``,
-so an entry swapped for a FIFO or symlink after the listing is still refused, never hung on.
-Files are hashed in chunks and never read whole.
+The listing never opens a file: entry kinds come from ``readdir``'s ``d_type`` (an
+``lstat`` only where the filesystem does not report it), so a FIFO is refused without
+being opened and a symlink is refused without being followed. Refused are symlinks (to a
+file, to a folder, dangling, looping), FIFOs, sockets, devices, names that are not valid
+UTF-8 and names containing LF, plus folders that cannot be listed.
+
+Every refusal in the tree is collected and the one whose path sorts first (ordinal) is
+reported, so the message does not depend on ``readdir`` order.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
-from factory.inventory.recipe import EXCLUDED_DIRECTORY_NAMES, InventoryRefused, Row
-
-CHUNK = 1 << 20  # bytes per read
-_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+from factory.inventory.recipe import EXCLUDED_DIRECTORY_NAMES, InventoryRefused, ordinal_key
 
 
-def _checked_name(rel: str) -> str:
-    try:
-        rel.encode("utf-8")
-    except UnicodeEncodeError:
-        shown = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        raise InventoryRefused(
-            f"{shown}: file name is not valid UTF-8; rename it", code="name-not-utf8"
-        ) from None
-    if "\n" in rel:
-        raise InventoryRefused(
-            f"{rel!r}: file name contains LF, which the recipe cannot represent; rename it",
-            code="name-contains-lf",
-        )
-    return rel
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One refused entry: recipe path (may hold surrogate escapes), code, message."""
+
+    path: str
+    code: str
+    message: str
 
 
-def _kind(mode: int) -> str:
+def shown(rel: str) -> str:
+    """A path fit for a one-line message: undecodable bytes as ``\\xNN``, LF as ``\\n``."""
+    text = rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return text.replace("\n", "\\n")
+
+
+def kind_of(mode: int) -> str:
+    """Human name of a non-regular file type, also the stem of its refusal code."""
     if stat.S_ISLNK(mode):
         return "symlink"
     if stat.S_ISFIFO(mode):
-        return "FIFO"
+        return "fifo"
     if stat.S_ISSOCK(mode):
         return "socket"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "device"
-    return "non-regular entry"
+    return "non-regular"
 
 
-def list_files(root: Path) -> list[tuple[str, str]]:
-    """Every regular file under ``root`` as ``(recipe_path, absolute_path)``.
+def non_regular(rel: str, kind: str) -> Problem:
+    return Problem(
+        rel,
+        f"{kind}-refused",
+        f"{shown(rel)}: {kind} refused; the recipe hashes regular files only and never "
+        "skips an entry (replace it with a regular file or move it out of the root)",
+    )
+
+
+def _name_problem(rel: str) -> Problem | None:
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return Problem(
+            rel, "name-not-utf8", f"{shown(rel)}: file name is not valid UTF-8; rename it"
+        )
+    if "\n" in rel:
+        return Problem(
+            rel,
+            "name-contains-lf",
+            f"{shown(rel)}: file name contains LF, which a manifest line cannot hold; "
+            "rename it",
+        )
+    return None
+
+
+def raise_first(problems: list[Problem]) -> None:
+    """Raise the ordinal-first problem (if any) as :class:`InventoryRefused`."""
+    if not problems:
+        return
+    first = min(problems, key=lambda p: ordinal_key(p.path))
+    more = len(problems) - 1
+    suffix = f" ({more} more refused entr{'y' if more == 1 else 'ies'})" if more else ""
+    raise InventoryRefused(first.message + suffix, code=first.code)
+
+
+def list_files(root: Path) -> list[str]:
+    """Every regular file under ``root`` as a recipe path (``/``-separated), listing order.
+
+    Folders named ``.git`` or ``node_modules`` are skipped whole; a *file* with either
+    name is listed.
 
     Raises:
-        InventoryRefused: a non-regular entry or an unrepresentable name (named).
+        InventoryRefused: a refused entry or name (the ordinal-first of all of them).
     """
-    out: list[tuple[str, str]] = []
+    rels: list[str] = []
+    problems: list[Problem] = []
     stack: list[tuple[str, str]] = [(os.fspath(root), "")]
+    excluded = EXCLUDED_DIRECTORY_NAMES
     while stack:
         folder, prefix = stack.pop()
         try:
-            entries = list(os.scandir(folder))
-        except PermissionError:
-            raise InventoryRefused(
-                f"{prefix or '.'}: folder is not readable", code="unreadable"
-            ) from None
+            with os.scandir(folder) as it:
+                entries = list(it)
+        except OSError as exc:
+            where = prefix[:-1] or "."
+            problems.append(
+                Problem(
+                    where,
+                    "unreadable",
+                    f"{shown(where)}: folder cannot be listed ({exc.strerror}); "
+                    "fix its permissions or move it out of the root",
+                )
+            )
+            continue
         for entry in entries:
-            rel = _checked_name(prefix + entry.name)
+            name = entry.name
+            rel = prefix + name
+            if not name.isascii() or "\n" in name:
+                problem = _name_problem(rel)
+                if problem is not None:
+                    problems.append(problem)
+                    continue
             if entry.is_dir(follow_symlinks=False):
-                if entry.name not in EXCLUDED_DIRECTORY_NAMES:
+                if name not in excluded:
                     stack.append((entry.path, rel + "/"))
             elif entry.is_file(follow_symlinks=False):
-                out.append((rel, entry.path))
+                rels.append(rel)
             else:
-                kind = _kind(entry.stat(follow_symlinks=False).st_mode)
-                raise InventoryRefused(
-                    f"{rel}: {kind} refused; the recipe hashes regular files only and never "
-                    "skips an entry",
-                    code=f"{kind.lower().replace(' ', '-')}-refused",
-                )
-    return out
-
-
-def hash_file(rel: str, path: str) -> Row:
-    """Hash one regular file in chunks. Refuses a file that is no longer regular."""
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except PermissionError:
-        raise InventoryRefused(f"{rel}: file is not readable", code="unreadable") from None
-    except OSError as exc:
-        raise InventoryRefused(f"{rel}: cannot open ({exc.strerror})", code="unreadable") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise InventoryRefused(f"{rel}: {_kind(mode)} refused", code="non-regular-refused")
-        h = hashlib.sha256()
-        size = 0
-        while True:
-            chunk = os.read(fd, CHUNK)
-            if not chunk:
-                break
-            h.update(chunk)
-            size += len(chunk)
-    except PermissionError:
-        raise InventoryRefused(f"{rel}: file is not readable", code="unreadable") from None
-    finally:
-        os.close(fd)
-    return Row(rel, size, h.hexdigest())
-
-
-def scan(root: Path) -> list[Row]:
-    """List and hash every regular file under ``root`` (see :func:`list_files`)."""
-    return [hash_file(rel, path) for rel, path in list_files(root)]
+                try:
+                    mode = entry.stat(follow_symlinks=False).st_mode
+                except OSError:
+                    mode = 0  # vanished while listing: still not a regular file
+                problems.append(non_regular(rel, kind_of(mode)))
+    raise_first(problems)
+    return rels
