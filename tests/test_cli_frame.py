@@ -172,16 +172,6 @@ def test_abbreviated_flags_refused_and_twin(tmp_path: Path) -> None:
     assert run_factory(["digest", "--root", str(tmp_path), "--json"]).returncode == 0
 
 
-def test_placeholder_commands_say_not_available() -> None:
-    from factory.cli.placeholders import PENDING
-
-    for name in PENDING:
-        proc = run_factory([name])
-        assert proc.returncode == 2
-        assert proc.stdout == b""
-        assert f"factory: not-available: 'factory {name}'".encode() in proc.stderr
-
-
 def test_internal_error_writes_traceback_log_and_prints_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
