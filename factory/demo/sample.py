@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factory.errors import Failure
+from factory.gitio.run import git_env
 
 DEMO_TASK = (
     "Fix median() in stats.py: for an even number of values it must return the mean of "
@@ -62,9 +63,9 @@ class Sample:
 
 
 def _git(cwd: Path, *args: str) -> None:
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-    env.update(_IDENTITY)
-    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    # The read-only helpers' allow-listed env, plus a fixed identity and no user config:
+    # these are the only git *writes* factory makes, into a folder it just claimed.
+    env = git_env({**_IDENTITY, "GIT_CONFIG_GLOBAL": os.devnull})
     proc = subprocess.run(
         ["git", *args], cwd=cwd, env=env, capture_output=True, check=False, stdin=subprocess.DEVNULL
     )
