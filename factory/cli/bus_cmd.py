@@ -76,12 +76,26 @@ def register(sub: Any) -> None:
         vp.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
         for flag, key, kind in flags:
             dest = "arg_" + key
+            # Shown as the MCP argument name (`--correlation-id correlationId`), not the dest.
             if kind == "flag":
-                vp.add_argument(flag, dest=dest, action="store_true")
+                vp.add_argument(flag, dest=dest, action="store_true", help=f"sets {key}")
             elif kind == "list":
-                vp.add_argument(flag, dest=dest, action="append", default=None)
+                vp.add_argument(
+                    flag,
+                    dest=dest,
+                    action="append",
+                    default=None,
+                    metavar=key,
+                    help=f"one item of {key} (repeat the flag for more)",
+                )
             else:
-                vp.add_argument(flag, dest=dest, type=int if kind == "int" else str, default=None)
+                vp.add_argument(
+                    flag,
+                    dest=dest,
+                    type=int if kind == "int" else str,
+                    default=None,
+                    metavar=key,
+                )
         vp.set_defaults(handler=run_verb, verb=verb)
 
 
