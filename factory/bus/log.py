@@ -28,6 +28,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -138,15 +139,48 @@ def fold(state: State, stream: Iterable[bytes], first_lineno: int = 1) -> None:
             raise _corrupt(lineno, exc.code, exc.message) from None
 
 
+def open_log(path: Path) -> BinaryIO | None:
+    """Open the log for reading; ``None`` when it does not exist.
+
+    The log must be a regular file in the data dir itself: a symlink is not followed and a
+    FIFO is opened non-blocking, so neither can hang a reader or redirect it elsewhere.
+
+    Raises:
+        CorruptLog: ``log-not-regular`` (a symlink, folder, FIFO, socket or device).
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        fd = -1
+    if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
+        if fd >= 0:
+            os.close(fd)
+        raise CorruptLog(
+            f"{path} is not a regular file (a symlink, folder or FIFO is never followed); "
+            "keep it as evidence and start a new data dir",
+            code="log-not-regular",
+        )
+    return os.fdopen(fd, "rb")
+
+
 def fixed_point(data_dir: Path) -> dict[str, Any]:
     """B-4 fixed point of ``D/events.jsonl``: raw ``bytes``, LF-terminated ``events``, ``sha256``.
 
     A missing log measures as zero bytes and zero events.
+
+    Raises:
+        CorruptLog: ``log-not-regular`` (see :func:`open_log`).
     """
     h = hashlib.sha256()
     size = lines = 0
-    with contextlib.suppress(FileNotFoundError), open(data_dir / LOG_NAME, "rb") as f:
-        while chunk := f.read(_CHUNK):
+    f = open_log(data_dir / LOG_NAME)
+    with f if f is not None else contextlib.nullcontext():
+        while f is not None and (chunk := f.read(_CHUNK)):
             h.update(chunk)
             size += len(chunk)
             lines += chunk.count(b"\n")
@@ -213,7 +247,14 @@ class EventLog:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the exclusive bus lock (``flock``; released by the kernel if we die)."""
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise Failure(
+                f"cannot open the bus lock {self.lock_path} ({exc.strerror}); it must be a "
+                "plain file the bus can create",
+                code="bus-lock-unusable",
+            ) from None
         try:
             deadline = time.monotonic() + self._lock_timeout_s
             pause = 0.0005
@@ -246,9 +287,8 @@ class EventLog:
         self._proof = None
 
     def _refresh(self) -> State:
-        try:
-            f = open(self.path, "rb")  # noqa: SIM115 - closed below on every path
-        except FileNotFoundError:
+        f = open_log(self.path)
+        if f is None:
             if self._proof is not None and self._proof.size > 0:
                 # The proof is kept: this process goes on refusing what it saw vanish.
                 raise _corrupt(

@@ -110,6 +110,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def run_verify(args: argparse.Namespace) -> int:
     import json
+    import os
     from pathlib import Path
 
     from factory.bus.log import LOG_NAME
@@ -117,7 +118,7 @@ def run_verify(args: argparse.Namespace) -> int:
     from factory.errors import ExitCode, Refused
 
     data_dir = Path(args.data_dir)
-    if not (data_dir / LOG_NAME).is_file():
+    if not os.path.lexists(data_dir / LOG_NAME):  # anything else there is refused by verify
         raise Refused(
             f"no event log at {data_dir / LOG_NAME}; pass the --data-dir a bus or smoke run used",
             code="no-event-log",

@@ -70,6 +70,7 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
     os.symlink(REPO / "README.md", tmp / "link.md")
     os.mkfifo(tmp / "fifo")
     os.symlink(tmp / "taken", tmp / "alias")
+    (tmp / "a\udcff.md").write_bytes(b"an artifact whose name is not UTF-8")
     readme = str(REPO / "README.md")
     return {
         "existing report": (
@@ -116,6 +117,32 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
             ["--data-dir", "d", "--artifact", readme, "--out", "r.json", "--task", " "],
             "bad-task",
         ),
+        # 16,384 characters but 64 KiB as JSON: its message line would not fit the log.
+        "task too large in bytes": (
+            [
+                "--data-dir",
+                "d",
+                "--artifact",
+                readme,
+                "--out",
+                "r.json",
+                "--task",
+                "\U0001f600" * 16_384,
+            ],
+            "bad-task",
+        ),
+        "task not UTF-8": (
+            ["--data-dir", "d", "--artifact", readme, "--out", "r.json", "--task", "bad\udcffbyte"],
+            "not-utf8",
+        ),
+        "artifact name not UTF-8": (
+            ["--data-dir", "d", "--artifact", "a\udcff.md", "--out", "r.json"],
+            "not-utf8",
+        ),
+        "report inside the data dir through ..": (
+            ["--data-dir", "folder/../d", "--artifact", readme, "--out", "d/../d/r.json"],
+            "report-inside-data-dir",
+        ),
         "unknown flag": (
             ["--data-dir", "d", "--artifact", readme, "--out", "r.json", "--fast"],
             "usage",
@@ -139,6 +166,10 @@ CASES = [
     "report folder missing",
     "report folder is a file",
     "blank task",
+    "task too large in bytes",
+    "task not UTF-8",
+    "artifact name not UTF-8",
+    "report inside the data dir through ..",
     "unknown flag",
     "duplicate flag",
 ]
