@@ -1,0 +1,108 @@
+"""The stdio wire screen (factory.bus.wire): calls whose text is not valid Unicode are
+answered and recorded; every other line reaches the SDK byte for byte."""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from factory.bus.client import server_argv, server_env
+from factory.bus.wire import MALFORMED_KEY, screen_line
+from tests.bus.helpers import lines
+
+
+def _call(ident: int, name: str, arguments: bytes) -> bytes:
+    return (
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}\n'
+        % (ident, name.encode(), arguments)
+    )
+
+
+UNCHANGED = {
+    "ascii call": _call(1, "heartbeat", b'{"actor":"act-0001"}'),
+    "UTF-8 text": _call(1, "send", '{"text":"caf\u00e9 \U0001f600"}'.encode()),
+    "escaped surrogate pair (valid)": _call(1, "send", b'{"text":"\\ud83d\\ude00"}'),
+    "escaped backslash before u": _call(1, "send", b'{"text":"\\\\ud800"}'),
+    "not JSON": b"\xff\xfe garbage\n",
+    "a notification, not a call": b'{"jsonrpc":"2.0","method":"x","params":{"a":"\\ud800"}}\n',
+    "a call without an id": b'{"jsonrpc":"2.0","method":"tools/call","params":{"a":"\\ud800"}}\n',
+    "torn last line": b'{"jsonrpc":"2.0"',
+}
+
+
+@pytest.mark.parametrize("name", list(UNCHANGED))
+def test_negative_control_other_lines_pass_byte_for_byte(name: str) -> None:
+    assert screen_line(UNCHANGED[name]) is UNCHANGED[name]
+
+
+MALFORMED = {
+    "lone surrogate escape": _call(7, "register", b'{"name":"a\\ud800","kind":"worker"}'),
+    "bytes that are not UTF-8": _call(7, "send", b'{"text":"\xff\xfe raw"}'),
+    "lone surrogate in a key": _call(7, "heartbeat", b'{"actor":"act-0001","\\udc00":1}'),
+}
+
+
+@pytest.mark.parametrize("name", list(MALFORMED))
+def test_a_call_with_text_that_is_not_unicode_is_rewritten_to_a_marked_call(name: str) -> None:
+    out = screen_line(MALFORMED[name])
+    assert out.endswith(b"\n") and out.isascii()
+    request: dict[str, Any] = json.loads(out)
+    assert request["id"] == 7 and request["method"] == "tools/call"
+    assert request["params"]["arguments"] == {MALFORMED_KEY: True}
+    assert request["params"]["name"] in ("register", "send", "heartbeat")
+
+
+def test_the_live_server_answers_and_records_malformed_calls(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        server_argv(tmp_path),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=server_env(),
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(line: bytes) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(line)
+        proc.stdin.flush()
+        ready, _, _ = select.select([proc.stdout], [], [], 30)
+        assert ready, f"no answer to {line[:60]!r}"
+        answer: dict[str, Any] = json.loads(proc.stdout.readline())
+        return answer
+
+    try:
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "0"},
+        }
+        req = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}
+        assert "result" in ask(json.dumps(req).encode() + b"\n")
+        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        ok = ask(_call(2, "register", b'{"name":"a","kind":"worker"}'))
+        assert ok["result"]["isError"] is False
+        for ident, line in enumerate(MALFORMED.values(), start=3):
+            line = line.replace(b'"id":7', b'"id":%d' % ident)
+            answer = ask(line)
+            assert answer["id"] == ident and answer["result"]["isError"] is True
+            assert answer["result"]["structuredContent"]["error"] == "malformed-text"
+        alive = ask(_call(9, "heartbeat", b'{"actor":"act-0001"}'))
+        assert alive["result"]["isError"] is False
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
+    events = lines(tmp_path)
+    assert [e["type"] for e in events] == [
+        "actor.registered",
+        *["command.rejected"] * len(MALFORMED),
+        "actor.heartbeat",
+    ]
+    assert {e.get("reason") for e in events[1:-1]} == {"malformed-text"}
+    assert not any(e["type"] == "message.sent" for e in events)  # no U+FFFD-repaired text
