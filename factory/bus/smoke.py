@@ -121,6 +121,12 @@ def admit(req: SmokeRequest) -> dict[str, Any]:
             f"data dir {req.data_dir} already exists; each smoke run claims a new one",
             code="data-dir-exists",
         )
+    if not os.path.isdir(data_abs.parent):
+        raise SmokeRefused(
+            f"the folder that would hold data dir {req.data_dir} ({data_abs.parent}) does not "
+            "exist or is not a folder; create it first",
+            code="data-dir-parent-missing",
+        )
     if not os.path.isdir(out_abs.parent):
         raise SmokeRefused(
             f"report folder {out_abs.parent} does not exist or is not a folder; create it first",

@@ -117,3 +117,64 @@ def test_negative_control_the_largest_admissible_text_is_recorded(tmp_path: Path
     handed = call(log, "handoff", **{"from": "act-0002", "to": "act-0003", "summary": summary})
     assert handed["authorityTransferred"] == []
     assert verify(tmp_path, as_evidence=True)["ok"]
+
+
+def _flip_history(data: bytes) -> bytes:
+    i = data.index(b"coordinator")
+    return data[:i] + b"coordinatoR" + data[i + 11 :]  # same size, still a valid event
+
+
+def _same_size_keep_mtime(path: Path) -> None:
+    st = os.stat(path)
+    with open(path, "r+b") as f:
+        f.write(_flip_history(path.read_bytes()))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # mtime restored; ctime cannot be
+
+
+def _truncate_and_regrow(path: Path) -> None:
+    data = path.read_bytes()
+    with open(path, "r+b") as f:
+        f.truncate(0)
+        f.write(_flip_history(data) + data.splitlines(keepends=True)[-1])
+
+
+def _replace_by_rename(path: Path) -> None:
+    (path.parent / "new").write_bytes(path.read_bytes())  # identical bytes, new inode
+    os.rename(path.parent / "new", path)
+
+
+CACHE_ATTACKS: dict[str, Callable[[Path], None]] = {
+    "same-size rewrite, mtime put back with utime": _same_size_keep_mtime,
+    "truncate and regrow with changed history": _truncate_and_regrow,
+    "replaced by rename (identical bytes)": _replace_by_rename,
+}
+
+
+@pytest.mark.parametrize("name", list(CACHE_ATTACKS))
+def test_a_log_changed_under_a_warm_cache_is_refused_by_that_process(
+    tmp_path: Path, name: str
+) -> None:
+    warm = rich_log(tmp_path)
+    warm.state()
+    assert warm.stats["cached"] > 0  # the cache is in use before the change
+    CACHE_ATTACKS[name](tmp_path / LOG_NAME)
+    changed = (tmp_path / LOG_NAME).read_bytes()
+    for _ in range(2):  # and it keeps refusing
+        with pytest.raises(CorruptLog) as caught:
+            warm.state()
+        assert caught.value.code == "log-rewritten"
+        is_error, payload = call_raw(warm, "heartbeat", {"actor": "act-0001"})
+        assert is_error and payload["error"] == "log-rewritten"
+    assert (tmp_path / LOG_NAME).read_bytes() == changed  # nothing appended
+
+
+def test_negative_control_identical_bytes_rewritten_in_place_are_accepted(tmp_path: Path) -> None:
+    warm = rich_log(tmp_path)
+    path = tmp_path / LOG_NAME
+    data = path.read_bytes()
+    with open(path, "r+b") as f:  # same inode, same bytes: nothing validated changed
+        f.truncate(0)
+        f.write(data)
+    call(warm, "heartbeat", actor="act-0001")
+    assert warm.stats["tail"] == 1  # re-proven by hashing, not trusted from the stat tuple
+    assert path.read_bytes().startswith(data)

@@ -105,6 +105,14 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
             ["--data-dir", "taken", "--artifact", readme, "--out", "r.json"],
             "data-dir-exists",
         ),
+        "data dir folder missing": (
+            ["--data-dir", "no/such/d", "--artifact", readme, "--out", "r.json"],
+            "data-dir-parent-missing",
+        ),
+        "data dir folder is a file": (
+            ["--data-dir", "existing.json/d", "--artifact", readme, "--out", "r.json"],
+            "data-dir-parent-missing",
+        ),
         "report folder missing": (
             ["--data-dir", "d", "--artifact", readme, "--out", "no/such/r.json"],
             "report-folder-missing",
@@ -163,6 +171,8 @@ CASES = [
     "artifact is a symlink",
     "artifact is a FIFO",
     "existing data dir",
+    "data dir folder missing",
+    "data dir folder is a file",
     "report folder missing",
     "report folder is a file",
     "blank task",
