@@ -119,12 +119,25 @@ def parse_line(line: bytes, lineno: int) -> Event:
     return event
 
 
+def read_lines(f: BinaryIO) -> Iterator[bytes]:
+    """The lines of ``f`` with their LF, none buffered beyond ``MAX_LINE_BYTES + 2`` bytes.
+
+    A longer line comes back cut, without its LF, so :func:`iter_lines` refuses it as
+    ``line-too-long`` instead of a reader holding a whole garbage file in memory.
+    """
+    while raw := f.readline(MAX_LINE_BYTES + 2):
+        yield raw
+
+
 def iter_lines(stream: Iterable[bytes], first_lineno: int = 1) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(lineno, line-without-LF)``; a last line without LF is ``torn-tail``."""
+    """Yield ``(lineno, line-without-LF)``; a last line without LF is ``torn-tail``, a piece
+    cut by :func:`read_lines` is ``line-too-long``."""
     lineno = first_lineno - 1
     for raw in stream:
         lineno += 1
         if not raw.endswith(b"\n"):
+            if len(raw) > MAX_LINE_BYTES + 1:
+                raise _corrupt(lineno, "line-too-long", f"longer than {MAX_LINE_BYTES} bytes")
             raise _corrupt(lineno, "torn-tail", "last line is not LF-terminated (torn write)")
         yield lineno, raw[:-1]
 
@@ -341,7 +354,7 @@ class EventLog:
 
         def tee() -> Iterator[bytes]:
             nonlocal count
-            for raw in f:
+            for raw in read_lines(f):
                 digest.update(raw)
                 count += 1
                 yield raw

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from factory.bus.log import LOG_NAME, fixed_point, iter_lines, open_log, parse_line
+from factory.bus.log import LOG_NAME, fixed_point, iter_lines, open_log, parse_line, read_lines
 from factory.bus.model import (
     ACTOR_PREFIX,
     BUS_AUTHORITY,
@@ -268,7 +268,7 @@ def verify(
         scan = scan_log(())
     else:
         with f:
-            scan = scan_log(f)
+            scan = scan_log(read_lines(f))
     after = fixed_point(data_dir)
     results = []
     for check in checks:

@@ -178,3 +178,41 @@ def test_negative_control_identical_bytes_rewritten_in_place_are_accepted(tmp_pa
     call(warm, "heartbeat", actor="act-0001")
     assert warm.stats["tail"] == 1  # re-proven by hashing, not trusted from the stat tuple
     assert path.read_bytes().startswith(data)
+
+
+@pytest.mark.parametrize("reader", ["open", "verify"])
+def test_a_giant_line_is_refused_without_being_held_in_memory(tmp_path: Path, reader: str) -> None:
+    import tracemalloc
+
+    rich_log(tmp_path)
+    with open(tmp_path / LOG_NAME, "ab") as f:
+        f.write(b"x" * 16_000_000)  # a garbage tail with no LF: 16 MB in one "line"
+    tracemalloc.start()
+    try:
+        if reader == "open":
+            with pytest.raises(CorruptLog) as caught:
+                EventLog(tmp_path).state()
+            assert caught.value.code == "line-too-long"
+        else:
+            report = verify(tmp_path)
+            replays = next(c for c in report["checks"] if c["id"] == "log-replays")
+            assert replays["detail"].startswith("line-too-long")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 4_000_000, peak  # bounded by the line limit, not by the file
+
+
+def test_negative_control_a_line_at_the_limit_is_read_whole() -> None:
+    import io
+
+    from factory.bus.log import iter_lines, read_lines
+
+    at_limit = b"x" * MAX_LINE_BYTES + b"\n"
+    assert [line for _, line in iter_lines(read_lines(io.BytesIO(at_limit * 2)))] == [
+        at_limit[:-1]
+    ] * 2
+    short_torn = b"x" * MAX_LINE_BYTES  # at the limit but no LF: a torn tail, by name
+    with pytest.raises(CorruptLog) as caught:
+        list(iter_lines(read_lines(io.BytesIO(short_torn))))
+    assert caught.value.code == "torn-tail"
