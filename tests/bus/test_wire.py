@@ -106,3 +106,61 @@ def test_the_live_server_answers_and_records_malformed_calls(tmp_path: Path) -> 
     ]
     assert {e.get("reason") for e in events[1:-1]} == {"malformed-text"}
     assert not any(e["type"] == "message.sent" for e in events)  # no U+FFFD-repaired text
+
+
+async def test_real_sdk_client_sees_strict_schemas_and_every_malformed_call_is_recorded(
+    tmp_path: Path,
+) -> None:
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    from factory.bus.model import VERBS
+    from factory.bus.server import tool_schemas
+
+    argv = server_argv(tmp_path / "bus")
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=server_env())
+    bad_calls: list[tuple[str, dict[str, Any], str]] = [
+        ("send", {"from": "act-0001", "text": "x"}, "invalid-arguments"),  # missing field
+        ("inbox", {"actor": "act-0001", "limit": "5"}, "invalid-arguments"),  # wrong type
+        ("heartbeat", {"actor": "act-0001", "extra": 1}, "invalid-arguments"),  # extra field
+        ("heartbeat", {"actor": "act-0001", "status": "s" * 2_000_000}, "invalid-arguments"),
+        (
+            "send",
+            {"from": "act-0001", "to": "act-0001", "text": "\x01" * 16_384},
+            "invalid-arguments",
+        ),
+        ("rm_rf", {"path": "/"}, "unknown-tool"),
+        (
+            "handoff",
+            {"from": "act-0001", "to": "act-0001", "summary": "s", "authority": []},
+            "handoff-carries-authority",
+        ),
+    ]
+    with open(tmp_path / "serve.log", "w") as errlog:
+        async with (
+            stdio_client(params, errlog=errlog) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            tools = (await session.list_tools()).tools
+            assert [t.name for t in sorted(tools, key=lambda t: t.name)] == list(VERBS)
+            schemas = tool_schemas()
+            for tool in tools:
+                assert tool.input_schema == schemas[tool.name]
+                assert tool.input_schema["additionalProperties"] is False
+                assert tool.input_schema["required"]
+            reg = await session.call_tool("register", {"name": "a", "kind": "worker"})
+            assert not reg.is_error
+            for name, args, reason in bad_calls:
+                result = await session.call_tool(name, args)
+                assert result.is_error and result.structured_content is not None
+                assert result.structured_content["error"] == reason, (name, result)
+            alive = await session.call_tool("heartbeat", {"actor": "act-0001"})
+            assert not alive.is_error
+    events = lines(tmp_path / "bus")
+    assert [e["type"] for e in events] == [
+        "actor.registered",
+        *["command.rejected"] * len(bad_calls),
+        "actor.heartbeat",
+    ]
+    assert [e["reason"] for e in events[1:-1]] == [r for _, _, r in bad_calls]
