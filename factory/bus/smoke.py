@@ -215,8 +215,13 @@ def run_smoke(
     try:
         try:
             claim_dir(req.data_dir)
-        except OutputExists as exc:
-            return _terminal(req, artifact, "refused", exc, owns_dir=False)
+        except OutputExists:
+            lost = SmokeRefused(
+                f"data dir {req.data_dir} was claimed by another run first; each smoke run "
+                "claims a new one",
+                code="data-dir-exists",
+            )  # the same code admission gives, so the record names the data dir, not --out
+            return _terminal(req, artifact, "refused", lost, owns_dir=False)
         owns_dir = True
         # Imported only now: the pydantic schemas and the SDK load while the server starts.
         from factory.bus.client import run_trace

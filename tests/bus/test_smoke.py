@@ -255,7 +255,7 @@ def test_losing_the_claim_after_reserving_leaves_a_terminal_record(
     report = json.loads(data)
     assert data == (tmp_path / "r.json").read_bytes()
     assert report["status"] == "refused" and report["ok"] is False
-    assert report["evidenceLog"] is None and report["error"]["code"] == "output-exists"
+    assert report["evidenceLog"] is None and report["error"]["code"] == "data-dir-exists"
     assert list((tmp_path / "d").iterdir()) == []  # nothing written into the winner's dir
 
 
