@@ -30,12 +30,18 @@ _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _has_surrogate(value: Any) -> bool:
-    if isinstance(value, str):
-        return any("\ud800" <= c <= "\udfff" for c in value)
-    if isinstance(value, dict):
-        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_has_surrogate(v) for v in value)
+    # Iterative: a caller controls the nesting depth, and recursion would let it crash us.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if any("\ud800" <= c <= "\udfff" for c in item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
     return False
 
 
@@ -53,7 +59,7 @@ def screen_line(raw: bytes) -> bytes:
         pass
     try:
         value = json.loads(raw.decode("utf-8", "surrogateescape"))
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep to parse: the SDK refuses it as before
         return raw
     if not (
         isinstance(value, dict)
@@ -91,7 +97,11 @@ def interpose_on_stdin() -> None:
         # A reader that went away (server shutting down) ends the copy quietly.
         with contextlib.suppress(OSError, ValueError), source, os.fdopen(write_end, "wb") as sink:
             for raw in source:
-                sink.write(screen_line(raw))
+                try:
+                    line = screen_line(raw)
+                except Exception:  # never let the screen end the session: pass the line on
+                    line = raw
+                sink.write(line)
                 sink.flush()
 
     threading.Thread(target=pump, name="factory-stdin-screen", daemon=True).start()
