@@ -80,7 +80,8 @@ def _diagnose(line: bytes, lineno: int, exc: ValidationError) -> CorruptLog:
     import json
 
     try:
-        value: Any = json.loads(line)
+        # Decoded first: json.loads on bytes would strip a BOM that the event parser refused.
+        value: Any = json.loads(line.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return _corrupt(lineno, "bad-json", "not valid JSON")
     if not isinstance(value, dict):

@@ -216,3 +216,11 @@ def test_negative_control_a_line_at_the_limit_is_read_whole() -> None:
     with pytest.raises(CorruptLog) as caught:
         list(iter_lines(read_lines(io.BytesIO(short_torn))))
     assert caught.value.code == "torn-tail"
+
+
+def test_a_byte_order_mark_is_named_bad_json(tmp_path: Path) -> None:
+    rich_log(tmp_path)
+    (tmp_path / LOG_NAME).write_bytes(b"\xef\xbb\xbf" + (tmp_path / LOG_NAME).read_bytes())
+    with pytest.raises(CorruptLog) as caught:
+        EventLog(tmp_path).state()
+    assert caught.value.code == "bad-json"
