@@ -21,6 +21,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, Field, TypeAdapter
 
+from factory.bus.limits import text_fits_one_line
 from factory.models import StrictModel
 
 # --- ids ---------------------------------------------------------------------------------
@@ -83,23 +84,6 @@ Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 Token = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9-]*$")]
 Text = Annotated[str, Field(max_length=16_384)]
-MAX_TEXT_JSON_BYTES: Final = 61_440
-"""Bytes a text or summary may take in its event line (RFC 8785: UTF-8, control characters
-escaped, quotes included). The rest of a message event stays under 4 KiB, so every event a
-verb can produce fits the log's 64 KiB line limit and is recorded instead of failing."""
-
-
-def text_fits_one_line(text: str) -> str:
-    """Validator for verb inputs: refuse a text whose JSON form exceeds the byte budget."""
-    if len(text) * 6 + 2 <= MAX_TEXT_JSON_BYTES:  # no code point renders longer than \u001f
-        return text
-    import json
-
-    if len(json.dumps(text, ensure_ascii=False).encode("utf-8")) > MAX_TEXT_JSON_BYTES:
-        raise ValueError(f"takes more than {MAX_TEXT_JSON_BYTES} bytes as JSON; shorten it")
-    return text
-
-
 InputText = Annotated[Text, AfterValidator(text_fits_one_line)]
 Note = Annotated[str, Field(max_length=1_024)]
 AuthorityWord = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9:._-]*$")]

@@ -69,7 +69,7 @@ def _artifact(path: Path) -> dict[str, Any]:
 
 
 def _check_text(req: SmokeRequest) -> None:
-    from factory.bus.model import text_fits_one_line
+    from factory.bus.limits import text_fits_one_line
 
     for flag, value in (
         ("--data-dir", os.fspath(req.data_dir)),

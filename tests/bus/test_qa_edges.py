@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from factory.bus.limits import MAX_TEXT_JSON_BYTES
 from factory.bus.log import LOCK_NAME, LOG_NAME, MAX_LINE_BYTES, EventLog, fixed_point
-from factory.bus.model import MAX_TEXT_JSON_BYTES
 from factory.bus.verify import verify
 from factory.errors import CorruptLog, ExitCode, Failure
 from tests.bus.helpers import bus, call, lines, rich_log
