@@ -28,6 +28,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -79,7 +80,8 @@ def _diagnose(line: bytes, lineno: int, exc: ValidationError) -> CorruptLog:
     import json
 
     try:
-        value: Any = json.loads(line)
+        # Decoded first: json.loads on bytes would strip a BOM that the event parser refused.
+        value: Any = json.loads(line.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return _corrupt(lineno, "bad-json", "not valid JSON")
     if not isinstance(value, dict):
@@ -118,12 +120,25 @@ def parse_line(line: bytes, lineno: int) -> Event:
     return event
 
 
+def read_lines(f: BinaryIO) -> Iterator[bytes]:
+    """The lines of ``f`` with their LF, none buffered beyond ``MAX_LINE_BYTES + 2`` bytes.
+
+    A longer line comes back cut, without its LF, so :func:`iter_lines` refuses it as
+    ``line-too-long`` instead of a reader holding a whole garbage file in memory.
+    """
+    while raw := f.readline(MAX_LINE_BYTES + 2):
+        yield raw
+
+
 def iter_lines(stream: Iterable[bytes], first_lineno: int = 1) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(lineno, line-without-LF)``; a last line without LF is ``torn-tail``."""
+    """Yield ``(lineno, line-without-LF)``; a last line without LF is ``torn-tail``, a piece
+    cut by :func:`read_lines` is ``line-too-long``."""
     lineno = first_lineno - 1
     for raw in stream:
         lineno += 1
         if not raw.endswith(b"\n"):
+            if len(raw) > MAX_LINE_BYTES + 1:
+                raise _corrupt(lineno, "line-too-long", f"longer than {MAX_LINE_BYTES} bytes")
             raise _corrupt(lineno, "torn-tail", "last line is not LF-terminated (torn write)")
         yield lineno, raw[:-1]
 
@@ -138,15 +153,48 @@ def fold(state: State, stream: Iterable[bytes], first_lineno: int = 1) -> None:
             raise _corrupt(lineno, exc.code, exc.message) from None
 
 
+def open_log(path: Path) -> BinaryIO | None:
+    """Open the log for reading; ``None`` when it does not exist.
+
+    The log must be a regular file in the data dir itself: a symlink is not followed and a
+    FIFO is opened non-blocking, so neither can hang a reader or redirect it elsewhere.
+
+    Raises:
+        CorruptLog: ``log-not-regular`` (a symlink, folder, FIFO, socket or device).
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        fd = -1
+    if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
+        if fd >= 0:
+            os.close(fd)
+        raise CorruptLog(
+            f"{path} is not a regular file (a symlink, folder or FIFO is never followed); "
+            "keep it as evidence and start a new data dir",
+            code="log-not-regular",
+        )
+    return os.fdopen(fd, "rb")
+
+
 def fixed_point(data_dir: Path) -> dict[str, Any]:
     """B-4 fixed point of ``D/events.jsonl``: raw ``bytes``, LF-terminated ``events``, ``sha256``.
 
     A missing log measures as zero bytes and zero events.
+
+    Raises:
+        CorruptLog: ``log-not-regular`` (see :func:`open_log`).
     """
     h = hashlib.sha256()
     size = lines = 0
-    with contextlib.suppress(FileNotFoundError), open(data_dir / LOG_NAME, "rb") as f:
-        while chunk := f.read(_CHUNK):
+    f = open_log(data_dir / LOG_NAME)
+    with f if f is not None else contextlib.nullcontext():
+        while f is not None and (chunk := f.read(_CHUNK)):
             h.update(chunk)
             size += len(chunk)
             lines += chunk.count(b"\n")
@@ -213,7 +261,14 @@ class EventLog:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the exclusive bus lock (``flock``; released by the kernel if we die)."""
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise Failure(
+                f"cannot open the bus lock {self.lock_path} ({exc.strerror}); it must be a "
+                "plain file the bus can create",
+                code="bus-lock-unusable",
+            ) from None
         try:
             deadline = time.monotonic() + self._lock_timeout_s
             pause = 0.0005
@@ -246,9 +301,8 @@ class EventLog:
         self._proof = None
 
     def _refresh(self) -> State:
-        try:
-            f = open(self.path, "rb")  # noqa: SIM115 - closed below on every path
-        except FileNotFoundError:
+        f = open_log(self.path)
+        if f is None:
             if self._proof is not None and self._proof.size > 0:
                 # The proof is kept: this process goes on refusing what it saw vanish.
                 raise _corrupt(
@@ -301,7 +355,7 @@ class EventLog:
 
         def tee() -> Iterator[bytes]:
             nonlocal count
-            for raw in f:
+            for raw in read_lines(f):
                 digest.update(raw)
                 count += 1
                 yield raw

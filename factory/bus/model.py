@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import AfterValidator, Field, TypeAdapter
 
+from factory.bus.limits import text_fits_one_line
 from factory.models import StrictModel
 
 # --- ids ---------------------------------------------------------------------------------
@@ -83,6 +84,7 @@ Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\
 Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
 Token = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9-]*$")]
 Text = Annotated[str, Field(max_length=16_384)]
+InputText = Annotated[Text, AfterValidator(text_fits_one_line)]
 Note = Annotated[str, Field(max_length=1_024)]
 AuthorityWord = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9:._-]*$")]
 ActorRef = Annotated[str, Field(pattern=r"^act-[0-9]{4,9}$")]
@@ -105,7 +107,7 @@ class SendInput(StrictModel):
 
     sender: ActorRef = Field(alias="from")
     to: ActorRef
-    text: Text
+    text: InputText
     kind: Token = "note"
     correlation_id: CorrelationRef | None = Field(default=None, alias="correlationId")
     reply_to: ActorRef | None = Field(default=None, alias="replyTo")
@@ -135,7 +137,7 @@ class HandoffInput(StrictModel):
 
     sender: ActorRef = Field(alias="from")
     to: ActorRef
-    summary: Text
+    summary: InputText
     correlation_id: CorrelationRef | None = Field(default=None, alias="correlationId")
     reply_to: ActorRef | None = Field(default=None, alias="replyTo")
 

@@ -8,7 +8,9 @@ never raises for anything a caller can send:
   (naming the offending fields, never their values) and the caller gets a tool error;
 * a verb the reducer refuses (ack of someone else's message, unregistered address, ...) →
   the same: the refusal is on the record and the result is a tool error;
-* a corrupt log or a lock timeout → a tool error naming the code; nothing is appended.
+* a corrupt log or a lock timeout → a tool error naming the code; nothing is appended;
+* a call whose text is not valid UTF-8 or holds a lone surrogate (screened on the wire by
+  :mod:`factory.bus.wire`) → ``command.rejected`` with reason ``malformed-text``.
 
 The SDK's own argument validation is bypassed on purpose: it would refuse malformed calls
 before any of our code ran, leaving no ``command.rejected`` event behind.
@@ -26,6 +28,7 @@ from factory.bus.decide import decide, denial_echo, rejected
 from factory.bus.log import EventLog
 from factory.bus.model import VERB_INPUTS, VERBS, MessageSent, VerbInput
 from factory.bus.reducer import Rejection
+from factory.bus.wire import MALFORMED_KEY, interpose_on_stdin
 from factory.errors import FactoryError, Refused
 
 SERVER_NAME: Final = "factory-bus"
@@ -90,11 +93,15 @@ def handle_call(
     """
     verb = name if name in VERB_INPUTS else "unknown"
     try:
-        parsed = (
-            Rejection("unknown-tool", f"the tools are exactly: {', '.join(VERBS)}")
-            if verb == "unknown"
-            else _parse(verb, arguments)
-        )
+        if isinstance(arguments, dict) and MALFORMED_KEY in arguments:
+            parsed: VerbInput | Rejection = Rejection(
+                "malformed-text",
+                "the call held text that is not valid UTF-8 (or a lone surrogate); send UTF-8",
+            )
+        elif verb == "unknown":
+            parsed = Rejection("unknown-tool", f"the tools are exactly: {', '.join(VERBS)}")
+        else:
+            parsed = _parse(verb, arguments)
         if isinstance(parsed, Rejection):
             refusal = parsed
             log.commit(lambda _state, at: (rejected(verb, refusal, at), None))
@@ -174,4 +181,5 @@ def serve(data_dir: Path) -> None:
     log = open_data_dir(data_dir)
     log.state()  # refuse a corrupt log before answering anyone
     server = build_server(log)
+    interpose_on_stdin()  # malformed-text calls get an answer and a record (factory.bus.wire)
     anyio.run(server.run_stdio_async)

@@ -68,8 +68,38 @@ def _artifact(path: Path) -> dict[str, Any]:
     return {"path": os.fspath(path), "bytes": size, "sha256": h.hexdigest()}
 
 
+def _check_text(req: SmokeRequest) -> None:
+    from factory.bus.limits import text_fits_one_line
+
+    for flag, value in (
+        ("--data-dir", os.fspath(req.data_dir)),
+        ("--artifact", os.fspath(req.artifact)),
+        ("--out", os.fspath(req.out)),
+        ("--task", req.task),
+    ):
+        try:
+            value.encode("utf-8")  # argv bytes that are not UTF-8 arrive as lone surrogates
+        except UnicodeEncodeError:
+            raise SmokeRefused(
+                f"{flag} is not valid UTF-8; the report is JSON text: use a UTF-8 name",
+                code="not-utf8",
+            ) from None
+    try:
+        ok = len(req.task) <= MAX_TASK_CHARS and bool(req.task.strip())
+        text_fits_one_line(req.task)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise SmokeRefused(
+            f"--task must be non-blank text of at most {MAX_TASK_CHARS} characters "
+            "(and 60 KiB as JSON)",
+            code="bad-task",
+        )
+
+
 def admit(req: SmokeRequest) -> dict[str, Any]:
     """Refuse a bad request before any effect; returns the artifact record."""
+    _check_text(req)
     if os.path.lexists(req.out):
         raise SmokeRefused(
             f"report {req.out} already exists; choose a new --out", code="output-exists"
@@ -91,15 +121,16 @@ def admit(req: SmokeRequest) -> dict[str, Any]:
             f"data dir {req.data_dir} already exists; each smoke run claims a new one",
             code="data-dir-exists",
         )
+    if not os.path.isdir(data_abs.parent):
+        raise SmokeRefused(
+            f"the folder that would hold data dir {req.data_dir} ({data_abs.parent}) does not "
+            "exist or is not a folder; create it first",
+            code="data-dir-parent-missing",
+        )
     if not os.path.isdir(out_abs.parent):
         raise SmokeRefused(
             f"report folder {out_abs.parent} does not exist or is not a folder; create it first",
             code="report-folder-missing",
-        )
-    if len(req.task) > MAX_TASK_CHARS or not req.task.strip():
-        raise SmokeRefused(
-            f"--task must be non-blank text of at most {MAX_TASK_CHARS} characters",
-            code="bad-task",
         )
     return artifact
 
@@ -184,8 +215,13 @@ def run_smoke(
     try:
         try:
             claim_dir(req.data_dir)
-        except OutputExists as exc:
-            return _terminal(req, artifact, "refused", exc, owns_dir=False)
+        except OutputExists:
+            lost = SmokeRefused(
+                f"data dir {req.data_dir} was claimed by another run first; each smoke run "
+                "claims a new one",
+                code="data-dir-exists",
+            )  # the same code admission gives, so the record names the data dir, not --out
+            return _terminal(req, artifact, "refused", lost, owns_dir=False)
         owns_dir = True
         # Imported only now: the pydantic schemas and the SDK load while the server starts.
         from factory.bus.client import run_trace

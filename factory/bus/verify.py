@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from factory.bus.log import LOG_NAME, fixed_point, iter_lines, parse_line
+from factory.bus.log import LOG_NAME, fixed_point, iter_lines, open_log, parse_line, read_lines
 from factory.bus.model import (
     ACTOR_PREFIX,
     BUS_AUTHORITY,
@@ -258,13 +258,17 @@ def verify(
 
     ``ok`` is true when every check that gates (given ``as_evidence``) passed; ``evidenceOk``
     when every check passed with evidence claimed. A missing log is scanned as empty.
+
+    Raises:
+        CorruptLog: ``log-not-regular``: the log is a symlink, folder, FIFO, ... (never read).
     """
     before = fixed_point(data_dir)
-    try:
-        with open(data_dir / LOG_NAME, "rb") as f:
-            scan = scan_log(f)
-    except FileNotFoundError:
+    f = open_log(data_dir / LOG_NAME)
+    if f is None:
         scan = scan_log(())
+    else:
+        with f:
+            scan = scan_log(read_lines(f))
     after = fixed_point(data_dir)
     results = []
     for check in checks:

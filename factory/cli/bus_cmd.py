@@ -76,12 +76,26 @@ def register(sub: Any) -> None:
         vp.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
         for flag, key, kind in flags:
             dest = "arg_" + key
+            # Shown as the MCP argument name (`--correlation-id correlationId`), not the dest.
             if kind == "flag":
-                vp.add_argument(flag, dest=dest, action="store_true")
+                vp.add_argument(flag, dest=dest, action="store_true", help=f"sets {key}")
             elif kind == "list":
-                vp.add_argument(flag, dest=dest, action="append", default=None)
+                vp.add_argument(
+                    flag,
+                    dest=dest,
+                    action="append",
+                    default=None,
+                    metavar=key,
+                    help=f"one item of {key} (repeat the flag for more)",
+                )
             else:
-                vp.add_argument(flag, dest=dest, type=int if kind == "int" else str, default=None)
+                vp.add_argument(
+                    flag,
+                    dest=dest,
+                    type=int if kind == "int" else str,
+                    default=None,
+                    metavar=key,
+                )
         vp.set_defaults(handler=run_verb, verb=verb)
 
 
@@ -96,6 +110,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def run_verify(args: argparse.Namespace) -> int:
     import json
+    import os
     from pathlib import Path
 
     from factory.bus.log import LOG_NAME
@@ -103,7 +118,7 @@ def run_verify(args: argparse.Namespace) -> int:
     from factory.errors import ExitCode, Refused
 
     data_dir = Path(args.data_dir)
-    if not (data_dir / LOG_NAME).is_file():
+    if not os.path.lexists(data_dir / LOG_NAME):  # anything else there is refused by verify
         raise Refused(
             f"no event log at {data_dir / LOG_NAME}; pass the --data-dir a bus or smoke run used",
             code="no-event-log",

@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 from factory.errors import ExitCode, FactoryError, UsageError, exit_code_for
 
 _SEEN = "_factory_seen_options"
+_HELP = "_factory_print_help"
 
 
 class _Once(argparse.Action):
@@ -83,6 +84,9 @@ class StrictParser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
         super().__init__(*args, **kwargs)
+        # The innermost parser that matched overwrites this default, so a command group
+        # given without its subcommand (`factory bus`) prints its own help, not the top's.
+        self.set_defaults(**{_HELP: self.print_help})
 
     def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:
         if args and str(args[0]).startswith("-"):
@@ -164,7 +168,8 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
         args = parser.parse_args(list(argv))
         handler: Handler | None = getattr(args, "handler", None)
         if handler is None:
-            parser.print_help(sys.stderr)
+            print_help: Callable[..., None] = getattr(args, _HELP, parser.print_help)
+            print_help(sys.stderr)
             return int(ExitCode.USAGE)
         return int(handler(args))
     except FactoryError as exc:

@@ -15,7 +15,8 @@ session, then verify the event log with evidence claimed.
 Writes a factory.smoke-report/1 to --out and prints exactly the same bytes. No code is
 executed: the artifact is only hashed. Refused with exit 2, touching nothing: an existing
 --out, an --out inside --data-dir, a missing or non-regular --artifact, an existing
---data-dir. Exit 4 when the evidence gate fails or the log is corrupt.
+--data-dir, a missing folder for --data-dir or --out, an argument that is not UTF-8.
+Exit 4 when the evidence gate fails or the log is corrupt.
 
 Diagnostics for benchmarks: FACTORY_SMOKE_TRANSPORT=prespawned|sdk-stdio (how the server
 is spawned and wired to the SDK ClientSession) and FACTORY_SMOKE_BACKEND=asyncio|trio.

@@ -70,6 +70,7 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
     os.symlink(REPO / "README.md", tmp / "link.md")
     os.mkfifo(tmp / "fifo")
     os.symlink(tmp / "taken", tmp / "alias")
+    (tmp / "a\udcff.md").write_bytes(b"an artifact whose name is not UTF-8")
     readme = str(REPO / "README.md")
     return {
         "existing report": (
@@ -104,6 +105,14 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
             ["--data-dir", "taken", "--artifact", readme, "--out", "r.json"],
             "data-dir-exists",
         ),
+        "data dir folder missing": (
+            ["--data-dir", "no/such/d", "--artifact", readme, "--out", "r.json"],
+            "data-dir-parent-missing",
+        ),
+        "data dir folder is a file": (
+            ["--data-dir", "existing.json/d", "--artifact", readme, "--out", "r.json"],
+            "data-dir-parent-missing",
+        ),
         "report folder missing": (
             ["--data-dir", "d", "--artifact", readme, "--out", "no/such/r.json"],
             "report-folder-missing",
@@ -115,6 +124,32 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "blank task": (
             ["--data-dir", "d", "--artifact", readme, "--out", "r.json", "--task", " "],
             "bad-task",
+        ),
+        # 16,384 characters but 64 KiB as JSON: its message line would not fit the log.
+        "task too large in bytes": (
+            [
+                "--data-dir",
+                "d",
+                "--artifact",
+                readme,
+                "--out",
+                "r.json",
+                "--task",
+                "\U0001f600" * 16_384,
+            ],
+            "bad-task",
+        ),
+        "task not UTF-8": (
+            ["--data-dir", "d", "--artifact", readme, "--out", "r.json", "--task", "bad\udcffbyte"],
+            "not-utf8",
+        ),
+        "artifact name not UTF-8": (
+            ["--data-dir", "d", "--artifact", "a\udcff.md", "--out", "r.json"],
+            "not-utf8",
+        ),
+        "report inside the data dir through ..": (
+            ["--data-dir", "folder/../d", "--artifact", readme, "--out", "d/../d/r.json"],
+            "report-inside-data-dir",
         ),
         "unknown flag": (
             ["--data-dir", "d", "--artifact", readme, "--out", "r.json", "--fast"],
@@ -136,9 +171,15 @@ CASES = [
     "artifact is a symlink",
     "artifact is a FIFO",
     "existing data dir",
+    "data dir folder missing",
+    "data dir folder is a file",
     "report folder missing",
     "report folder is a file",
     "blank task",
+    "task too large in bytes",
+    "task not UTF-8",
+    "artifact name not UTF-8",
+    "report inside the data dir through ..",
     "unknown flag",
     "duplicate flag",
 ]
@@ -214,7 +255,7 @@ def test_losing_the_claim_after_reserving_leaves_a_terminal_record(
     report = json.loads(data)
     assert data == (tmp_path / "r.json").read_bytes()
     assert report["status"] == "refused" and report["ok"] is False
-    assert report["evidenceLog"] is None and report["error"]["code"] == "output-exists"
+    assert report["evidenceLog"] is None and report["error"]["code"] == "data-dir-exists"
     assert list((tmp_path / "d").iterdir()) == []  # nothing written into the winner's dir
 
 
@@ -223,9 +264,10 @@ def test_npm_script_runs_the_same_command(tmp_path: Path) -> None:
     out = tmp_path / "npm-report.json"
     proc = subprocess.run(
         [
+            # Exactly as documented: no --silent; the repo's .npmrc keeps npm's banner off
+            # stdout so it still equals the persisted report.
             "npm",
             "run",
-            "--silent",
             "factory:smoke",
             "--",
             "--data-dir",
