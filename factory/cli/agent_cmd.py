@@ -134,19 +134,43 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
     return result
 
 
+def rehearsal_report(session: Any) -> Any:
+    """The rehearsal log (``factory.rehearsal-log/1``: every request the scripted model
+    served, SPEC P-5) as a route report, with ``rehearsal-scenario-unconsumed`` as its
+    problem when the CLIs did not follow the script exactly."""
+    from factory.agent.evidence import JSON
+    from factory.agent.run import RouteReport
+    from factory.rehearsal import RehearsalIncomplete
+
+    problem = None
+    problems = session.problems()
+    if problems:
+        # The details (which may quote request paths) stay in the evidence, not the receipt.
+        problem = (
+            RehearsalIncomplete.default_code,
+            f"the CLIs did not follow the rehearsal scenario ({len(problems)} problem(s)); "
+            "see the rehearsal-log evidence",
+        )
+    return RouteReport(
+        role="rehearsal-log", data=session.evidence().canonical(), media_type=JSON,
+        problem=problem,
+    )
+
+
 @contextlib.asynccontextmanager
-async def _route(scenario: Any, near: Path) -> AsyncIterator[Any]:
+async def _route(scenario: Any, near: Path) -> AsyncIterator[tuple[Any, Any]]:
+    """The route and its report hook (``None`` on the subscription route)."""
     from factory.provider_api import SubscriptionRoute
 
     if scenario is None:
-        yield SubscriptionRoute()
+        yield SubscriptionRoute(), None
         return
     from factory import rehearsal
 
     root = Path(tempfile.mkdtemp(prefix="factory-rehearsal-", dir=os.fspath(near.parent)))
     try:
         async with rehearsal.open_rehearsal(scenario, root) as session:
-            yield session.route
+            yield session.route, lambda: rehearsal_report(session)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -179,8 +203,11 @@ async def _main(
         for task in tasks:
             nursery.start_soon(task)
         with run_scope:
-            async with _route(scenario, evidence) as route:
-                deps = AgentDeps(agent=agent, reviewer=reviewer, route=route, observer=observer)
+            async with _route(scenario, evidence) as (route, report):
+                deps = AgentDeps(
+                    agent=agent, reviewer=reviewer, route=route, observer=observer,
+                    route_report=report,
+                )
                 outcome = await run_agent(request, deps)
         nursery.cancel_scope.cancel()
     if outcome is None:
