@@ -41,7 +41,13 @@ from factory import __version__
 from factory.agent import evidence as ev
 from factory.agent.admission import Admitted, AgentRequest, admit
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
-from factory.agent.faults import AgentFailure, failure_code, interrupted, typed_error
+from factory.agent.faults import (
+    AgentFailure,
+    failure_code,
+    interrupted,
+    typed_error,
+    without_paths,
+)
 from factory.agent.identity import candidate_body
 from factory.agent.observer import NullObserver, Outcome, RunObserver, Stage, safely
 from factory.agent.prompts import repair_prompt, review_prompt, worker_prompt
@@ -561,7 +567,7 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
             return run.finish(
                 "failed",
                 int(ExitCode.FAILURE),
-                ErrorRecord(code=typed.code, message=typed.message),
+                ErrorRecord(code=typed.code, message=without_paths(typed.message)),
             )
         run.finish(
             "failed",
