@@ -13,7 +13,9 @@
 * ``receipt-folder-missing`` / ``evidence-folder-missing`` — the parent folder is missing;
 * ``no-base-commit`` — HEAD is unborn;
 * ``worktree-not-clean`` — staged, unstaged (mode-only included) or untracked non-ignored
-  change in ``git status --porcelain=v2 -z --untracked-files=all``.
+  change in ``git status --porcelain=v2 -z --untracked-files=all``;
+* ``worktree-hides-changes`` — an index entry is assume-unchanged or skip-worktree (sparse
+  checkout): git status would not show its changes, nor would the candidate bind them.
 """
 
 from __future__ import annotations
@@ -24,7 +26,14 @@ from pathlib import Path
 
 from factory.errors import Refused
 from factory.fsio import physically_inside
-from factory.gitio.worktree import Worktree, commit_tree, head_commit, locate, status_bytes
+from factory.gitio.worktree import (
+    Worktree,
+    commit_tree,
+    head_commit,
+    hidden_entries,
+    locate,
+    status_bytes,
+)
 
 TIMEOUT_MIN_MS = 1_000
 TIMEOUT_MAX_MS = 1_800_000
@@ -116,5 +125,12 @@ def admit(request: AgentRequest) -> Admitted:
             "the worktree has staged, unstaged or untracked changes; commit or remove them "
             "(git status shows them) and retry",
             code="worktree-not-clean",
+        )
+    if hidden_entries(wt):
+        raise AdmissionRefused(
+            "the worktree's index marks files assume-unchanged or skip-worktree, which hides "
+            "their changes from git status and the candidate; clear those bits "
+            "(git update-index --no-assume-unchanged / --no-skip-worktree) and retry",
+            code="worktree-hides-changes",
         )
     return Admitted(request, wt, receipt, evidence, base, commit_tree(wt, base))

@@ -23,11 +23,18 @@ from pathlib import Path
 
 from factory.errors import Failure
 from factory.gitio.run import run_git
-from factory.gitio.worktree import Worktree, candidate_tree, status_bytes
+from factory.gitio.worktree import Worktree, candidate_tree, hidden_entries, status_bytes
 
 CHUNK = 1 << 20
 _REGULAR_MODES = frozenset({"100644", "100755"})
 _DIFF_FLAGS = ("-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--full-index")
+
+
+class IndexHidesChanges(Failure):
+    """The index marks entries assume-unchanged or skip-worktree (exit 4): their changes
+    would be in the worktree but not in the status, candidate tree or patch."""
+
+    default_code = "index-hides-changes"
 
 
 class UnsupportedChangedPath(Failure):
@@ -141,9 +148,15 @@ def derive(wt: Worktree, base_commit: str, base_tree: str) -> DerivedCandidate:
     """Derive the candidate of ``wt`` against ``base_commit`` (SPEC A-4).
 
     Raises:
+        IndexHidesChanges: an index entry is assume-unchanged or skip-worktree.
         UnsupportedChangedPath: see the module docstring.
         GitFailure: a git query failed.
     """
+    if hidden_entries(wt):
+        raise IndexHidesChanges(
+            "the index marks files assume-unchanged or skip-worktree, so their changes "
+            "cannot be bound; clear those bits and rerun on a clean worktree"
+        )
     status = status_bytes(wt)
     cand = candidate_tree(wt, base_commit)
     files = changed_files(wt, base_tree, cand)
