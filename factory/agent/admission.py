@@ -14,13 +14,17 @@
 * ``no-base-commit`` — HEAD is unborn;
 * ``worktree-not-clean`` — staged, unstaged (mode-only included) or untracked non-ignored
   change in ``git status --porcelain=v2 -z --untracked-files=all``;
+* ``worktree-busy`` — another run holds the worktree (:func:`hold_worktree`);
 * ``worktree-hides-changes`` — an index entry is assume-unchanged or skip-worktree (sparse
   checkout): git status would not show its changes, nor would the candidate bind them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -134,3 +138,28 @@ def admit(request: AgentRequest) -> Admitted:
             code="worktree-hides-changes",
         )
     return Admitted(request, wt, receipt, evidence, base, commit_tree(wt, base))
+
+
+@contextlib.contextmanager
+def hold_worktree(wt: Worktree) -> Iterator[None]:
+    """Hold the worktree for one run: an advisory ``flock`` on its own git directory.
+
+    Two runs admitted at once would each bind the other's edits as their candidate. The
+    lock changes no byte (no lock file: the git control files stay as they were), is
+    released when the run ends, and by the kernel if the process dies.
+
+    Raises:
+        AdmissionRefused: ``worktree-busy`` (exit 2) when another run holds it.
+    """
+    fd = os.open(wt.git_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AdmissionRefused(
+                "another factory agent run is using this worktree; wait for it to end",
+                code="worktree-busy",
+            ) from None
+        yield
+    finally:
+        os.close(fd)

@@ -39,7 +39,7 @@ import trio
 
 from factory import __version__
 from factory.agent import evidence as ev
-from factory.agent.admission import Admitted, AgentRequest, admit
+from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
 from factory.agent.faults import (
     AgentFailure,
@@ -545,7 +545,14 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
     """
     observer = deps.observer
     safely(partial(observer.stage, "validating", remaining_invocations=4))
-    admitted = await trio.to_thread.run_sync(admit, request)
+    first = await trio.to_thread.run_sync(admit, request)
+    with hold_worktree(first.worktree):
+        # Admitted again under the lock: a run that ended meanwhile may have left changes.
+        admitted = await trio.to_thread.run_sync(admit, request)
+        return await _admitted_run(admitted, deps)
+
+
+async def _admitted_run(admitted: Admitted, deps: AgentDeps) -> RunOutcome:
     run = _Run(admitted, deps)
     reserve(admitted.receipt, receipt_bytes(run.receipt("running", None, None)))
     try:
