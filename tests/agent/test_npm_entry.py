@@ -73,3 +73,45 @@ def test_npm_runs_the_rehearsal_cycle_and_passes_exit_3_through(
     r = json.loads(proc.stdout)
     assert r["status"] == "rejected" and r["route"] == "rehearsal"
     assert b'"schema":"factory.agent-progress/1"' in proc.stderr  # --progress jsonl arrived
+
+
+@pytest.mark.realcli
+def test_a_signal_to_npm_alone_interrupts_the_run(layout: Layout, tmp_path: Path) -> None:
+    # A supervisor signals the npm process, not its group. npm forwards the signal to its
+    # script's shell; without 'exec' in the script the shell swallowed it, npm died with
+    # SIGINT and the run went on to complete unobserved (observed before the fix).
+    import os
+    import signal
+    import time
+
+    import psutil
+
+    path = scenario(
+        tmp_path,
+        worker("greeting.py", GREET),
+        reviewer("APPROVE", "sleep 56"),
+    )
+    proc = subprocess.Popen(
+        ["npm", "run", "factory:agent", "--", "--worktree", str(layout.wt), "--out",
+         str(layout.receipt), "--task", "t", "--rehearsal", str(path)],
+        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )
+
+    def sleeping() -> bool:
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            try:
+                if "sleep 56" in " ".join(child.cmdline()):
+                    return True
+            except psutil.Error:
+                pass
+        return False
+
+    deadline = time.monotonic() + 60
+    while not sleeping():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-2000:]
+    assert out == layout.receipt.read_bytes()
+    assert json.loads(out)["status"] == "interrupted"
