@@ -186,6 +186,7 @@ async def _main(
 ) -> tuple[int, bytes]:
     import trio
 
+    from factory.agent.faults import interrupted, typed_error
     from factory.agent.run import AgentDeps, run_agent
     from factory.errors import ExitCode
 
@@ -198,18 +199,26 @@ async def _main(
             async for _ in signals:
                 run_scope.cancel()
 
-    async with trio.open_nursery() as nursery:
-        await nursery.start(watch_signals)
-        for task in tasks:
-            nursery.start_soon(task)
-        with run_scope:
-            async with _route(scenario, evidence) as (route, report):
-                deps = AgentDeps(
-                    agent=agent, reviewer=reviewer, route=route, observer=observer,
-                    route_report=report,
-                )
-                outcome = await run_agent(request, deps)
-        nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(watch_signals)
+            for task in tasks:
+                nursery.start_soon(task)
+            with run_scope:
+                async with _route(scenario, evidence) as (route, report):
+                    deps = AgentDeps(
+                        agent=agent, reviewer=reviewer, route=route, observer=observer,
+                        route_report=report,
+                    )
+                    outcome = await run_agent(request, deps)
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # A refusal raised inside run_agent (e.g. worktree-busy) arrives wrapped by the
+        # nursery; unwrapped, it keeps its own exit code (2) instead of an internal error.
+        typed = None if interrupted(group) else typed_error(group)
+        if typed is None:
+            raise
+        raise typed from None
     if outcome is None:
         # Interrupted: run_agent wrote the terminal 'interrupted' receipt before unwinding.
         receipt = Path(os.path.abspath(request.receipt))

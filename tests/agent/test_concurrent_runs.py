@@ -76,3 +76,37 @@ async def test_twin_runs_one_after_the_other_are_both_admitted(layout: Layout) -
     )
     outcome = await run_agent(request(layout, receipt=layout.out / "second.json"), deps)
     assert outcome.exit_code == 0
+
+
+def test_the_cli_refuses_a_busy_worktree_with_exit_2(layout: Layout, tmp_path: Path) -> None:
+    """Through the real CLI: the refusal raised inside the run's nursery keeps exit 2
+    (observed before the fix: an ExceptionGroup, exit 1, 'internal error')."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.agent.test_cli import FAKE, agent_args
+    from tests.support.cli import run_factory
+
+    marker = tmp_path / "holding"
+    first = subprocess.Popen(
+        [sys.executable, str(FAKE), "hold", str(marker), "--", *agent_args(layout)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert time.monotonic() < deadline and first.poll() is None
+            time.sleep(0.05)
+        second = layout.out / "second.json"
+        proc = run_factory(
+            ["agent", "--worktree", str(layout.wt), "--task", "t", "--out", str(second)]
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert b"factory: worktree-busy:" in proc.stderr and proc.stdout == b""
+        assert not os.path.lexists(second) and not os.path.lexists(f"{second}.evidence")
+    finally:
+        first.send_signal(signal.SIGINT)
+        first.communicate(timeout=60)
+    assert first.returncode == 130
