@@ -109,14 +109,18 @@ Handler = Callable[[argparse.Namespace], int]
 
 def emit_stdout(data: bytes) -> None:
     """Write the command's final machine output to stdout, exactly these bytes."""
+    if sys.stdout is None:
+        return  # the caller closed fd 1: nowhere to write; the command's files stand
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
 
 
 def say(message: str) -> None:
-    """One diagnostic line on stderr."""
-    print(message, file=sys.stderr, flush=True)
+    """One diagnostic line on stderr (dropped when the caller closed fd 2: ``print`` would
+    otherwise fall back to stdout, which carries only the final output)."""
+    if sys.stderr is not None:
+        print(message, file=sys.stderr, flush=True)
 
 
 def default_state_dir() -> Path:
@@ -164,7 +168,8 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
         args = parser.parse_args(list(argv))
         handler: Handler | None = getattr(args, "handler", None)
         if handler is None:
-            parser.print_help(sys.stderr)
+            if sys.stderr is not None:  # print_help(None) would write to stdout
+                parser.print_help(sys.stderr)
             return int(ExitCode.USAGE)
         return int(handler(args))
     except FactoryError as exc:
