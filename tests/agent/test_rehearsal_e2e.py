@@ -8,6 +8,7 @@ build this module is skipped as a whole (it is a wiring test, not a stand-in).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,14 @@ def agent(layout: Layout, scenario_path: Path) -> tuple[int, dict[str, object]]:
         timeout=600,
     )
     assert proc.stdout == layout.receipt.read_bytes(), proc.stderr[-2000:]
+    # A-9 with the real CLIs: no task text, path or provider output reaches progress.
+    leaks = (b"add greet() with a test", os.fsencode(layout.wt), os.fsencode(layout.out))
+    for secret in (*leaks, b"Wrote ", b"scripted"):
+        assert secret not in proc.stderr, secret
+    assert proc.stderr and all(
+        json.loads(line)["schema"] == "factory.agent-progress/1"
+        for line in proc.stderr.splitlines()
+    )
     return proc.returncode, json.loads(proc.stdout)
 
 
