@@ -13,18 +13,31 @@
 * ``receipt-folder-missing`` / ``evidence-folder-missing`` — the parent folder is missing;
 * ``no-base-commit`` — HEAD is unborn;
 * ``worktree-not-clean`` — staged, unstaged (mode-only included) or untracked non-ignored
-  change in ``git status --porcelain=v2 -z --untracked-files=all``.
+  change in ``git status --porcelain=v2 -z --untracked-files=all``;
+* ``worktree-busy`` — another run holds the worktree (:func:`hold_worktree`);
+* ``worktree-hides-changes`` — an index entry is assume-unchanged or skip-worktree (sparse
+  checkout): git status would not show its changes, nor would the candidate bind them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from factory.errors import Refused
 from factory.fsio import physically_inside
-from factory.gitio.worktree import Worktree, commit_tree, head_commit, locate, status_bytes
+from factory.gitio.worktree import (
+    Worktree,
+    commit_tree,
+    head_commit,
+    hidden_entries,
+    locate,
+    status_bytes,
+)
 
 TIMEOUT_MIN_MS = 1_000
 TIMEOUT_MAX_MS = 1_800_000
@@ -117,4 +130,36 @@ def admit(request: AgentRequest) -> Admitted:
             "(git status shows them) and retry",
             code="worktree-not-clean",
         )
+    if hidden_entries(wt):
+        raise AdmissionRefused(
+            "the worktree's index marks files assume-unchanged or skip-worktree, which hides "
+            "their changes from git status and the candidate; clear those bits "
+            "(git update-index --no-assume-unchanged / --no-skip-worktree) and retry",
+            code="worktree-hides-changes",
+        )
     return Admitted(request, wt, receipt, evidence, base, commit_tree(wt, base))
+
+
+@contextlib.contextmanager
+def hold_worktree(wt: Worktree) -> Iterator[None]:
+    """Hold the worktree for one run: an advisory ``flock`` on its own git directory.
+
+    Two runs admitted at once would each bind the other's edits as their candidate. The
+    lock changes no byte (no lock file: the git control files stay as they were), is
+    released when the run ends, and by the kernel if the process dies.
+
+    Raises:
+        AdmissionRefused: ``worktree-busy`` (exit 2) when another run holds it.
+    """
+    fd = os.open(wt.git_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise AdmissionRefused(
+                "another factory agent run is using this worktree; wait for it to end",
+                code="worktree-busy",
+            ) from None
+        yield
+    finally:
+        os.close(fd)

@@ -7,6 +7,8 @@ cancellation or a typed failure in an exception group; the run must still tell
 
 from __future__ import annotations
 
+import re
+
 import trio
 
 from factory.errors import FactoryError, Failure
@@ -45,3 +47,15 @@ def failure_code(exc: BaseException) -> str:
         return "interrupted"
     typed = typed_error(exc)
     return typed.code if typed is not None else "internal"
+
+
+# An absolute path token: a "/" that does not continue a word, a number, a scheme ("://")
+# or another path, up to whitespace or quoting punctuation.
+_ABS_PATH = re.compile(r"(?<![\w.:/~-])/[^\s'\"`(),;]+")
+
+
+def without_paths(message: str) -> str:
+    """``message`` with absolute paths replaced by ``<path>`` (SPEC A-8: a receipt's error
+    carries no paths). Provider messages name binaries and folders for the operator; the
+    receipt keeps the code and the rest of the sentence."""
+    return _ABS_PATH.sub("<path>", message)

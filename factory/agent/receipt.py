@@ -193,7 +193,9 @@ class AgentReceipt(StrictModel):
     ``exit_code`` (0 completed, 3 rejected, 4 failed, 130 interrupted, 1 internal) and a
     ``revision``. ``verdict`` is the authoritative verdict (the final reviewer's after a
     repair). ``worktree`` and ``evidence_dir`` are absolute paths, so ``factory receipt
-    verify`` can re-derive the candidate.
+    verify`` can re-derive the candidate. ``route_evidence`` is what the route itself
+    recorded (on the rehearsal route: the scripted model's log of every request it served,
+    ``factory.rehearsal-log/1``, SPEC P-5); absent on the subscription route.
     """
 
     schema_: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
@@ -213,7 +215,16 @@ class AgentReceipt(StrictModel):
     error: ErrorRecord | None
     residuals: list[str]
     timings: Timings
+    route_evidence: EvidenceRef | None = None
     revision: str | None = None
+
+    def to_json_value(self) -> dict[str, Any]:
+        """The JSON value; ``route_evidence`` is left out when absent, so receipts written
+        before the field existed keep their exact bytes and revision."""
+        value = super().to_json_value()
+        if value.get("route_evidence") is None:
+            value.pop("route_evidence", None)
+        return value
 
     def body_value(self) -> dict[str, Any]:
         """The JSON value the revision is computed over: everything but ``revision``."""

@@ -210,6 +210,8 @@ def _all_evidence(r: AgentReceipt) -> list[tuple[str, EvidenceRef]]:
             for ref in (c.status_evidence, c.patch_evidence):
                 role = ref.role if ref.role.startswith(label) else f"{label} {ref.role}"
                 refs.append((role, ref))
+    if r.route_evidence is not None:
+        refs.append((r.route_evidence.role, r.route_evidence))
     return refs
 
 

@@ -39,9 +39,15 @@ import trio
 
 from factory import __version__
 from factory.agent import evidence as ev
-from factory.agent.admission import Admitted, AgentRequest, admit
+from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
-from factory.agent.faults import AgentFailure, failure_code, interrupted, typed_error
+from factory.agent.faults import (
+    AgentFailure,
+    failure_code,
+    interrupted,
+    typed_error,
+    without_paths,
+)
 from factory.agent.identity import candidate_body
 from factory.agent.observer import NullObserver, Outcome, RunObserver, Stage, safely
 from factory.agent.prompts import repair_prompt, review_prompt, worker_prompt
@@ -76,15 +82,41 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+@dataclass(frozen=True, slots=True)
+class RouteReport:
+    """What the route itself recorded during the run, to be stored as evidence.
+
+    Attributes:
+        role: the evidence role (kebab-case), e.g. ``rehearsal-log``.
+        data: the exact bytes to store (content-addressed, 0600, SPEC A-7).
+        media_type: e.g. ``application/json``.
+        problem: ``(code, one-line message without paths)`` when the route saw the run go
+            outside its contract (e.g. ``rehearsal-scenario-unconsumed``); a run that would
+            otherwise complete or be rejected then fails with this error (exit 4).
+    """
+
+    role: str
+    data: bytes
+    media_type: str
+    problem: tuple[str, str] | None = None
+
+
 @dataclass
 class AgentDeps:
-    """The run's effects. ``observer`` calls are always wrapped with ``safely``."""
+    """The run's effects. ``observer`` calls are always wrapped with ``safely``.
+
+    ``route_report``, when given, is called once while the terminal receipt is written
+    (the route is still open); its :class:`RouteReport` is stored as evidence and bound by
+    the receipt's ``route_evidence``. The CLI wires the rehearsal log here, so this core
+    never imports the rehearsal route.
+    """
 
     agent: AgentProfile
     reviewer: ReviewerProfile
     route: Route
     observer: RunObserver = field(default_factory=NullObserver)
     utc_now: Callable[[], str] = utc_now
+    route_report: Callable[[], RouteReport | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +182,9 @@ class _Run:
         self.entry_ref: str | None = None
         self.started_at = deps.utc_now()
         self.t0 = trio.current_time()
+        self.route_ref: EvidenceRef | None = None
+        self.route_problem: tuple[str, str] | None = None
+        self.route_reported = False
 
     # -- observation ---------------------------------------------------------------------
     def stage(
@@ -196,6 +231,7 @@ class _Run:
                 "verdict": self.verdict,
                 "error": error,
                 "residuals": list(DECLARED_RESIDUALS),
+                "route_evidence": self.route_ref,
                 "timings": Timings(
                     started_at=self.started_at,
                     ended_at=self.deps.utc_now() if terminal else None,
@@ -204,7 +240,31 @@ class _Run:
             }
         ).closed()
 
+    def report_route(self) -> None:
+        """Store the route's own record once (see :class:`RouteReport`); never raises."""
+        if self.route_reported or self.deps.route_report is None:
+            return
+        self.route_reported = True
+        try:
+            report = self.deps.route_report()
+            if report is not None:
+                self.route_problem = report.problem
+                self.route_ref = self.store.put(report.role, report.data, report.media_type)
+        except Exception:  # the terminal receipt must still be written
+            self.route_problem = self.route_problem or (
+                "route-evidence-failed",
+                "the route's own record could not be stored as evidence; check the "
+                "evidence folder and rerun",
+            )
+
     def finish(self, status: Outcome, exit_code: int, error: ErrorRecord | None) -> RunOutcome:
+        self.report_route()
+        if self.route_problem is not None and status in ("completed", "rejected"):
+            # A verdict reached outside the route's contract (e.g. a rehearsal whose script
+            # was not followed) is not a verdict: fail, never pass silently (exit 4).
+            code, message = self.route_problem
+            status, exit_code = "failed", int(ExitCode.FAILURE)
+            error = ErrorRecord(code=code, message=message)
         receipt = self.receipt(status, exit_code, error)
         data = receipt_bytes(receipt)
         atomic_replace(self.a.receipt, data)
@@ -485,7 +545,14 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
     """
     observer = deps.observer
     safely(partial(observer.stage, "validating", remaining_invocations=4))
-    admitted = await trio.to_thread.run_sync(admit, request)
+    first = await trio.to_thread.run_sync(admit, request)
+    with hold_worktree(first.worktree):
+        # Admitted again under the lock: a run that ended meanwhile may have left changes.
+        admitted = await trio.to_thread.run_sync(admit, request)
+        return await _admitted_run(admitted, deps)
+
+
+async def _admitted_run(admitted: Admitted, deps: AgentDeps) -> RunOutcome:
     run = _Run(admitted, deps)
     reserve(admitted.receipt, receipt_bytes(run.receipt("running", None, None)))
     try:
@@ -507,7 +574,7 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
             return run.finish(
                 "failed",
                 int(ExitCode.FAILURE),
-                ErrorRecord(code=typed.code, message=typed.message),
+                ErrorRecord(code=typed.code, message=without_paths(typed.message)),
             )
         run.finish(
             "failed",

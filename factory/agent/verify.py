@@ -59,11 +59,13 @@ def load_receipt(path: Path) -> tuple[AgentReceipt, bytes]:
 
 
 def all_evidence(receipt: AgentReceipt) -> list[EvidenceRef]:
-    """Every evidence reference in a receipt, phases first, then candidates."""
+    """Every evidence reference in a receipt: phases, candidates, then the route's log."""
     refs = [ref for phase in receipt.phases for ref in phase.evidence]
     for cand in (receipt.candidate.initial, receipt.candidate.repaired):
         if cand is not None:
             refs += [cand.status_evidence, cand.patch_evidence]
+    if receipt.route_evidence is not None:
+        refs.append(receipt.route_evidence)
     return refs
 
 

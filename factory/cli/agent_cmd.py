@@ -134,19 +134,43 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
     return result
 
 
+def rehearsal_report(session: Any) -> Any:
+    """The rehearsal log (``factory.rehearsal-log/1``: every request the scripted model
+    served, SPEC P-5) as a route report, with ``rehearsal-scenario-unconsumed`` as its
+    problem when the CLIs did not follow the script exactly."""
+    from factory.agent.evidence import JSON
+    from factory.agent.run import RouteReport
+    from factory.rehearsal import RehearsalIncomplete
+
+    problem = None
+    problems = session.problems()
+    if problems:
+        # The details (which may quote request paths) stay in the evidence, not the receipt.
+        problem = (
+            RehearsalIncomplete.default_code,
+            f"the CLIs did not follow the rehearsal scenario ({len(problems)} problem(s)); "
+            "see the rehearsal-log evidence",
+        )
+    return RouteReport(
+        role="rehearsal-log", data=session.evidence().canonical(), media_type=JSON,
+        problem=problem,
+    )
+
+
 @contextlib.asynccontextmanager
-async def _route(scenario: Any, near: Path) -> AsyncIterator[Any]:
+async def _route(scenario: Any, near: Path) -> AsyncIterator[tuple[Any, Any]]:
+    """The route and its report hook (``None`` on the subscription route)."""
     from factory.provider_api import SubscriptionRoute
 
     if scenario is None:
-        yield SubscriptionRoute()
+        yield SubscriptionRoute(), None
         return
     from factory import rehearsal
 
     root = Path(tempfile.mkdtemp(prefix="factory-rehearsal-", dir=os.fspath(near.parent)))
     try:
         async with rehearsal.open_rehearsal(scenario, root) as session:
-            yield session.route
+            yield session.route, lambda: rehearsal_report(session)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
@@ -162,6 +186,7 @@ async def _main(
 ) -> tuple[int, bytes]:
     import trio
 
+    from factory.agent.faults import interrupted, typed_error
     from factory.agent.run import AgentDeps, run_agent
     from factory.errors import ExitCode
 
@@ -174,15 +199,26 @@ async def _main(
             async for _ in signals:
                 run_scope.cancel()
 
-    async with trio.open_nursery() as nursery:
-        await nursery.start(watch_signals)
-        for task in tasks:
-            nursery.start_soon(task)
-        with run_scope:
-            async with _route(scenario, evidence) as route:
-                deps = AgentDeps(agent=agent, reviewer=reviewer, route=route, observer=observer)
-                outcome = await run_agent(request, deps)
-        nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(watch_signals)
+            for task in tasks:
+                nursery.start_soon(task)
+            with run_scope:
+                async with _route(scenario, evidence) as (route, report):
+                    deps = AgentDeps(
+                        agent=agent, reviewer=reviewer, route=route, observer=observer,
+                        route_report=report,
+                    )
+                    outcome = await run_agent(request, deps)
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        # A refusal raised inside run_agent (e.g. worktree-busy) arrives wrapped by the
+        # nursery; unwrapped, it keeps its own exit code (2) instead of an internal error.
+        typed = None if interrupted(group) else typed_error(group)
+        if typed is None:
+            raise
+        raise typed from None
     if outcome is None:
         # Interrupted: run_agent wrote the terminal 'interrupted' receipt before unwinding.
         receipt = Path(os.path.abspath(request.receipt))

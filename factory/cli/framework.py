@@ -113,14 +113,18 @@ Handler = Callable[[argparse.Namespace], int]
 
 def emit_stdout(data: bytes) -> None:
     """Write the command's final machine output to stdout, exactly these bytes."""
+    if sys.stdout is None:
+        return  # the caller closed fd 1: nowhere to write; the command's files stand
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
 
 
 def say(message: str) -> None:
-    """One diagnostic line on stderr."""
-    print(message, file=sys.stderr, flush=True)
+    """One diagnostic line on stderr (dropped when the caller closed fd 2: ``print`` would
+    otherwise fall back to stdout, which carries only the final output)."""
+    if sys.stderr is not None:
+        print(message, file=sys.stderr, flush=True)
 
 
 def default_state_dir() -> Path:
@@ -169,7 +173,8 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
         handler: Handler | None = getattr(args, "handler", None)
         if handler is None:
             print_help: Callable[..., None] = getattr(args, _HELP, parser.print_help)
-            print_help(sys.stderr)
+            if sys.stderr is not None:  # print_help(None) would write to stdout
+                print_help(sys.stderr)
             return int(ExitCode.USAGE)
         return int(handler(args))
     except FactoryError as exc:

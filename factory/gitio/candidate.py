@@ -9,8 +9,9 @@ through a temporary index). It is described by:
   therefore includes new untracked files — unlike a ``git diff HEAD`` patch;
 * for each changed or deleted path: state, git mode, size and SHA-256 of the worktree file.
 
-A changed path that is a symlink, a submodule/gitlink, sits below a symlinked folder, is not
-a regular file, or whose name is not UTF-8 is refused as ``unsupported-changed-path``.
+A changed path that is a symlink, a submodule/gitlink (also a submodule whose own files
+changed: that content is in no superproject tree or patch), sits below a symlinked folder,
+is not a regular file, or whose name is not UTF-8 is refused as ``unsupported-changed-path``.
 """
 
 from __future__ import annotations
@@ -23,11 +24,18 @@ from pathlib import Path
 
 from factory.errors import Failure
 from factory.gitio.run import run_git
-from factory.gitio.worktree import Worktree, candidate_tree, status_bytes
+from factory.gitio.worktree import Worktree, candidate_tree, hidden_entries, status_bytes
 
 CHUNK = 1 << 20
 _REGULAR_MODES = frozenset({"100644", "100755"})
 _DIFF_FLAGS = ("-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--full-index")
+
+
+class IndexHidesChanges(Failure):
+    """The index marks entries assume-unchanged or skip-worktree (exit 4): their changes
+    would be in the worktree but not in the status, candidate tree or patch."""
+
+    default_code = "index-hides-changes"
 
 
 class UnsupportedChangedPath(Failure):
@@ -137,14 +145,43 @@ def binary_patch(wt: Worktree, base_tree: str, cand_tree: str) -> bytes:
     )
 
 
+def submodule_changed(status: bytes) -> bool:
+    """Whether ``status --porcelain=v2 -z`` reports a submodule with changes.
+
+    The ``<sub>`` field of changed (``1``), renamed (``2``, followed by one more record,
+    the original path) and unmerged (``u``) entries is ``S<c><m><u>`` for a submodule. A
+    submodule's own edits are not in the superproject's tree or patch, so they cannot be
+    bound.
+    """
+    records = status.split(b"\0")
+    i = 0
+    while i < len(records):
+        rec = records[i]
+        kind = rec[:2]
+        if kind in (b"1 ", b"2 ", b"u "):
+            fields = rec.split(b" ", 3)
+            if len(fields) > 2 and fields[2].startswith(b"S"):
+                return True
+        i += 2 if kind == b"2 " else 1
+    return False
+
+
 def derive(wt: Worktree, base_commit: str, base_tree: str) -> DerivedCandidate:
     """Derive the candidate of ``wt`` against ``base_commit`` (SPEC A-4).
 
     Raises:
+        IndexHidesChanges: an index entry is assume-unchanged or skip-worktree.
         UnsupportedChangedPath: see the module docstring.
         GitFailure: a git query failed.
     """
+    if hidden_entries(wt):
+        raise IndexHidesChanges(
+            "the index marks files assume-unchanged or skip-worktree, so their changes "
+            "cannot be bound; clear those bits and rerun on a clean worktree"
+        )
     status = status_bytes(wt)
+    if submodule_changed(status):
+        raise _unsupported("is a submodule with changes inside it")
     cand = candidate_tree(wt, base_commit)
     files = changed_files(wt, base_tree, cand)
     patch = binary_patch(wt, base_tree, cand) if files else b""

@@ -95,6 +95,17 @@ def status_bytes(wt: Worktree) -> bytes:
     return run_git(wt.root, STATUS_ARGS, what="git status")
 
 
+def hidden_entries(wt: Worktree) -> int:
+    """How many index entries carry the assume-unchanged or skip-worktree bit.
+
+    git status, ``git add -A`` (so the candidate tree) and the clean check all skip such
+    entries: a change to one would be in the worktree but in no status, tree or patch.
+    Tags per ``git ls-files -v``: lower case = assume-unchanged, ``S`` = skip-worktree.
+    """
+    out = run_git(wt.root, ["ls-files", "-v", "-z"], what="git ls-files -v")
+    return sum(1 for rec in out.split(b"\0") if rec and (rec[:1].islower() or rec[:1] == b"S"))
+
+
 def head_commit(wt: Worktree) -> str | None:
     """The commit HEAD points at, or ``None`` for an unborn branch."""
     code, out = try_git(wt.root, ["rev-parse", "--verify", "-q", "HEAD^{commit}"])

@@ -36,6 +36,15 @@ class SpawningAgent(FakeAgent):
         raise AssertionError("unreachable: the child sleeps until cancelled")
 
 
+class HoldingAgent(FakeAgent):
+    """A worker that has changed nothing yet (like a CLI still starting) and waits."""
+
+    async def run_agent(self, **kw: object) -> ProviderResult:  # type: ignore[override]
+        Path(sys.argv[2]).write_text("holding")
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
 class RouteDumpingAgent(FakeAgent):
     """Records what the run handed the profile (route, env it can see is the profile's job)."""
 
@@ -53,6 +62,7 @@ SCENARIOS = {
     ),
     "fail": lambda: (FakeAgent([Step()]), FakeReviewer([])),
     "spawn": lambda: (SpawningAgent([]), FakeReviewer([])),
+    "hold": lambda: (HoldingAgent([]), FakeReviewer([])),
 }
 
 if __name__ == "__main__":

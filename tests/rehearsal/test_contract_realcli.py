@@ -118,6 +118,28 @@ async def test_codex_reviewer_returns_a_verdict_file(tmp_path: Path, worktree: P
     assert json.loads(outputs["verdict"]) == json.loads(VERDICT)
     assert results[0] is None and "VALUE = 1" in (results[1] or "")
 
+async def test_codex_reviewer_runs_every_scripted_shell_call_before_the_verdict(
+    tmp_path: Path, worktree: Path
+) -> None:
+    # Reported: "with two reviewer shell calls only the first ran before the final message".
+    # The turn is the number of function_call items Codex sends back, so call k's output
+    # must arrive with the request for turn k+1; the sandbox-refused write must not end it.
+    _, results, _ = await _review(tmp_path, worktree, scenario({
+        "role": "reviewer",
+        "tool_calls": [
+            {"tool": "shell", "command": "echo first-call-ran"},
+            {"tool": "shell", "command": "echo blocked > reviewer-wrote.txt"},
+            {"tool": "shell", "command": "echo third-call-ran"},
+        ],
+        "final_message": VERDICT,
+    }))
+    assert len(results) == 4 and results[0] is None
+    assert "first-call-ran" in (results[1] or "")
+    assert "Read-only file system" in (results[2] or "")
+    assert "third-call-ran" in (results[3] or "")
+    assert not (worktree / "reviewer-wrote.txt").exists()
+
+
 
 WRITE_ATTEMPT = {
     "role": "reviewer",
