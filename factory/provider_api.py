@@ -113,7 +113,10 @@ class ProviderResult:
 class AgentProfile(Protocol):
     """A closed profile that edits a worktree (claude: worker and repair)."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The profile's name (``"claude"``)."""
+        ...
 
     async def run_agent(
         self, *, role: Role, worktree: Path, prompt: str, timeout_ms: int, route: Route
@@ -129,7 +132,10 @@ class AgentProfile(Protocol):
 class ReviewerProfile(Protocol):
     """A closed profile that judges a worktree read-only (codex: reviewer)."""
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The profile's name (``"codex"``)."""
+        ...
 
     async def run_reviewer(
         self, *, worktree: Path, prompt: str, timeout_ms: int, route: Route, scratch: Path

@@ -25,16 +25,17 @@ from typing import Any, Final
 import trio
 
 from factory.errors import ProviderFailure
-from factory.proc import MIB, ProcessFailure, RunSpec
+from factory.proc import MIB, ProcessFailure
 from factory.provider_api import ProviderResult, RehearsalRoute, Role, Route
 from providers.common import (
-    Effects,
+    ClosedProfile,
     caller_base,
     probe_version,
     process_failure_code,
     rehearsal_home,
     route_home,
     route_message,
+    run_within_deadline,
     shape,
     stderr_tail,
 )
@@ -193,23 +194,15 @@ def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] |
     return None
 
 
-class ClaudeProfile:
+class ClaudeProfile(ClosedProfile):
     """Closed ``claude`` profile (roles ``worker`` and ``repair``)."""
 
-    name: str = NAME
-
-    def __init__(self, effects: Effects | None = None) -> None:
-        self._fx = effects or Effects()
-
-    def resolve(self) -> Resolved:
-        """Locate the native binary (see :mod:`providers.resolve`)."""
-        return self._fx.resolve(NAME)
+    name = NAME
 
     async def auth_status(self, resolved: Resolved, env: Mapping[str, str]) -> dict[str, Any]:
         """``claude auth status`` as JSON (``loggedIn``, ``authMethod`` …); ``{}`` if unreadable."""
         try:
-            res = await self._fx.runner(RunSpec(argv=[str(resolved.path), "auth", "status"],
-                                                env=env, timeout_s=20.0, grace_s=1.0))
+            res = await self._probe(resolved, env, "auth", "status")
         except ProcessFailure:
             return {}
         try:
@@ -237,14 +230,11 @@ class ClaudeProfile:
                 raise ProviderFailure(
                     "claude has no subscription login here; run 'claude' and /login, then "
                     "'factory doctor'", code="provider-auth-required")
-        remaining = max(0.1, timeout_ms / 1000 - (trio.current_time() - started))
-        spec = RunSpec(argv=argv, env=env, timeout_s=remaining, cwd=worktree,
-                       stdin=prompt.encode("utf-8"), stdout_cap=STDOUT_CAP,
-                       grace_s=GRACE_S if self._fx.grace_s is None else self._fx.grace_s)
-        try:
-            res = await self._fx.runner(spec)
-        except ProcessFailure as exc:
-            raise self._from_process_failure(exc) from exc
+        res = await run_within_deadline(
+            self._fx, argv=argv, env=env, worktree=worktree, prompt=prompt, started=started,
+            timeout_ms=timeout_ms, stdout_cap=STDOUT_CAP, grace_s=GRACE_S,
+            on_failure=self._from_process_failure,
+        )
         problem = classify(parse_stream(res.stdout), res.exit_code, res.stderr)
         if problem is not None:
             raise ProviderFailure(route_message(route, *problem), code=problem[0])

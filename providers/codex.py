@@ -27,16 +27,17 @@ from pydantic import ValidationError
 
 from factory.errors import ProviderFailure
 from factory.models import StrictModel
-from factory.proc import MIB, ProcessFailure, RunSpec
+from factory.proc import MIB, ProcessFailure
 from factory.provider_api import ProviderResult, RehearsalRoute, Route, Verdict
 from providers.common import (
-    Effects,
+    ClosedProfile,
     caller_base,
     probe_version,
     process_failure_code,
     rehearsal_home,
     route_home,
     route_message,
+    run_within_deadline,
     shape,
     stderr_tail,
 )
@@ -234,23 +235,15 @@ def classify(events: Events, exit_code: int, stderr: bytes) -> tuple[str, str] |
     return "provider-failed", f"codex exited {exit_code}: {stderr_tail(stderr)}"
 
 
-class CodexProfile:
+class CodexProfile(ClosedProfile):
     """Closed ``codex`` profile (role ``reviewer``)."""
 
-    name: str = NAME
-
-    def __init__(self, effects: Effects | None = None) -> None:
-        self._fx = effects or Effects()
-
-    def resolve(self) -> Resolved:
-        """Locate the native binary (see :mod:`providers.resolve`)."""
-        return self._fx.resolve(NAME)
+    name = NAME
 
     async def login_status(self, resolved: Resolved, env: Mapping[str, str]) -> tuple[bool, str]:
         """``codex login status``: (logged in, its one-line message)."""
         try:
-            res = await self._fx.runner(RunSpec(argv=[str(resolved.path), "login", "status"],
-                                                env=env, timeout_s=20.0, grace_s=1.0))
+            res = await self._probe(resolved, env, "login", "status")
         except ProcessFailure as exc:
             return False, f"login status probe failed ({exc.code})"
         text = (res.stdout + b"\n" + res.stderr).decode("utf-8", "replace")
@@ -280,14 +273,11 @@ class CodexProfile:
         schema_file.write_text(json.dumps(VERDICT_SCHEMA, sort_keys=True))
         argv = build_argv(resolved.path, worktree=worktree, schema_file=schema_file,
                           verdict_file=verdict_file, route=route)
-        remaining = max(0.1, timeout_ms / 1000 - (trio.current_time() - started))
-        spec = RunSpec(argv=argv, env=env, timeout_s=remaining, cwd=worktree,
-                       stdin=prompt.encode("utf-8"), stdout_cap=STDOUT_CAP,
-                       grace_s=GRACE_S if self._fx.grace_s is None else self._fx.grace_s)
-        try:
-            res = await self._fx.runner(spec)
-        except ProcessFailure as exc:
-            raise self._from_process_failure(exc) from exc
+        res = await run_within_deadline(
+            self._fx, argv=argv, env=env, worktree=worktree, prompt=prompt, started=started,
+            timeout_ms=timeout_ms, stdout_cap=STDOUT_CAP, grace_s=GRACE_S,
+            on_failure=self._from_process_failure,
+        )
         problem = classify(parse_events(res.stdout), res.exit_code, res.stderr)
         if problem is not None:
             raise ProviderFailure(route_message(route, *problem), code=problem[0])

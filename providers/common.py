@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+import trio
+
 from factory.errors import ProviderFailure
 from factory.proc import BASE_ALLOW, ProcessFailure, RunResult, RunSpec, pick, run
 from factory.provider_api import RehearsalRoute, Route
@@ -148,3 +150,59 @@ def route_message(route: Route, code: str, message: str) -> str:
                                                        "provider-network"):
         return f"rehearsal model server at {route.base_url}: {message.split('; ')[0]}"
     return message
+
+
+async def run_within_deadline(
+    fx: Effects,
+    *,
+    argv: list[str],
+    env: Mapping[str, str],
+    worktree: Path,
+    prompt: str,
+    started: float,
+    timeout_ms: int,
+    stdout_cap: int,
+    grace_s: float,
+    on_failure: Callable[[ProcessFailure], ProviderFailure],
+) -> RunResult:
+    """Run a profile's CLI with the prompt on stdin (then closed) under the time left of
+    ``timeout_ms`` since ``started`` (trio clock, s); the version and login probes already
+    spent part of it, so the whole invocation stays within its deadline (SPEC P-1).
+
+    Raises:
+        ProviderFailure: ``on_failure`` of the runner's typed failure, after the tree is gone.
+    """
+    remaining = max(0.1, timeout_ms / 1000 - (trio.current_time() - started))
+    spec = RunSpec(argv=argv, env=env, timeout_s=remaining, cwd=worktree,
+                   stdin=prompt.encode("utf-8"), stdout_cap=stdout_cap,
+                   grace_s=grace_s if fx.grace_s is None else fx.grace_s)
+    try:
+        return await fx.runner(spec)
+    except ProcessFailure as exc:
+        raise on_failure(exc) from exc
+
+
+LOGIN_PROBE_TIMEOUT_S = 20.0
+
+
+class ClosedProfile:
+    """What both closed profiles share: injected effects, binary resolution, the login
+    probe's supervised run. Subclassed exactly twice (``claude``, ``codex``)."""
+
+    name: Literal["claude", "codex"]
+
+    def __init__(self, effects: Effects | None = None) -> None:
+        self._fx = effects or Effects()
+
+    def resolve(self) -> Resolved:
+        """Locate the native binary (see :mod:`providers.resolve`)."""
+        return self._fx.resolve(self.name)
+
+    async def _probe(self, resolved: Resolved, env: Mapping[str, str], *args: str) -> RunResult:
+        """Run ``<binary> ARGS`` (a login probe) under a short deadline.
+
+        Raises:
+            ProcessFailure: the probe could not run or finish.
+        """
+        return await self._fx.runner(RunSpec(argv=[str(resolved.path), *args], env=env,
+                                             timeout_s=LOGIN_PROBE_TIMEOUT_S, grace_s=1.0))
