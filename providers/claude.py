@@ -30,6 +30,7 @@ from factory.provider_api import ProviderResult, RehearsalRoute, Role, Route
 from providers.common import (
     ClosedProfile,
     caller_base,
+    json_lines,
     probe_version,
     process_failure_code,
     rehearsal_home,
@@ -126,17 +127,8 @@ def parse_stream(stdout: bytes) -> Stream:
     A truncated last line (cap or kill) is counted as garbage, not an error.
     """
     out = Stream()
-    for raw in stdout.splitlines():
-        if not raw.strip():
-            continue
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            out.garbage_lines += 1
-            continue
-        if not isinstance(event, dict):
-            out.garbage_lines += 1
-            continue
+    events, out.garbage_lines = json_lines(stdout)
+    for event in events:
         out.events += 1
         kind = str(event.get("type", ""))
         sub = str(event.get("subtype", ""))

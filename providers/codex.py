@@ -32,6 +32,7 @@ from factory.provider_api import ProviderResult, RehearsalRoute, Route, Verdict
 from providers.common import (
     ClosedProfile,
     caller_base,
+    json_lines,
     probe_version,
     process_failure_code,
     rehearsal_home,
@@ -137,17 +138,8 @@ class Events:
 def parse_events(stdout: bytes) -> Events:
     """Parse Codex JSONL; the first ``turn.completed``/``turn.failed`` is terminal."""
     out = Events()
-    for raw in stdout.splitlines():
-        if not raw.strip():
-            continue
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            out.garbage_lines += 1
-            continue
-        if not isinstance(event, dict):
-            out.garbage_lines += 1
-            continue
+    events, out.garbage_lines = json_lines(stdout)
+    for event in events:
         out.events += 1
         kind = event.get("type")
         if kind == "error":

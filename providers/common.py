@@ -10,11 +10,12 @@ throwaway key, private config homes) come only from the :class:`RehearsalRoute` 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import trio
 
@@ -206,3 +207,26 @@ class ClosedProfile:
         """
         return await self._fx.runner(RunSpec(argv=[str(resolved.path), *args], env=env,
                                              timeout_s=LOGIN_PROBE_TIMEOUT_S, grace_s=1.0))
+
+
+def json_lines(stdout: bytes) -> tuple[list[dict[str, Any]], int]:
+    """The JSON objects of a JSONL stream, and how many non-blank lines were not objects.
+
+    A truncated last line (output cap or kill) counts as garbage, never as an error: the
+    caller decides on the events it did get.
+    """
+    objects: list[dict[str, Any]] = []
+    garbage = 0
+    for raw in stdout.splitlines():
+        if not raw.strip():
+            continue
+        try:
+            event = json.loads(raw)
+        except ValueError:
+            garbage += 1
+            continue
+        if isinstance(event, dict):
+            objects.append(event)
+        else:
+            garbage += 1
+    return objects, garbage
