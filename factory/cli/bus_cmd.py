@@ -148,6 +148,11 @@ def run_verb(args: argparse.Namespace) -> int:
     is_error, payload = handle_call(log, args.verb, arguments, raise_failures=True)
     if is_error:
         say(f"factory: {payload['error']}: {payload['message']} (recorded as command.rejected)")
+        fields = payload.get("fields")
+        if isinstance(fields, list) and fields:
+            # "see fields" names MCP argument keys: a shell user needs the flags.
+            flag_of = {key: flag for flag, key, _kind in VERB_FLAGS[args.verb]}
+            say("factory: fields: " + ", ".join(flag_of.get(str(f), str(f)) for f in fields))
         return int(ExitCode.REJECTED)
     emit_stdout((json.dumps(payload, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
     return int(ExitCode.OK)

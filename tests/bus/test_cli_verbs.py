@@ -47,3 +47,17 @@ def test_a_data_dir_that_is_a_file_is_refused_with_exit_2(tmp_path: Path) -> Non
         proc = run_factory([*argv, "--data-dir", str(tmp_path / "file")], timeout=60)
         assert proc.returncode == ExitCode.USAGE and b"data-dir-unusable" in proc.stderr
     assert (tmp_path / "file").read_bytes() == b"x"
+
+
+def test_a_missing_argument_names_the_flags_to_give(tmp_path: Path) -> None:
+    # observed: "see fields" pointed at MCP keys a shell user never sees
+    proc = run_factory(["bus", "register", "--data-dir", str(tmp_path)], timeout=60)
+    assert proc.returncode == ExitCode.REJECTED and proc.stdout == b""
+    assert b"factory: fields: --kind, --name" in proc.stderr
+    # twin: with the flags given, the same verb succeeds and says nothing about fields
+    ok = run_factory(
+        ["bus", "register", "--data-dir", str(tmp_path), "--name", "a", "--kind", "worker"],
+        timeout=60,
+    )
+    assert ok.returncode == 0 and b"fields" not in ok.stderr
+    assert json.loads(ok.stdout)["ref"] == "act-0001"
