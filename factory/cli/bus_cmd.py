@@ -60,10 +60,20 @@ def register(sub: Any) -> None:
         "bus", help="coordination bus: serve over MCP, verify, the six verbs", description=HELP
     )
     verbs = p.add_subparsers(title="bus commands", metavar="COMMAND", parser_class=StrictParser)
-    serve = verbs.add_parser("serve", help="serve the bus over MCP stdio")
+    serve = verbs.add_parser(
+        "serve",
+        help="serve the bus over MCP stdio",
+        description="Serve the six verbs as MCP tools over stdio (for Claude Code, Codex, any "
+        "MCP client).\nDATA_DIR is created if missing; a corrupt log is refused (exit 4).",
+    )
     serve.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
     serve.set_defaults(handler=run_serve)
-    verify = verbs.add_parser("verify", help="verify an event log (read-only)")
+    verify = verbs.add_parser(
+        "verify",
+        help="verify an event log (read-only)",
+        description="Print the log's fixed point and every check's result as JSON (read-only).\n"
+        "Exit 0 when every gating check passed, 4 otherwise.",
+    )
     verify.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
     verify.add_argument(
         "--as-evidence",
@@ -72,7 +82,13 @@ def register(sub: Any) -> None:
     )
     verify.set_defaults(handler=run_verify)
     for verb, flags in VERB_FLAGS.items():
-        vp = verbs.add_parser(verb, help=f"the {verb} verb on a data dir (JSON result)")
+        vp = verbs.add_parser(
+            verb,
+            help=f"the {verb} verb on a data dir (JSON result)",
+            description=f"The {verb} verb through the same core as the MCP tools; prints the "
+            "result as JSON.\nA verb the bus refuses (a missing or invalid argument included) is\n"
+            "recorded as command.rejected and exits 3.",
+        )
         vp.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
         for flag, key, kind in flags:
             dest = "arg_" + key

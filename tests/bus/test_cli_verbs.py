@@ -61,3 +61,13 @@ def test_a_missing_argument_names_the_flags_to_give(tmp_path: Path) -> None:
     )
     assert ok.returncode == 0 and b"fields" not in ok.stderr
     assert json.loads(ok.stdout)["ref"] == "act-0001"
+
+
+def test_every_bus_command_help_says_what_it_does() -> None:
+    # observed: `factory bus verify --help` listed flags only
+    for sub, says in [("serve", b"MCP tools over stdio"), ("verify", b"Exit 0 when every")]:
+        proc = run_factory(["bus", sub, "--help"], timeout=60)
+        assert proc.returncode == 0 and says in proc.stdout, proc.stdout
+    for verb in ("register", "send", "inbox", "ack", "handoff", "heartbeat"):
+        proc = run_factory(["bus", verb, "--help"], timeout=60)
+        assert proc.returncode == 0 and f"The {verb} verb".encode() in proc.stdout
