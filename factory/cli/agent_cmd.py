@@ -132,7 +132,15 @@ def error_line(receipt: bytes) -> str | None:
         return None
     if not isinstance(error, dict):
         return None
-    return f"factory: {error.get('code')}: {error.get('message')}"
+    # A provider's own words may reach the message: never let them drive the terminal.
+    return inert(f"factory: {error.get('code')}: {error.get('message')}")
+
+
+def inert(text: str) -> str:
+    """``text`` with C0/C1 control characters (ESC, LF, ...) shown as ``\\xNN``."""
+    return "".join(
+        f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text
+    )
 
 
 def execute(args: argparse.Namespace) -> tuple[int, bytes]:

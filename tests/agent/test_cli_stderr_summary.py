@@ -10,6 +10,7 @@ from pathlib import Path
 from factory.cli.agent_cmd import REHEARSAL_BANNER, error_line
 from tests.agent.conftest import Layout
 from tests.agent.test_cli import agent_args, fake
+from tests.support.cli import run_factory
 
 SCENARIO = Path(__file__).resolve().parents[2] / "factory" / "demo" / "scenario.json"
 
@@ -27,6 +28,18 @@ def test_rehearsal_run_is_bannered_first_and_last(layout: Layout) -> None:
     assert proc.returncode == 4
     assert "factory: rehearsal-scenario-unconsumed: " in out[-2]
     assert proc.stdout == layout.receipt.read_bytes()
+    # verify says it too, in its JSON and on stderr (twin: the real-route test below)
+    checked = run_factory(["receipt", "verify", str(layout.receipt)])
+    assert checked.returncode == 0, checked.stderr
+    assert json.loads(checked.stdout)["route"] == "rehearsal"
+    assert checked.stderr.startswith(b"factory: REHEARSAL receipt: ")
+
+
+def test_real_route_receipt_verifies_without_a_rehearsal_note(layout: Layout) -> None:
+    assert fake("approve", agent_args(layout)).returncode == 0
+    checked = run_factory(["receipt", "verify", str(layout.receipt)])
+    assert checked.returncode == 0 and checked.stderr == b""
+    assert json.loads(checked.stdout)["route"] == "subscription"
 
 
 def test_real_route_success_has_no_banner_and_no_error_line(layout: Layout) -> None:
@@ -54,3 +67,8 @@ def test_error_line_is_none_without_an_error() -> None:
     assert error_line(b'{"error": null}') is None
     assert error_line(b"not json") is None
     assert error_line(b'{"error": {"code": "x-y", "message": "m"}}') == "factory: x-y: m"
+
+
+def test_error_line_escapes_control_characters() -> None:
+    raw = b'{"error": {"code": "provider-failed", "message": "bad \\u001b[31mred\\nnext"}}'
+    assert error_line(raw) == "factory: provider-failed: bad \\x1b[31mred\\x0anext"
