@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from factory.cli.framework import StrictParser, emit_stdout, say
@@ -120,6 +121,10 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from factory.bus.server import serve
 
+    if sys.stdin is not None and sys.stdin.isatty():
+        # Typed at a terminal it would look hung: MCP clients pipe stdin, people do not.
+        say("factory bus serve: waiting for an MCP client on stdin (JSON-RPC lines); "
+            "this is for Claude Code, Codex or another MCP client to spawn. Ctrl-D stops it.")
     serve(Path(args.data_dir))
     return 0
 

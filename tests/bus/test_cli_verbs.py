@@ -71,3 +71,32 @@ def test_every_bus_command_help_says_what_it_does() -> None:
     for verb in ("register", "send", "inbox", "ack", "handoff", "heartbeat"):
         proc = run_factory(["bus", verb, "--help"], timeout=60)
         assert proc.returncode == 0 and f"The {verb} verb".encode() in proc.stdout
+
+
+def test_serve_at_a_terminal_says_what_it_waits_for(tmp_path: Path) -> None:
+    # observed: typed at a terminal, `factory bus serve` printed nothing and seemed hung
+    import os
+    import select
+    import subprocess
+    import sys
+
+    leader, follower = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "factory", "bus", "serve", "--data-dir", str(tmp_path / "d")],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        os.close(follower)
+        assert proc.stderr is not None
+        ready, _, _ = select.select([proc.stderr], [], [], 30)  # never hang the suite
+        first = proc.stderr.readline() if ready else b""
+        os.write(leader, b"\x04")  # Ctrl-D: end of input on the terminal
+        proc.communicate(timeout=30)
+    finally:
+        os.close(leader)
+    assert first.startswith(b"factory bus serve: waiting for an MCP client on stdin")
+    # twin: an MCP client's pipe gets no such line (stdin closes at once, serve ends)
+    piped = run_factory(["bus", "serve", "--data-dir", str(tmp_path / "e")], timeout=60)
+    assert piped.returncode == 0 and b"waiting for an MCP client" not in piped.stderr
