@@ -50,8 +50,9 @@ def failure_code(exc: BaseException) -> str:
 
 
 # An absolute path token: a "/" that does not continue a word, a number, a scheme ("://")
-# or another path, up to whitespace or quoting punctuation.
-_ABS_PATH = re.compile(r"(?<![\w.:/~-])/[^\s'\"`(),;]+")
+# or another path, up to whitespace or quoting punctuation. The bare token "/login" is
+# Claude Code's slash command, which the auth-failure advice names: it is not a path.
+_ABS_PATH = re.compile(r"(?<![\w.:/~-])/(?!login(?![^\s'\"`(),;]))[^\s'\"`(),;]+")
 
 
 def without_paths(message: str) -> str:

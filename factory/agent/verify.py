@@ -170,6 +170,10 @@ def verify(path: Path) -> dict[str, Any]:
         "receipt": os.fspath(path),
         "status": receipt.status,
         "exit_code": receipt.exit_code,
+        # A verified rehearsal is still a rehearsal: say so beside "ok" (proves the control
+        # path only), so it is never read as a model's judgement.
+        "route": receipt.route,
+        "execution": receipt.execution,
         "terminal": terminal,
         "revision": {"ok": revision_ok, "stored": receipt.revision, "computed": computed},
         "canonical_bytes": exact,

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from factory.cli.framework import emit_stdout
+from factory.cli.framework import emit_stdout, say
 
 HELP = """\
 Run a coding agent on TASK in the linked git worktree W and write a receipt to R.
@@ -97,10 +97,50 @@ def _check_endpoint(url: str | None) -> None:
     parse_endpoint(url)
 
 
+REHEARSAL_BANNER = (
+    "factory agent: REHEARSAL (--rehearsal): the real CLIs talk to a scripted loopback model; "
+    "this proves the control path, nothing about model judgement."
+)
+
+
 def run(args: argparse.Namespace) -> int:
+    # Human progress of a rehearsal reads exactly like a real run: say which it is, first
+    # and last, so a scripted APPROVE is never mistaken for a model's; and say why a run
+    # failed, not only "finished: failed". With --progress jsonl, stderr stays JSON lines.
+    human = args.progress == "human"
+    banner = human and args.rehearsal is not None
+    if banner:
+        say(REHEARSAL_BANNER)
     exit_code, receipt = execute(args)
     emit_stdout(receipt)
+    line = error_line(receipt) if human else None
+    if line is not None:
+        say(line)
+    if banner:
+        say(REHEARSAL_BANNER)
     return exit_code
+
+
+def error_line(receipt: bytes) -> str | None:
+    """``factory: <code>: <message>`` from a terminal receipt's typed error (its message
+    carries no paths), so a failed run says why on stderr, not only in the receipt."""
+    import json
+
+    try:
+        error = json.loads(receipt).get("error")
+    except (ValueError, AttributeError):
+        return None
+    if not isinstance(error, dict):
+        return None
+    # A provider's own words may reach the message: never let them drive the terminal.
+    return inert(f"factory: {error.get('code')}: {error.get('message')}")
+
+
+def inert(text: str) -> str:
+    """``text`` with C0/C1 control characters (ESC, LF, ...) shown as ``\\xNN``."""
+    return "".join(
+        f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text
+    )
 
 
 def execute(args: argparse.Namespace) -> tuple[int, bytes]:

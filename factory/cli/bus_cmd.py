@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from factory.cli.framework import StrictParser, emit_stdout, say
@@ -60,10 +61,20 @@ def register(sub: Any) -> None:
         "bus", help="coordination bus: serve over MCP, verify, the six verbs", description=HELP
     )
     verbs = p.add_subparsers(title="bus commands", metavar="COMMAND", parser_class=StrictParser)
-    serve = verbs.add_parser("serve", help="serve the bus over MCP stdio")
+    serve = verbs.add_parser(
+        "serve",
+        help="serve the bus over MCP stdio",
+        description="Serve the six verbs as MCP tools over stdio (for Claude Code, Codex, any "
+        "MCP client).\nDATA_DIR is created if missing; a corrupt log is refused (exit 4).",
+    )
     serve.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
     serve.set_defaults(handler=run_serve)
-    verify = verbs.add_parser("verify", help="verify an event log (read-only)")
+    verify = verbs.add_parser(
+        "verify",
+        help="verify an event log (read-only)",
+        description="Print the log's fixed point and every check's result as JSON (read-only).\n"
+        "Exit 0 when every gating check passed, 4 otherwise.",
+    )
     verify.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
     verify.add_argument(
         "--as-evidence",
@@ -72,7 +83,13 @@ def register(sub: Any) -> None:
     )
     verify.set_defaults(handler=run_verify)
     for verb, flags in VERB_FLAGS.items():
-        vp = verbs.add_parser(verb, help=f"the {verb} verb on a data dir (JSON result)")
+        vp = verbs.add_parser(
+            verb,
+            help=f"the {verb} verb on a data dir (JSON result)",
+            description=f"The {verb} verb through the same core as the MCP tools; prints the "
+            "result as JSON.\nA verb the bus refuses (a missing or invalid argument included) is\n"
+            "recorded as command.rejected and exits 3.",
+        )
         vp.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
         for flag, key, kind in flags:
             dest = "arg_" + key
@@ -104,6 +121,10 @@ def run_serve(args: argparse.Namespace) -> int:
 
     from factory.bus.server import serve
 
+    if sys.stdin is not None and sys.stdin.isatty():
+        # Typed at a terminal it would look hung: MCP clients pipe stdin, people do not.
+        say("factory bus serve: waiting for an MCP client on stdin (JSON-RPC lines); "
+            "this is for Claude Code, Codex or another MCP client to spawn. Ctrl-D stops it.")
     serve(Path(args.data_dir))
     return 0
 
@@ -148,6 +169,11 @@ def run_verb(args: argparse.Namespace) -> int:
     is_error, payload = handle_call(log, args.verb, arguments, raise_failures=True)
     if is_error:
         say(f"factory: {payload['error']}: {payload['message']} (recorded as command.rejected)")
+        fields = payload.get("fields")
+        if isinstance(fields, list) and fields:
+            # "see fields" names MCP argument keys: a shell user needs the flags.
+            flag_of = {key: flag for flag, key, _kind in VERB_FLAGS[args.verb]}
+            say("factory: fields: " + ", ".join(flag_of.get(str(f), str(f)) for f in fields))
         return int(ExitCode.REJECTED)
     emit_stdout((json.dumps(payload, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
     return int(ExitCode.OK)

@@ -16,7 +16,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import Any
 
-from factory.cli.framework import emit_stdout
+from factory.cli.framework import emit_stdout, say
 
 VERIFY_HELP = """\
 Re-check an agent receipt without trusting it: its revision and canonical bytes, every
@@ -44,7 +44,34 @@ def run_verify(args: argparse.Namespace) -> int:
 
     report = verify(Path(args.receipt))
     emit_stdout((json.dumps(report, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
-    return int(ExitCode.OK if report["ok"] else ExitCode.FAILURE)
+    if report["route"] == "rehearsal":
+        say("factory: REHEARSAL receipt: a scripted loopback model ran, not a real one; it "
+            "proves the control path, nothing about model judgement")
+    if report["ok"]:
+        return int(ExitCode.OK)
+    from factory.cli.agent_cmd import inert  # a forged receipt's role names are its own
+
+    say(inert(f"factory: receipt-not-verified: {'; '.join(failed_checks(report))}"))
+    return int(ExitCode.FAILURE)
+
+
+def failed_checks(report: dict[str, Any]) -> list[str]:
+    """Which checks of a ``factory.receipt-verification/1`` report failed, one short phrase
+    each (observed: exit 4 with nothing on stderr left a user to read the JSON)."""
+    failed: list[str] = []
+    if not report["revision"]["ok"]:
+        failed.append("revision does not match the body")
+    if not report["canonical_bytes"]:
+        failed.append("bytes are not the canonical form")
+    if not report["terminal"]:
+        failed.append("the run never finished (status running)")
+    failed.extend(f"inconsistent: {p}" for p in report["consistency_problems"])
+    failed.extend(
+        f"evidence {e['role']}: {e['problem']}" for e in report["evidence"] if not e["ok"]
+    )
+    if report["candidate"].get("still_matches") is False:
+        failed.append("the worktree no longer holds the judged candidate")
+    return failed or ["see the JSON on stdout"]
 
 
 def run_show(args: argparse.Namespace) -> int:

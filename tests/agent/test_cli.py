@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from factory.cli.receipt_cmd import failed_checks
 from tests.agent.conftest import Layout
 from tests.support.cli import run_factory
 from tests.support.git import git
@@ -260,3 +261,42 @@ def test_verify_catches_a_consistently_reclosed_forgery(completed: Layout) -> No
     rc, report = verify(completed)
     assert rc == 4 and report["revision"]["ok"] is True  # type: ignore[index]
     assert "verdict-does-not-match-status" in report["consistency_problems"]  # type: ignore[operator]
+
+
+# `receipt verify` says on stderr which checks failed (observed: exit 4 with an empty
+# stderr), and says nothing there when every check holds.
+def test_a_failed_verification_names_its_checks_on_stderr(completed: Layout) -> None:
+    target = next(p for p in evidence_files(completed) if p.name.startswith("worker-stdout-"))
+    target.write_bytes(target.read_bytes() + b"x")
+    (completed.wt / "late.txt").write_text("changed after the run\n")
+    git(completed.wt, "add", "late.txt")
+    proc = run_factory(["receipt", "verify", str(completed.receipt)])
+    assert proc.returncode == 4
+    line = proc.stderr.decode().strip()
+    assert line.startswith("factory: receipt-not-verified: "), line
+    assert "evidence worker-stdout: size-mismatch" in line
+    assert "the worktree no longer holds the judged candidate" in line
+
+
+def test_a_passing_verification_keeps_stderr_empty(completed: Layout) -> None:
+    proc = run_factory(["receipt", "verify", str(completed.receipt)])
+    assert proc.returncode == 0 and proc.stderr == b""
+
+
+def test_failed_checks_covers_every_gate() -> None:
+    report = {
+        "revision": {"ok": False},
+        "canonical_bytes": False,
+        "terminal": False,
+        "consistency_problems": ["exit code 0 contradicts status failed"],
+        "evidence": [{"role": "r", "ok": False, "problem": "missing"}, {"role": "s", "ok": True}],
+        "candidate": {"still_matches": False},
+    }
+    assert failed_checks(report) == [
+        "revision does not match the body",
+        "bytes are not the canonical form",
+        "the run never finished (status running)",
+        "inconsistent: exit code 0 contradicts status failed",
+        "evidence r: missing",
+        "the worktree no longer holds the judged candidate",
+    ]

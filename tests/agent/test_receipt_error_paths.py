@@ -30,3 +30,17 @@ def test_without_paths_keeps_urls_ratios_and_relative_words() -> None:
     kept = "see http://127.0.0.1:4318/v1/traces, a/b, 4/5 and ./rel; code 7"
     assert without_paths(kept) == kept
     assert without_paths("cannot read '/home/u/x.json': gone") == "cannot read '<path>': gone"
+
+
+def test_without_paths_keeps_the_login_slash_command_but_not_a_login_folder() -> None:
+    # observed: the provider-auth-required advice "run 'claude' and /login" reached the
+    # receipt and stderr as "run 'claude' and <path>"
+    advice = "claude has no subscription login here; run 'claude' and /login, then 'factory doctor'"
+    assert without_paths(advice) == advice
+    assert without_paths("log in with 'claude' (/login) and retry") == (
+        "log in with 'claude' (/login) and retry"
+    )
+    # twin: a real path under /login, or one merely starting with it, is still removed
+    assert without_paths("cannot read /login/u/key and /logins") == (
+        "cannot read <path> and <path>"
+    )

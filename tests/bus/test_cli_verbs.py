@@ -47,3 +47,56 @@ def test_a_data_dir_that_is_a_file_is_refused_with_exit_2(tmp_path: Path) -> Non
         proc = run_factory([*argv, "--data-dir", str(tmp_path / "file")], timeout=60)
         assert proc.returncode == ExitCode.USAGE and b"data-dir-unusable" in proc.stderr
     assert (tmp_path / "file").read_bytes() == b"x"
+
+
+def test_a_missing_argument_names_the_flags_to_give(tmp_path: Path) -> None:
+    # observed: "see fields" pointed at MCP keys a shell user never sees
+    proc = run_factory(["bus", "register", "--data-dir", str(tmp_path)], timeout=60)
+    assert proc.returncode == ExitCode.REJECTED and proc.stdout == b""
+    assert b"factory: fields: --kind, --name" in proc.stderr
+    # twin: with the flags given, the same verb succeeds and says nothing about fields
+    ok = run_factory(
+        ["bus", "register", "--data-dir", str(tmp_path), "--name", "a", "--kind", "worker"],
+        timeout=60,
+    )
+    assert ok.returncode == 0 and b"fields" not in ok.stderr
+    assert json.loads(ok.stdout)["ref"] == "act-0001"
+
+
+def test_every_bus_command_help_says_what_it_does() -> None:
+    # observed: `factory bus verify --help` listed flags only
+    for sub, says in [("serve", b"MCP tools over stdio"), ("verify", b"Exit 0 when every")]:
+        proc = run_factory(["bus", sub, "--help"], timeout=60)
+        assert proc.returncode == 0 and says in proc.stdout, proc.stdout
+    for verb in ("register", "send", "inbox", "ack", "handoff", "heartbeat"):
+        proc = run_factory(["bus", verb, "--help"], timeout=60)
+        assert proc.returncode == 0 and f"The {verb} verb".encode() in proc.stdout
+
+
+def test_serve_at_a_terminal_says_what_it_waits_for(tmp_path: Path) -> None:
+    # observed: typed at a terminal, `factory bus serve` printed nothing and seemed hung
+    import os
+    import select
+    import subprocess
+    import sys
+
+    leader, follower = os.openpty()
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "factory", "bus", "serve", "--data-dir", str(tmp_path / "d")],
+            stdin=follower,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        os.close(follower)
+        assert proc.stderr is not None
+        ready, _, _ = select.select([proc.stderr], [], [], 30)  # never hang the suite
+        first = proc.stderr.readline() if ready else b""
+        os.write(leader, b"\x04")  # Ctrl-D: end of input on the terminal
+        proc.communicate(timeout=30)
+    finally:
+        os.close(leader)
+    assert first.startswith(b"factory bus serve: waiting for an MCP client on stdin")
+    # twin: an MCP client's pipe gets no such line (stdin closes at once, serve ends)
+    piped = run_factory(["bus", "serve", "--data-dir", str(tmp_path / "e")], timeout=60)
+    assert piped.returncode == 0 and b"waiting for an MCP client" not in piped.stderr
