@@ -28,7 +28,9 @@ def register(sub: Any) -> None:
     p.add_argument("--root", default=".", help="folder to measure (default: current folder)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.add_argument(
-        "--manifest", help="also write the hashed document (+LF) here; refused inside --root"
+        "--manifest",
+        help="also write the hashed document (+LF) to this new file (its folder must exist);"
+        " refused inside --root",
     )
     p.add_argument(
         "--print-manifest", action="store_true", help="print the document before the summary"
