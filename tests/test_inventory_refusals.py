@@ -276,6 +276,28 @@ def test_root_not_a_folder_refused_and_twin(tmp_path: Path, manifest: Path) -> N
     succeeds(folder, manifest)
 
 
+def test_empty_root_or_manifest_refused_and_twin(tree: Path, manifest: Path) -> None:
+    # An empty --root (an unset shell variable) once measured the current folder silently.
+    def digest(*argv: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "factory", "digest", *argv],
+            cwd=tree,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+    for argv, flag in ((["--root", ""], "--root"), (["--manifest", ""], "--manifest")):
+        proc = digest(*argv)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stdout == b""
+        assert proc.stderr == f"factory: empty-path: {flag} is empty; name a path\n".encode()
+    twin = digest("--root", ".", "--manifest", str(manifest))
+    assert twin.returncode == 0, twin.stderr
+    assert twin.stdout.decode().endswith(f" {reference_digest(tree)}\n")
+    assert manifest.is_file()
+
+
 def test_manifest_inside_root_directly(tree: Path, manifest: Path) -> None:
     refused(tree, tree / "manifest.txt", "manifest-inside-root", "manifest.txt")
     refused(tree, tree / "new" / "dir" / "m.txt", "manifest-inside-root", "m.txt")

@@ -39,8 +39,14 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from factory.errors import UsageError
     from factory.inventory.service import digest_tree, printable
 
+    for flag, value in (("--root", args.root), ("--manifest", args.manifest)):
+        if value == "":
+            # Path("") is ".": an unset shell variable would silently measure (or name)
+            # the current folder.
+            raise UsageError(f"{flag} is empty; name a path", code="empty-path")
     root = Path(args.root)
     manifest = Path(args.manifest) if args.manifest is not None else None
     shown_root = printable(root, "root")
