@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
 import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -79,8 +81,14 @@ def _swap_missing(p: Path) -> None:
     p.unlink()
 
 
+def _swap_folder(p: Path) -> None:
+    p.unlink()
+    p.mkdir()
+
+
 SWAPS = {
     "fifo": (_swap_fifo, "fifo-refused"),
+    "folder": (_swap_folder, "changed-during-walk"),  # a folder is no refused kind
     "symlink": (_swap_symlink, "symlink-refused"),
     "missing": (_swap_missing, "changed-during-walk"),
 }
@@ -288,3 +296,54 @@ def test_multi_file_batches_keep_order(
     assert got.document() == "\n".join(expected).encode()
     assert got.total_bytes == total
     assert [p.path for p in got.problems] == ["f0030"]
+
+
+def _nest(root: Path, depth: int) -> list[str]:
+    """``depth`` folders ``a/a/…`` with a file every 300 levels and at the bottom.
+
+    Returns the files' recipe paths."""
+    root.mkdir()
+    rels: list[str] = []
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for level in range(1, depth + 1):
+            os.mkdir("a", dir_fd=fd)
+            inner = os.open("a", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+            if level % 300 == 0 or level == depth:
+                f = os.open(f"f{level}", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+                os.write(f, str(level).encode())
+                os.close(f)
+                rels.append("a/" * level + f"f{level}")
+    finally:
+        os.close(fd)
+    return rels
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_tree_deeper_than_the_recursion_limit(tmp_path: Path, workers: int) -> None:
+    # The folders on a file's path were opened by recursing once per level: a tree of
+    # 1,500 levels of "a/" (3,000 bytes, inside PATH_MAX) died with RecursionError (exit
+    # 1). The limit is lowered here instead of building such a tree, because pytest's own
+    # clean-up (shutil.rmtree) recurses per level too and would choke on it.
+    from factory.inventory.service import digest_tree
+
+    rels = _nest(tmp_path / "deep", 600)
+    # Independent expectation: each file's line written out by hand.
+    lines = [
+        f"{rel}|{len(rel.rsplit('f', 1)[1])}|"
+        f"{hashlib.sha256(rel.rsplit('f', 1)[1].encode()).hexdigest()}"
+        for rel in sorted(rels)
+    ]
+    old_limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(len(inspect.stack()) + 200)
+    try:
+        result = digest_tree(tmp_path / "deep", workers=workers)
+        # Twin: a shallow tree of the same shape digests under the same limit.
+        shallow = _nest(tmp_path / "shallow", 100)
+        assert digest_tree(tmp_path / "shallow", workers=workers).count == len(shallow) == 1
+    finally:
+        sys.setrecursionlimit(old_limit)
+    assert result.document == "\n".join(lines).encode()
+    assert result.count == 2

@@ -226,7 +226,8 @@ def test_manifest_writes_document_plus_lf_and_reports_it(tmp_path: Path) -> None
     tree = tmp_path / "tree"
     write(tree, "b.txt", "b")
     write(tree, "a/c.txt", "c\r\n")
-    manifest = tmp_path / "out" / "deeper" / "manifest.txt"
+    (tmp_path / "out").mkdir()
+    manifest = tmp_path / "out" / "manifest.txt"
     proc = run_factory(["digest", "--root", str(tree), "--manifest", str(manifest)])
     assert proc.returncode == 0, proc.stderr
     assert manifest.read_bytes() == reference_document(tree) + b"\n"

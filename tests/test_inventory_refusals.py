@@ -67,6 +67,7 @@ def tree(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def manifest(tmp_path: Path) -> Path:
+    (tmp_path / "out").mkdir()
     return tmp_path / "out" / "manifest.txt"
 
 
@@ -275,6 +276,28 @@ def test_root_not_a_folder_refused_and_twin(tmp_path: Path, manifest: Path) -> N
     succeeds(folder, manifest)
 
 
+def test_empty_root_or_manifest_refused_and_twin(tree: Path, manifest: Path) -> None:
+    # An empty --root (an unset shell variable) once measured the current folder silently.
+    def digest(*argv: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "factory", "digest", *argv],
+            cwd=tree,
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+
+    for argv, flag in ((["--root", ""], "--root"), (["--manifest", ""], "--manifest")):
+        proc = digest(*argv)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stdout == b""
+        assert proc.stderr == f"factory: empty-path: {flag} is empty; name a path\n".encode()
+    twin = digest("--root", ".", "--manifest", str(manifest))
+    assert twin.returncode == 0, twin.stderr
+    assert twin.stdout.decode().endswith(f" {reference_digest(tree)}\n")
+    assert manifest.is_file()
+
+
 def test_manifest_inside_root_directly(tree: Path, manifest: Path) -> None:
     refused(tree, tree / "manifest.txt", "manifest-inside-root", "manifest.txt")
     refused(tree, tree / "new" / "dir" / "m.txt", "manifest-inside-root", "m.txt")
@@ -342,7 +365,21 @@ def test_manifest_parent_not_a_folder_refused_and_twin(tmp_path: Path, tree: Pat
     refused(tree, blocker / "m.txt", "manifest-parent-not-folder", "blocker")
     refused(tree, blocker / "deeper" / "m.txt", "manifest-parent-not-folder", "blocker")
     assert blocker.read_text() == "a file, not a folder"
-    succeeds(tree, tmp_path / "new-folder" / "deeper" / "m.txt")
+    (tmp_path / "a-folder").mkdir()
+    succeeds(tree, tmp_path / "a-folder" / "m.txt")
+
+
+def test_manifest_folder_missing_refused_and_nothing_created(
+    tmp_path: Path, tree: Path
+) -> None:
+    # A mistyped --manifest once created every missing folder on its path after hashing.
+    refused(tree, tmp_path / "new-folder" / "m.txt", "manifest-folder-missing", "new-folder")
+    refused(tree, tmp_path / "new" / "deeper" / "m.txt", "manifest-folder-missing", "deeper")
+    assert not (tmp_path / "new-folder").exists()
+    assert not (tmp_path / "new").exists()
+    # Twin: once the folder exists the same path is written.
+    (tmp_path / "new-folder").mkdir()
+    succeeds(tree, tmp_path / "new-folder" / "m.txt")
 
 
 def test_manifest_write_failure_is_exit_4_after_digest(

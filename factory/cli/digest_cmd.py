@@ -28,7 +28,9 @@ def register(sub: Any) -> None:
     p.add_argument("--root", default=".", help="folder to measure (default: current folder)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead")
     p.add_argument(
-        "--manifest", help="also write the hashed document (+LF) here; refused inside --root"
+        "--manifest",
+        help="also write the hashed document (+LF) to this new file (its folder must exist);"
+        " refused inside --root",
     )
     p.add_argument(
         "--print-manifest", action="store_true", help="print the document before the summary"
@@ -37,8 +39,14 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from factory.errors import UsageError
     from factory.inventory.service import digest_tree, printable
 
+    for flag, value in (("--root", args.root), ("--manifest", args.manifest)):
+        if value == "":
+            # Path("") is ".": an unset shell variable would silently measure (or name)
+            # the current folder.
+            raise UsageError(f"{flag} is empty; name a path", code="empty-path")
     root = Path(args.root)
     manifest = Path(args.manifest) if args.manifest is not None else None
     shown_root = printable(root, "root")

@@ -153,21 +153,37 @@ class _Hasher:
         if fd is not None:
             self.folders.move_to_end(rel_dir)
             return fd
-        parent, _, name = rel_dir.rpartition("/")
-        parent_fd = self._folder(parent)
-        try:
-            fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
-        except OSError as exc:
-            # O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR (or ELOOP): look.
+        # Climb to the nearest cached ancestor (or the root) without recursion: a tree
+        # may nest deeper than Python's recursion limit (1,500 levels of "a/" fit in
+        # PATH_MAX), then open downwards one component at a time.
+        missing = [rel_dir]
+        while True:
+            parent = missing[-1].rpartition("/")[0]
+            if not parent:
+                parent_fd = self.root_fd
+                break
+            cached = self.folders.get(parent)
+            if cached is not None:
+                self.folders.move_to_end(parent)
+                parent_fd = cached
+                break
+            missing.append(parent)
+        for path in reversed(missing):
+            name = path.rpartition("/")[2]
             try:
-                is_link = stat.S_ISLNK(os.lstat(name, dir_fd=parent_fd).st_mode)
-            except OSError:
-                is_link = False
-            raise _FolderProblem(exc, rel_dir, is_link) from None
-        self.folders[rel_dir] = fd
-        if len(self.folders) > MAX_OPEN_DIRS:
-            os.close(self.folders.popitem(last=False)[1])
-        return fd
+                child = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+            except OSError as exc:
+                # O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR (or ELOOP): look.
+                try:
+                    is_link = stat.S_ISLNK(os.lstat(name, dir_fd=parent_fd).st_mode)
+                except OSError:
+                    is_link = False
+                raise _FolderProblem(exc, path, is_link) from None
+            self.folders[path] = child
+            if len(self.folders) > MAX_OPEN_DIRS:
+                os.close(self.folders.popitem(last=False)[1])  # never the one just opened
+            parent_fd = child
+        return parent_fd
 
     def file(self, rel: str) -> tuple[int, str] | Problem:
         folder, _, name = rel.rpartition("/")
@@ -179,6 +195,15 @@ class _Hasher:
             return _open_problem(rel, exc)
         try:
             st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                # Listed as a file, now a folder: a folder is fine in a tree, so this is a
+                # change under our feet, not a refused kind of entry.
+                return Problem(
+                    rel,
+                    "changed-during-walk",
+                    f"{shown(rel)}: became a folder while the tree was measured; run again "
+                    "on a quiet tree",
+                )
             if not stat.S_ISREG(st.st_mode):
                 return non_regular(rel, kind_of(st.st_mode))
             expected = st.st_size

@@ -81,10 +81,12 @@ def check_root(root: Path) -> None:
 
 def check_manifest(root: Path, manifest: Path) -> None:
     """Refuse a manifest inside the measured tree (by filesystem identity, F-6), one that
-    exists, or one whose nearest existing ancestor is not a folder.
+    exists, one whose nearest existing ancestor is not a folder, or one whose folder is
+    missing (it is never created).
 
     Raises:
-        InventoryRefused: ``manifest-inside-root`` or ``manifest-parent-not-folder``.
+        InventoryRefused: ``manifest-inside-root``, ``manifest-parent-not-folder`` or
+            ``manifest-folder-missing`` (the folder that would hold it does not exist).
         OutputExists: the path exists (a dangling symlink included).
     """
     if fsio.physically_inside(manifest, root):
@@ -102,6 +104,14 @@ def check_manifest(root: Path, manifest: Path) -> None:
             f"{shown(os.fspath(manifest))}: {shown(os.fspath(existing))} is not a folder, so "
             "the manifest cannot be created there; choose another path",
             code="manifest-parent-not-folder",
+        )
+    if not os.path.isdir(os.path.dirname(os.fspath(manifest)) or "."):
+        # Refused, not created: a mistyped path would otherwise leave new folders behind,
+        # and smoke and agent refuse a missing report folder the same way.
+        raise InventoryRefused(
+            f"{shown(os.fspath(manifest))}: its folder does not exist; create it first or "
+            "choose another path",
+            code="manifest-folder-missing",
         )
 
 
@@ -135,7 +145,6 @@ def digest_tree(
     document = hashed.document()
     if manifest is not None:
         try:
-            manifest.parent.mkdir(parents=True, exist_ok=True)
             fsio.write_exclusive(manifest, document + b"\n", mode=0o644)
         except fsio.OutputExists:
             raise  # created by someone else since the check: still nothing of ours there
