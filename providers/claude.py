@@ -48,8 +48,10 @@ ROLES: tuple[Role, ...] = ("worker", "repair")
 # Unscoped "Read"/"Write"/"Edit"/"Glob"/"Grep" would allow them on *any* path the user can
 # reach (observed with 2.1.332: a scripted Write of ../x and a Read of a file beside the
 # worktree both succeeded); scoped, those are denied and in-worktree use still works.
-ALLOWED_TOOLS = ("Read(./**),Edit(./**),Write(./**),Glob(./**),Grep(./**),"
-                 "Bash(git status:*),Bash(git diff:*),Bash(pytest:*)")
+ALLOWED_TOOLS = (
+    "Read(./**),Edit(./**),Write(./**),Glob(./**),Grep(./**),"
+    "Bash(git status:*),Bash(git diff:*),Bash(pytest:*)"
+)
 DISALLOWED_TOOLS = "WebFetch,WebSearch"
 MAX_TURNS: Mapping[str, int] = {"worker": 40, "repair": 20}
 MAX_BUDGET_USD = "5"
@@ -68,21 +70,33 @@ SUBSCRIPTION_RETRIES = "3"
 def build_argv(binary: Path, role: Role) -> list[str]:
     """The exact argv for ``role`` (``worker`` or ``repair``); the prompt goes on stdin."""
     if role not in ROLES:
-        raise ProviderFailure(f"claude has no role {role!r}; it runs worker and repair",
-                              code="provider-failed")
+        raise ProviderFailure(
+            f"claude has no role {role!r}; it runs worker and repair", code="provider-failed"
+        )
     return [
-        str(binary), "-p",
-        "--output-format", "stream-json", "--verbose",
-        "--permission-mode", "acceptEdits",
-        "--permission-prompts", "none",
-        "--allowedTools", ALLOWED_TOOLS,
-        "--disallowedTools", DISALLOWED_TOOLS,
-        "--setting-sources", "user",
+        str(binary),
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--permission-mode",
+        "acceptEdits",
+        "--permission-prompts",
+        "none",
+        "--allowedTools",
+        ALLOWED_TOOLS,
+        "--disallowedTools",
+        DISALLOWED_TOOLS,
+        "--setting-sources",
+        "user",
         "--strict-mcp-config",
         "--no-session-persistence",
-        "--max-turns", str(MAX_TURNS[role]),
-        "--max-budget-usd", MAX_BUDGET_USD,
-        "--append-system-prompt", WORKER_RULES,
+        "--max-turns",
+        str(MAX_TURNS[role]),
+        "--max-budget-usd",
+        MAX_BUDGET_USD,
+        "--append-system-prompt",
+        WORKER_RULES,
     ]
 
 
@@ -157,7 +171,8 @@ def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] |
         if exit_code == 0:
             return "provider-protocol", "claude exited 0 without a result event"
         return "provider-failed", f"claude exited {exit_code} without a result: " + stderr_tail(
-            stderr)
+            stderr
+        )
     text = str(res.get("result", ""))
     first = text.strip().splitlines()[0][:160] if text.strip() else ""
     if res.get("is_error") is True:
@@ -165,22 +180,27 @@ def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] |
         if text.startswith("Not logged in") or stream.auth_failed or status in (401, 403):
             return "provider-auth-required", (
                 f"claude: {first or 'authentication failed'}; log in with 'claude' (/login) "
-                "and check with 'factory doctor'")
+                "and check with 'factory doctor'"
+            )
         if res.get("api_error") == "connection_failed" or text.startswith(
-                ("API Error: Connection", "API Error: Unable to connect")):
+            ("API Error: Connection", "API Error: Unable to connect")
+        ):
             return "provider-network", f"claude could not reach its API: {first}"
         return "provider-failed", f"claude reported an error ({res.get('terminal_reason')}): " + (
-            first or str(res.get("subtype")))
+            first or str(res.get("subtype"))
+        )
     if res.get("is_error") is not False:
         return "provider-protocol", (
-            f"claude's result event has is_error={res.get('is_error')!r}, not a boolean")
+            f"claude's result event has is_error={res.get('is_error')!r}, not a boolean"
+        )
     subtype = str(res.get("subtype", ""))
     if subtype != "success":
         return "provider-failed", f"claude stopped: {subtype} ({res.get('terminal_reason')})"
     reason = res.get("terminal_reason", "completed")
     if reason != "completed":
         return "provider-failed", f"claude ended with terminal_reason {reason!r}: " + (
-            first or "no text")
+            first or "no text"
+        )
     if exit_code != 0:
         return "provider-protocol", f"claude exited {exit_code} after a successful result"
     return None
@@ -221,17 +241,28 @@ class ClaudeProfile(ClosedProfile):
             if status.get("loggedIn") is False:
                 raise ProviderFailure(
                     "claude has no subscription login here; run 'claude' and /login, then "
-                    "'factory doctor'", code="provider-auth-required")
+                    "'factory doctor'",
+                    code="provider-auth-required",
+                )
         res = await run_within_deadline(
-            self._fx, argv=argv, env=env, worktree=worktree, prompt=prompt, started=started,
-            timeout_ms=timeout_ms, stdout_cap=STDOUT_CAP, grace_s=GRACE_S,
+            self._fx,
+            argv=argv,
+            env=env,
+            worktree=worktree,
+            prompt=prompt,
+            started=started,
+            timeout_ms=timeout_ms,
+            stdout_cap=STDOUT_CAP,
+            grace_s=GRACE_S,
             on_failure=self._from_process_failure,
         )
         problem = classify(parse_stream(res.stdout), res.exit_code, res.stderr)
         if problem is not None:
             raise ProviderFailure(route_message(route, *problem), code=problem[0])
         return ProviderResult(
-            profile=NAME, role=role, cli_version=version,
+            profile=NAME,
+            role=role,
+            cli_version=version,
             argv_shape=shape(argv, {str(resolved.path): NAME, str(worktree): "<worktree>"}),
             exit_code=res.exit_code,
             duration_ms=res.duration_ms,
@@ -247,6 +278,8 @@ class ClaudeProfile(ClosedProfile):
             if stream.retries and stream.last_type == "system/api_retry":
                 return ProviderFailure(
                     f"claude kept retrying its API ({stream.retries} retries) until the "
-                    "deadline; check the network", code="provider-network")
+                    "deadline; check the network",
+                    code="provider-network",
+                )
             return ProviderFailure(f"claude: {exc.message}", code="provider-timeout")
         return ProviderFailure(f"claude: {exc.message}", code=process_failure_code(exc))

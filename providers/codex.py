@@ -82,27 +82,44 @@ def route_args(route: Route) -> list[str]:
         return []
     p = f"model_providers.{REHEARSAL_PROVIDER}"
     return [
-        "-c", f"model_provider={_toml(REHEARSAL_PROVIDER)}",
-        "-c", f"{p}.name={_toml('factory rehearsal')}",
-        "-c", f"{p}.base_url={_toml(route.base_url.rstrip('/') + '/v1')}",
-        "-c", f"{p}.env_key={_toml(REHEARSAL_KEY_VAR)}",
-        "-c", f"{p}.wire_api={_toml('responses')}",
+        "-c",
+        f"model_provider={_toml(REHEARSAL_PROVIDER)}",
+        "-c",
+        f"{p}.name={_toml('factory rehearsal')}",
+        "-c",
+        f"{p}.base_url={_toml(route.base_url.rstrip('/') + '/v1')}",
+        "-c",
+        f"{p}.env_key={_toml(REHEARSAL_KEY_VAR)}",
+        "-c",
+        f"{p}.wire_api={_toml('responses')}",
     ]
 
 
-def build_argv(binary: Path, *, worktree: Path, schema_file: Path, verdict_file: Path,
-               route: Route) -> list[str]:
+def build_argv(
+    binary: Path, *, worktree: Path, schema_file: Path, verdict_file: Path, route: Route
+) -> list[str]:
     """The exact reviewer argv; the prompt goes on stdin (the trailing ``-``)."""
     return [
-        str(binary), "exec",
-        "--sandbox", "read-only",
-        "-c", 'approval_policy="never"',
-        "-c", 'shell_environment_policy.inherit="core"',
-        "--json", "--ephemeral", "--color", "never",
-        "--ignore-user-config", "--ignore-rules",
-        "-C", str(worktree),
-        "--output-schema", str(schema_file),
-        "-o", str(verdict_file),
+        str(binary),
+        "exec",
+        "--sandbox",
+        "read-only",
+        "-c",
+        'approval_policy="never"',
+        "-c",
+        'shell_environment_policy.inherit="core"',
+        "--json",
+        "--ephemeral",
+        "--color",
+        "never",
+        "--ignore-user-config",
+        "--ignore-rules",
+        "-C",
+        str(worktree),
+        "--output-schema",
+        str(schema_file),
+        "-o",
+        str(verdict_file),
         *route_args(route),
         "-",
     ]
@@ -175,16 +192,16 @@ def parse_verdict(data: bytes) -> Verdict:
         if isinstance(exc, ValidationError):
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
-            reason = (f"{first.get('msg', 'invalid')} at {where}" if where
-                      else "not a JSON object")
+            reason = f"{first.get('msg', 'invalid')} at {where}" if where else "not a JSON object"
         elif isinstance(exc, _DuplicateKey):
             reason = str(exc)
         elif isinstance(exc, UnicodeEncodeError):
             reason = "summary is not valid Unicode (lone surrogate)"
         else:
             reason = "not JSON"
-        raise ProviderFailure(f"codex verdict violates the verdict schema: {reason}",
-                              code="provider-protocol") from exc
+        raise ProviderFailure(
+            f"codex verdict violates the verdict schema: {reason}", code="provider-protocol"
+        ) from exc
     return Verdict(verdict=parsed.verdict, summary=parsed.summary)
 
 
@@ -208,7 +225,8 @@ def classify(events: Events, exit_code: int, stderr: bytes) -> tuple[str, str] |
     if events.terminal == "completed":
         if exit_code != 0:
             return "provider-protocol", (
-                f"codex exited {exit_code} after turn.completed: {stderr_tail(stderr)}")
+                f"codex exited {exit_code} after turn.completed: {stderr_tail(stderr)}"
+            )
         return None
     if events.terminal == "failed":
         msg = events.failure[:200]
@@ -216,7 +234,8 @@ def classify(events: Events, exit_code: int, stderr: bytes) -> tuple[str, str] |
         if "401" in msg or "403" in msg or "unauthorized" in low or "not logged in" in low:
             return "provider-auth-required", (
                 f"codex was refused by its API ({msg}); log in with 'codex login' and check "
-                "with 'factory doctor'")
+                "with 'factory doctor'"
+            )
         if "connection" in low or "network" in low or "stream disconnected" in low:
             return "provider-network", f"codex could not reach its API: {msg}"
         return "provider-failed", f"codex turn failed: {msg}"
@@ -239,8 +258,9 @@ class CodexProfile(ClosedProfile):
         except ProcessFailure as exc:
             return False, f"login status probe failed ({exc.code})"
         text = (res.stdout + b"\n" + res.stderr).decode("utf-8", "replace")
-        lines = [ln.strip() for ln in text.splitlines()
-                 if ln.strip() and not ln.startswith("WARNING")]
+        lines = [
+            ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("WARNING")
+        ]
         return res.exit_code == 0, (lines[-1] if lines else f"exit {res.exit_code}")
 
     async def run_reviewer(
@@ -258,16 +278,31 @@ class CodexProfile(ClosedProfile):
         if not isinstance(route, RehearsalRoute):
             logged_in, message = await self.login_status(resolved, env)
             if not logged_in:
-                raise ProviderFailure(f"codex has no login here ({message}); run 'codex login', "
-                                      "then 'factory doctor'", code="provider-auth-required")
+                raise ProviderFailure(
+                    f"codex has no login here ({message}); run 'codex login', "
+                    "then 'factory doctor'",
+                    code="provider-auth-required",
+                )
         work = Path(tempfile.mkdtemp(prefix="codex-review-", dir=scratch))
         schema_file, verdict_file = work / "verdict-schema.json", work / "verdict.json"
         schema_file.write_text(json.dumps(VERDICT_SCHEMA, sort_keys=True))
-        argv = build_argv(resolved.path, worktree=worktree, schema_file=schema_file,
-                          verdict_file=verdict_file, route=route)
+        argv = build_argv(
+            resolved.path,
+            worktree=worktree,
+            schema_file=schema_file,
+            verdict_file=verdict_file,
+            route=route,
+        )
         res = await run_within_deadline(
-            self._fx, argv=argv, env=env, worktree=worktree, prompt=prompt, started=started,
-            timeout_ms=timeout_ms, stdout_cap=STDOUT_CAP, grace_s=GRACE_S,
+            self._fx,
+            argv=argv,
+            env=env,
+            worktree=worktree,
+            prompt=prompt,
+            started=started,
+            timeout_ms=timeout_ms,
+            stdout_cap=STDOUT_CAP,
+            grace_s=GRACE_S,
             on_failure=self._from_process_failure,
         )
         problem = classify(parse_events(res.stdout), res.exit_code, res.stderr)
@@ -275,16 +310,23 @@ class CodexProfile(ClosedProfile):
             raise ProviderFailure(route_message(route, *problem), code=problem[0])
         raw = _read_capped(verdict_file)
         verdict = parse_verdict(raw)
-        replacements = {str(resolved.path): NAME, str(worktree): "<worktree>",
-                        str(work): "<scratch>"}
+        replacements = {
+            str(resolved.path): NAME,
+            str(worktree): "<worktree>",
+            str(work): "<scratch>",
+        }
         if isinstance(route, RehearsalRoute):
             replacements[route.base_url.rstrip("/")] = "<rehearsal-base-url>"
         return ProviderResult(
-            profile=NAME, role="reviewer", cli_version=version,
-            argv_shape=shape(argv, replacements), exit_code=res.exit_code,
+            profile=NAME,
+            role="reviewer",
+            cli_version=version,
+            argv_shape=shape(argv, replacements),
+            exit_code=res.exit_code,
             duration_ms=res.duration_ms,
             outputs={"stdout": res.stdout, "stderr": res.stderr, "verdict": raw},
-            verdict=verdict, requested_authority=AUTHORITY,
+            verdict=verdict,
+            requested_authority=AUTHORITY,
         )
 
     @staticmethod
@@ -295,7 +337,9 @@ class CodexProfile(ClosedProfile):
             if events.reconnects:
                 return ProviderFailure(
                     f"codex was still reconnecting at the deadline ({events.reconnects} "
-                    "'Reconnecting' events); check the network", code="provider-network")
+                    "'Reconnecting' events); check the network",
+                    code="provider-network",
+                )
             return ProviderFailure(f"codex: {exc.message}", code="provider-timeout")
         return ProviderFailure(f"codex: {exc.message}", code=process_failure_code(exc))
 
@@ -307,6 +351,7 @@ def _read_capped(path: Path) -> bytes:
     except FileNotFoundError:
         raise ProviderFailure("codex left no verdict file", code="provider-protocol") from None
     if len(data) > VERDICT_CAP:
-        raise ProviderFailure(f"codex verdict is larger than {VERDICT_CAP} bytes",
-                              code="provider-protocol")
+        raise ProviderFailure(
+            f"codex verdict is larger than {VERDICT_CAP} bytes", code="provider-protocol"
+        )
     return data

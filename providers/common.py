@@ -60,8 +60,12 @@ class Effects:
         path_env = self.env().get("PATH")
         if self.fallback_dirs is None:
             return resolve(name, path_env=path_env, checkout_first=self.checkout_first)
-        return resolve(name, path_env=path_env, fallback_dirs=self.fallback_dirs,
-                       checkout_first=self.checkout_first)
+        return resolve(
+            name,
+            path_env=path_env,
+            fallback_dirs=self.fallback_dirs,
+            checkout_first=self.checkout_first,
+        )
 
 
 def caller_base(environ: Mapping[str, str]) -> dict[str, str]:
@@ -96,21 +100,32 @@ async def probe_version(binary: Path, env: Mapping[str, str], runner: Runner) ->
         st = binary.stat()
         key = (str(binary), st.st_mtime_ns, st.st_size)
     except OSError as exc:
-        raise ProviderFailure(f"{binary} is not readable: {exc.strerror}",
-                              code="provider-not-found") from exc
+        raise ProviderFailure(
+            f"{binary} is not readable: {exc.strerror}", code="provider-not-found"
+        ) from exc
     if key in _version_cache:
         return _version_cache[key]
     try:
-        res = await runner(RunSpec(argv=[str(binary), "--version"], env=env,
-                                   timeout_s=VERSION_TIMEOUT_S, stdout_cap=PROBE_CAP_BYTES,
-                                   stderr_cap=PROBE_CAP_BYTES, grace_s=1.0))
+        res = await runner(
+            RunSpec(
+                argv=[str(binary), "--version"],
+                env=env,
+                timeout_s=VERSION_TIMEOUT_S,
+                stdout_cap=PROBE_CAP_BYTES,
+                stderr_cap=PROBE_CAP_BYTES,
+                grace_s=1.0,
+            )
+        )
     except ProcessFailure as exc:
-        raise ProviderFailure(f"{binary} --version failed ({exc.code}); reinstall the CLI",
-                              code="provider-not-found") from exc
+        raise ProviderFailure(
+            f"{binary} --version failed ({exc.code}); reinstall the CLI", code="provider-not-found"
+        ) from exc
     line = res.stdout.decode("utf-8", "replace").strip().splitlines()
     if res.exit_code != 0 or not line:
-        raise ProviderFailure(f"{binary} --version exited {res.exit_code} without a version; "
-                              "reinstall the CLI", code="provider-not-found")
+        raise ProviderFailure(
+            f"{binary} --version exited {res.exit_code} without a version; reinstall the CLI",
+            code="provider-not-found",
+        )
     _version_cache[key] = line[0].strip()
     return _version_cache[key]
 
@@ -147,8 +162,7 @@ def shape(argv: list[str], replacements: Mapping[str, str]) -> tuple[str, ...]:
 def route_message(route: Route, code: str, message: str) -> str:
     """On the rehearsal route, auth and network failures concern the factory's own
     loopback server, not a login: say so instead of advising ``/login``."""
-    if isinstance(route, RehearsalRoute) and code in ("provider-auth-required",
-                                                       "provider-network"):
+    if isinstance(route, RehearsalRoute) and code in ("provider-auth-required", "provider-network"):
         return f"rehearsal model server at {route.base_url}: {message.split('; ')[0]}"
     return message
 
@@ -174,9 +188,15 @@ async def run_within_deadline(
         ProviderFailure: ``on_failure`` of the runner's typed failure, after the tree is gone.
     """
     remaining = max(0.1, timeout_ms / 1000 - (trio.current_time() - started))
-    spec = RunSpec(argv=argv, env=env, timeout_s=remaining, cwd=worktree,
-                   stdin=prompt.encode("utf-8"), stdout_cap=stdout_cap,
-                   grace_s=grace_s if fx.grace_s is None else fx.grace_s)
+    spec = RunSpec(
+        argv=argv,
+        env=env,
+        timeout_s=remaining,
+        cwd=worktree,
+        stdin=prompt.encode("utf-8"),
+        stdout_cap=stdout_cap,
+        grace_s=grace_s if fx.grace_s is None else fx.grace_s,
+    )
     try:
         return await fx.runner(spec)
     except ProcessFailure as exc:
@@ -205,8 +225,14 @@ class ClosedProfile:
         Raises:
             ProcessFailure: the probe could not run or finish.
         """
-        return await self._fx.runner(RunSpec(argv=[str(resolved.path), *args], env=env,
-                                             timeout_s=LOGIN_PROBE_TIMEOUT_S, grace_s=1.0))
+        return await self._fx.runner(
+            RunSpec(
+                argv=[str(resolved.path), *args],
+                env=env,
+                timeout_s=LOGIN_PROBE_TIMEOUT_S,
+                grace_s=1.0,
+            )
+        )
 
 
 def json_lines(stdout: bytes) -> tuple[list[dict[str, Any]], int]:

@@ -37,12 +37,19 @@ PROBE_TIMEOUT_S = 20.0
 _PINNED_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
 # Caller variables a user may expect a CLI to honour but that the factory never passes
 # (SPEC P-3); doctor names the ones that are set so "not logged in" is not a mystery.
-_PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy",
-            "all_proxy")
+_PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
 IGNORED_ENV: dict[str, tuple[str, ...]] = {
-    "claude": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
-               "CLAUDE_CONFIG_DIR", "ANTHROPIC_BASE_URL", "CLAUDE_CODE_USE_BEDROCK",
-               "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY", *_PROXIES),
+    "claude": (
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_AUTH_TOKEN",
+        "CLAUDE_CODE_OAUTH_TOKEN",
+        "CLAUDE_CONFIG_DIR",
+        "ANTHROPIC_BASE_URL",
+        "CLAUDE_CODE_USE_BEDROCK",
+        "CLAUDE_CODE_USE_VERTEX",
+        "CLAUDE_CODE_USE_FOUNDRY",
+        *_PROXIES,
+    ),
     "codex": ("CODEX_HOME", "CODEX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", *_PROXIES),
 }
 
@@ -63,15 +70,25 @@ def pinned_versions(checkout: Path = CHECKOUT) -> dict[str, str | None]:
 
 
 def _binary(resolved: Resolved) -> dict[str, Any]:
-    return {"path": str(resolved.path), "found": str(resolved.found), "via": resolved.via,
-            "unwrapped": resolved.unwrapped or None}
+    return {
+        "path": str(resolved.path),
+        "found": str(resolved.found),
+        "via": resolved.via,
+        "unwrapped": resolved.unwrapped or None,
+    }
 
 
-async def _common(profile: ClaudeProfile | CodexProfile, effects: Effects,
-                  pinned: str | None) -> tuple[dict[str, Any], Resolved | None, dict[str, str]]:
-    entry: dict[str, Any] = {"binary": None, "version": None, "pinned": pinned,
-                             "matches_pin": None, "problems": [],
-                             "ignored_env": ignored_env(profile.name, effects.env())}
+async def _common(
+    profile: ClaudeProfile | CodexProfile, effects: Effects, pinned: str | None
+) -> tuple[dict[str, Any], Resolved | None, dict[str, str]]:
+    entry: dict[str, Any] = {
+        "binary": None,
+        "version": None,
+        "pinned": pinned,
+        "matches_pin": None,
+        "problems": [],
+        "ignored_env": ignored_env(profile.name, effects.env()),
+    }
     env = caller_base(effects.env())
     try:
         resolved = profile.resolve()
@@ -90,14 +107,17 @@ async def _common(profile: ClaudeProfile | CodexProfile, effects: Effects,
         if not entry["matches_pin"]:
             entry["problems"].append(
                 f"version {version!r} is not the pinned {pinned}: the profile's flags are "
-                f"verified for {pinned}; put that version first on PATH or remove this one")
+                f"verified for {pinned}; put that version first on PATH or remove this one"
+            )
     return entry, resolved, env
 
 
 def _login_problem(text: str, entry: dict[str, Any]) -> str:
     if entry["ignored_env"]:
-        text += (f" (set but never passed to the CLI: {', '.join(entry['ignored_env'])}; "
-                 "only the login store under HOME counts)")
+        text += (
+            f" (set but never passed to the CLI: {', '.join(entry['ignored_env'])}; "
+            "only the login store under HOME counts)"
+        )
     return text
 
 
@@ -111,12 +131,15 @@ async def check_claude(effects: Effects, pinned: str | None) -> dict[str, Any]:
         env = claude_mod.build_env(SubscriptionRoute(), effects.env())
         status = await profile.auth_status(resolved, env)
         present = status.get("loggedIn") is True
-        entry["login"] = {"present": present, "method": status.get("authMethod"),
-                          "detail": "claude auth status" if status else "no JSON from "
-                          "'claude auth status'"}
+        entry["login"] = {
+            "present": present,
+            "method": status.get("authMethod"),
+            "detail": "claude auth status" if status else "no JSON from 'claude auth status'",
+        }
         if not present:
             entry["problems"].append(
-                _login_problem("no subscription login: run 'claude' and /login", entry))
+                _login_problem("no subscription login: run 'claude' and /login", entry)
+            )
     return entry
 
 
@@ -128,8 +151,10 @@ async def sandbox_probe(resolved: Resolved, effects: Effects) -> dict[str, Any]:
     file must fail and leave no file.
     """
     base = caller_base(effects.env())
-    cat, touch = shutil.which("cat", path=base.get("PATH")), shutil.which(
-        "touch", path=base.get("PATH"))
+    cat, touch = (
+        shutil.which("cat", path=base.get("PATH")),
+        shutil.which("touch", path=base.get("PATH")),
+    )
     if not cat or not touch:
         return {"read_only_works": None, "detail": "cat/touch not on PATH; probe skipped"}
     with tempfile.TemporaryDirectory(prefix="factory-doctor-") as tmp:
@@ -140,12 +165,24 @@ async def sandbox_probe(resolved: Resolved, effects: Effects) -> dict[str, Any]:
         env = {**base, "CODEX_HOME": str(folder / "codex-home")}
         prefix = [str(resolved.path), "sandbox", "-c", 'sandbox_mode="read-only"', "--"]
         try:
-            read = await effects.runner(RunSpec(argv=[*prefix, cat, str(folder / "nonce")],
-                                                env=env, cwd=folder, timeout_s=PROBE_TIMEOUT_S,
-                                                grace_s=1.0))
-            write = await effects.runner(RunSpec(argv=[*prefix, touch, str(folder / "written")],
-                                                 env=env, cwd=folder, timeout_s=PROBE_TIMEOUT_S,
-                                                 grace_s=1.0))
+            read = await effects.runner(
+                RunSpec(
+                    argv=[*prefix, cat, str(folder / "nonce")],
+                    env=env,
+                    cwd=folder,
+                    timeout_s=PROBE_TIMEOUT_S,
+                    grace_s=1.0,
+                )
+            )
+            write = await effects.runner(
+                RunSpec(
+                    argv=[*prefix, touch, str(folder / "written")],
+                    env=env,
+                    cwd=folder,
+                    timeout_s=PROBE_TIMEOUT_S,
+                    grace_s=1.0,
+                )
+            )
         except ProcessFailure as exc:
             return {"read_only_works": False, "detail": f"sandbox probe failed ({exc.code})"}
         ran = read.exit_code == 0 and nonce.encode() in read.stdout
@@ -160,8 +197,11 @@ async def sandbox_probe(resolved: Resolved, effects: Effects) -> dict[str, Any]:
 
 
 def _last_line(data: bytes) -> str:
-    lines = [ln for ln in data.decode("utf-8", "replace").splitlines()
-             if ln.strip() and not ln.startswith("WARNING")]
+    lines = [
+        ln
+        for ln in data.decode("utf-8", "replace").splitlines()
+        if ln.strip() and not ln.startswith("WARNING")
+    ]
     return lines[-1][:200] if lines else "no output"
 
 
@@ -196,8 +236,12 @@ async def diagnose(effects: Effects | None = None) -> dict[str, Any]:
     codex = await check_codex(fx, pins["codex"])
     runs = claude["version"] is not None and codex["version"] is not None
     sandbox = bool(codex["sandbox"] and codex["sandbox"]["read_only_works"])
-    logins = bool(claude["login"] and claude["login"]["present"]
-                  and codex["login"] and codex["login"]["present"])
+    logins = bool(
+        claude["login"]
+        and claude["login"]["present"]
+        and codex["login"]
+        and codex["login"]["present"]
+    )
     return {
         "schema": SCHEMA,
         "profiles": {"claude": claude, "codex": codex},

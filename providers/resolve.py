@@ -27,8 +27,24 @@ from typing import Literal
 from factory.errors import ProviderFailure
 
 CHECKOUT = Path(__file__).resolve().parents[1]
-_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish", "csh", "tcsh",
-                     "node", "nodejs", "bun", "deno"})
+_SHELLS = frozenset(
+    {
+        "sh",
+        "bash",
+        "dash",
+        "zsh",
+        "ksh",
+        "mksh",
+        "ash",
+        "fish",
+        "csh",
+        "tcsh",
+        "node",
+        "nodejs",
+        "bun",
+        "deno",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,13 +107,27 @@ def _native_candidates(name: str, real: Path) -> list[Path]:
             continue
         if name == "claude":
             out.append(parent / "@anthropic-ai" / f"claude-code-linux-{arch}" / "claude")
-            out.append(parent / "@anthropic-ai" / "claude-code" / "node_modules" / "@anthropic-ai"
-                       / f"claude-code-linux-{arch}" / "claude")
+            out.append(
+                parent
+                / "@anthropic-ai"
+                / "claude-code"
+                / "node_modules"
+                / "@anthropic-ai"
+                / f"claude-code-linux-{arch}"
+                / "claude"
+            )
         else:
             vendor = Path("vendor") / f"{triple}-unknown-linux-musl" / "bin" / "codex"
             out.append(parent / "@openai" / f"codex-linux-{arch}" / vendor)
-            out.append(parent / "@openai" / "codex" / "node_modules" / "@openai"
-                       / f"codex-linux-{arch}" / vendor)
+            out.append(
+                parent
+                / "@openai"
+                / "codex"
+                / "node_modules"
+                / "@openai"
+                / f"codex-linux-{arch}"
+                / vendor
+            )
             out.append(parent / "@openai" / "codex" / vendor)
         break
     return out

@@ -25,7 +25,7 @@ import trio
 
 from factory.proc import ProcessFailure, RunSpec, run
 
-TREE = r'''
+TREE = r"""
 import json, os, signal, sys, time
 RECORD = sys.argv[1]
 def note():
@@ -53,7 +53,7 @@ for _ in range(3):
     child(0)
 while True:
     time.sleep(0.05)
-'''
+"""
 
 
 def survivors(record: Path) -> int:
@@ -82,8 +82,12 @@ async def overhead(runs: int) -> dict[str, float]:
         await run(RunSpec(argv=argv, env={}, timeout_s=10))
         supervised.append(time.perf_counter() - t0)
     b, s = statistics.median(bare) * 1000, statistics.median(supervised) * 1000
-    return {"bare_median_ms": round(b, 2), "supervised_median_ms": round(s, 2),
-            "overhead_median_ms": round(s - b, 2), "runs": runs}
+    return {
+        "bare_median_ms": round(b, 2),
+        "supervised_median_ms": round(s, 2),
+        "overhead_median_ms": round(s - b, 2),
+        "runs": runs,
+    }
 
 
 async def teardown(runs: int, deadline_s: float, grace_s: float) -> dict[str, float]:
@@ -93,30 +97,52 @@ async def teardown(runs: int, deadline_s: float, grace_s: float) -> dict[str, fl
             record = Path(tmp) / "tree.jsonl"
             t0 = time.perf_counter()
             try:
-                await run(RunSpec(argv=[sys.executable, "-c", TREE, str(record)], env={},
-                                  timeout_s=deadline_s, grace_s=grace_s))
+                await run(
+                    RunSpec(
+                        argv=[sys.executable, "-c", TREE, str(record)],
+                        env={},
+                        timeout_s=deadline_s,
+                        grace_s=grace_s,
+                    )
+                )
             except ProcessFailure as exc:
                 assert exc.code == "timeout", exc.code
             after_deadline.append(time.perf_counter() - t0 - deadline_s)
             members.append(len(record.read_text().splitlines()))
             left += survivors(record)
-    return {"after_deadline_median_s": round(statistics.median(after_deadline), 3),
-            "after_deadline_max_s": round(max(after_deadline), 3), "grace_s": grace_s,
-            "deadline_s": deadline_s, "processes_per_tree_median": statistics.median(members),
-            "survivors_total": left, "runs": runs}
+    return {
+        "after_deadline_median_s": round(statistics.median(after_deadline), 3),
+        "after_deadline_max_s": round(max(after_deadline), 3),
+        "grace_s": grace_s,
+        "deadline_s": deadline_s,
+        "processes_per_tree_median": statistics.median(members),
+        "survivors_total": left,
+        "runs": runs,
+    }
 
 
 async def main(args: argparse.Namespace) -> dict[str, object]:
     o = await overhead(args.runs)
-    print(f"overhead: bare {o['bare_median_ms']} ms, supervised {o['supervised_median_ms']} ms,"
-          f" +{o['overhead_median_ms']} ms (target <= 50 ms)", file=sys.stderr)
+    print(
+        f"overhead: bare {o['bare_median_ms']} ms, supervised {o['supervised_median_ms']} ms,"
+        f" +{o['overhead_median_ms']} ms (target <= 50 ms)",
+        file=sys.stderr,
+    )
     t = await teardown(args.kill_runs, args.deadline, args.grace)
-    print(f"teardown: all gone {t['after_deadline_median_s']} s after the deadline (median; "
-          f"max {t['after_deadline_max_s']} s; target <= grace {args.grace} + 1 s); "
-          f"survivors {t['survivors_total']}", file=sys.stderr)
-    return {"schema": "factory.bench-supervise/1", "overhead": o, "teardown": t,
-            "targets_met": o["overhead_median_ms"] <= 50
-            and t["after_deadline_max_s"] <= args.grace + 1 and t["survivors_total"] == 0}
+    print(
+        f"teardown: all gone {t['after_deadline_median_s']} s after the deadline (median; "
+        f"max {t['after_deadline_max_s']} s; target <= grace {args.grace} + 1 s); "
+        f"survivors {t['survivors_total']}",
+        file=sys.stderr,
+    )
+    return {
+        "schema": "factory.bench-supervise/1",
+        "overhead": o,
+        "teardown": t,
+        "targets_met": o["overhead_median_ms"] <= 50
+        and t["after_deadline_max_s"] <= args.grace + 1
+        and t["survivors_total"] == 0,
+    }
 
 
 if __name__ == "__main__":

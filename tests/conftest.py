@@ -39,7 +39,7 @@ def _isolated_environment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         }
     )
     (home / ".gitconfig-test").write_text(
-        "[init]\n\tdefaultBranch = main\n[protocol \"file\"]\n\tallow = always\n"
+        '[init]\n\tdefaultBranch = main\n[protocol "file"]\n\tallow = always\n'
     )
     try:
         yield

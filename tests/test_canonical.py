@@ -53,9 +53,7 @@ def test_literals_strings_and_no_whitespace() -> None:
     assert canonical_bytes({"b": [True, False, None], "a": {}}) == (
         b'{"a":{},"b":[true,false,null]}'
     )
-    assert canonical_bytes("\u20ac$\u000f\nA'B\"\\/") == (
-        b'"\xe2\x82\xac$\\u000f\\nA\'B\\"\\\\/"'
-    )
+    assert canonical_bytes("\u20ac$\u000f\nA'B\"\\/") == (b'"\xe2\x82\xac$\\u000f\\nA\'B\\"\\\\/"')
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), {1: "x"}, object(), 2**60])
@@ -92,9 +90,7 @@ def test_nul_is_what_keeps_tag_and_body_apart() -> None:
 
 
 def test_sha256_hex_is_plain_file_digest() -> None:
-    assert sha256_hex(b"") == (
-        "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-    )
+    assert sha256_hex(b"") == ("e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
 
 
 @pytest.mark.parametrize(

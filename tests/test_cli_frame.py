@@ -73,9 +73,7 @@ def test_unknown_flag_refused_for_each_command(command: str, tmp_path: Path) -> 
 
 def _option_actions(parser: argparse.ArgumentParser) -> list[argparse.Action]:
     return [
-        a
-        for a in parser._actions
-        if a.option_strings and not isinstance(a, argparse._HelpAction)
+        a for a in parser._actions if a.option_strings and not isinstance(a, argparse._HelpAction)
     ]
 
 

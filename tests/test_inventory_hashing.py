@@ -240,9 +240,7 @@ hashing.hash_files(rels, {str(tmp_path)!r}, workers=2)
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_folder_swapped_for_symlink_after_listing_is_refused(
-    tmp_path: Path, workers: int
-) -> None:
+def test_folder_swapped_for_symlink_after_listing_is_refused(tmp_path: Path, workers: int) -> None:
     root = tmp_path / "root"
     outside = tmp_path / "outside"
     rels = [f"sub/f{i:03d}" for i in range(80)] + ["top.txt"]

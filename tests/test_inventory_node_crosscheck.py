@@ -75,6 +75,7 @@ def test_javascript_twin_differs_when_content_differs(tmp_path: Path) -> None:
     # Control: the comparison is not vacuous.
     write(tmp_path / "one", "a.txt", "x\n")
     write(tmp_path / "two", "a.txt", "x\r\n")
-    assert node_digest(tmp_path / "one").splitlines()[-1] != (
-        node_digest(tmp_path / "two").splitlines()[-1]
+    assert (
+        node_digest(tmp_path / "one").splitlines()[-1]
+        != (node_digest(tmp_path / "two").splitlines()[-1])
     )

@@ -369,9 +369,7 @@ def test_manifest_parent_not_a_folder_refused_and_twin(tmp_path: Path, tree: Pat
     succeeds(tree, tmp_path / "a-folder" / "m.txt")
 
 
-def test_manifest_folder_missing_refused_and_nothing_created(
-    tmp_path: Path, tree: Path
-) -> None:
+def test_manifest_folder_missing_refused_and_nothing_created(tmp_path: Path, tree: Path) -> None:
     # A mistyped --manifest once created every missing folder on its path after hashing.
     refused(tree, tmp_path / "new-folder" / "m.txt", "manifest-folder-missing", "new-folder")
     refused(tree, tmp_path / "new" / "deeper" / "m.txt", "manifest-folder-missing", "deeper")

@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from factory.agent.receipt import AgentReceipt, CandidateRecord, EvidenceRef, PhaseRecord
+from factory.display import inert
 from factory.errors import IntegrityFailure
 from factory.models import parse_model
 
@@ -52,18 +53,11 @@ class ReceiptInvalid(IntegrityFailure):
 
 
 def clean(text: str) -> str:
-    """``text`` with every control character (C0, DEL, C1) shown as ``\\xNN`` / ``\\uNNNN``.
+    """``text`` made inert by the one display sanitiser (:func:`factory.display.inert`).
 
     Newlines and tabs are escaped too, so each value stays on its cell's line.
     """
-    out: list[str] = []
-    for ch in text:
-        code = ord(ch)
-        if code < 0x20 or code == 0x7F or 0x80 <= code < 0xA0 or ch in "\u2028\u2029":
-            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-        else:
-            out.append(ch)
-    return "".join(out)
+    return inert(text, limit=None)
 
 
 def short_digest(value: str | None, keep: int = 12) -> str:

@@ -133,14 +133,9 @@ def error_line(receipt: bytes) -> str | None:
     if not isinstance(error, dict):
         return None
     # A provider's own words may reach the message: never let them drive the terminal.
+    from factory.display import inert
+
     return inert(f"factory: {error.get('code')}: {error.get('message')}")
-
-
-def inert(text: str) -> str:
-    """``text`` with C0/C1 control characters (ESC, LF, ...) shown as ``\\xNN``."""
-    return "".join(
-        f"\\x{ord(c):02x}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 else c for c in text
-    )
 
 
 def execute(args: argparse.Namespace) -> tuple[int, bytes]:
@@ -192,7 +187,9 @@ def rehearsal_report(session: Any) -> Any:
             "see the rehearsal-log evidence",
         )
     return RouteReport(
-        role="rehearsal-log", data=session.evidence().canonical(), media_type=JSON,
+        role="rehearsal-log",
+        data=session.evidence().canonical(),
+        media_type=JSON,
         problem=problem,
     )
 
@@ -247,7 +244,10 @@ async def _main(
             with run_scope:
                 async with _route(scenario, evidence) as (route, report):
                     deps = AgentDeps(
-                        agent=agent, reviewer=reviewer, route=route, observer=observer,
+                        agent=agent,
+                        reviewer=reviewer,
+                        route=route,
+                        observer=observer,
                         route_report=report,
                     )
                     outcome = await run_agent(request, deps)

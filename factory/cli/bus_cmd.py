@@ -123,8 +123,10 @@ def run_serve(args: argparse.Namespace) -> int:
 
     if sys.stdin is not None and sys.stdin.isatty():
         # Typed at a terminal it would look hung: MCP clients pipe stdin, people do not.
-        say("factory bus serve: waiting for an MCP client on stdin (JSON-RPC lines); "
-            "this is for Claude Code, Codex or another MCP client to spawn. Ctrl-D stops it.")
+        say(
+            "factory bus serve: waiting for an MCP client on stdin (JSON-RPC lines); "
+            "this is for Claude Code, Codex or another MCP client to spawn. Ctrl-D stops it."
+        )
     serve(Path(args.data_dir))
     return 0
 

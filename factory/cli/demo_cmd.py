@@ -39,14 +39,18 @@ BANNER = (
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("demo", help="rehearse the agent cycle on a sample repository",
-                       description=HELP)
+    p = sub.add_parser(
+        "demo", help="rehearse the agent cycle on a sample repository", description=HELP
+    )
     p.add_argument("--dir", metavar="D", help="new folder for the demo (must not exist)")
     p.add_argument(
         "--progress", choices=("human", "jsonl"), default="human", help="stderr progress format"
     )
     p.add_argument(
-        "--timeout-ms", type=int, default=120_000, metavar="N",
+        "--timeout-ms",
+        type=int,
+        default=120_000,
+        metavar="N",
         help="per provider invocation, 1000..1800000 (default 120000)",
     )
     p.set_defaults(handler=run)

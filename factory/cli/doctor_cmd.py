@@ -25,8 +25,13 @@ that are set but never passed to the CLIs (SPEC P-3)."""
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("doctor", help=HELP, description=HELP + ".", epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "doctor",
+        help=HELP,
+        description=HELP + ".",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(handler=_handle)
 
 
@@ -42,12 +47,15 @@ def _cells(name: str, entry: dict[str, Any]) -> list[str]:
         ", ".join(entry["roles"]),
         binary["path"] if binary else "not found",
         (binary["via"] + (f", unwrapped {binary['unwrapped']}" if binary["unwrapped"] else ""))
-        if binary else "-",
+        if binary
+        else "-",
         entry["version"] or "-",
         f"{entry['pinned'] or '-'} (matches: {_yes(entry['matches_pin'])})",
         (_yes(login["present"]) + (f" ({login['method']})" if login["method"] else ""))
-        if login else "-",
-        f"{_yes(sandbox['read_only_works'])}: {sandbox['detail']}" if sandbox
+        if login
+        else "-",
+        f"{_yes(sandbox['read_only_works'])}: {sandbox['detail']}"
+        if sandbox
         else ("n/a" if name == "claude" else "-"),
         ", ".join(entry["ignored_env"]) or "-",
     ]
@@ -63,15 +71,26 @@ def _render(report: dict[str, Any]) -> None:
     for name in names:
         table.add_column(name, overflow="fold")
     columns = [_cells(name, report["profiles"][name]) for name in names]
-    labels = ("roles", "binary", "found via", "version", "pinned", "login", "read-only sandbox",
-              "ignored env")
+    labels = (
+        "roles",
+        "binary",
+        "found via",
+        "version",
+        "pinned",
+        "login",
+        "read-only sandbox",
+        "ignored env",
+    )
     for i, label in enumerate(labels):
         table.add_row(label, *(col[i] for col in columns))
     console = Console(stderr=True)
     console.print(table)
     routes = report["routes"]
-    console.print(f"rehearsal route ready: {_yes(routes['rehearsal'])}; "
-                  f"subscription route ready: {_yes(routes['subscription'])}", highlight=False)
+    console.print(
+        f"rehearsal route ready: {_yes(routes['rehearsal'])}; "
+        f"subscription route ready: {_yes(routes['subscription'])}",
+        highlight=False,
+    )
     for name in names:
         for problem in report["profiles"][name]["problems"]:
             console.print(f"{name}: {problem}", markup=False, highlight=False)

@@ -45,11 +45,13 @@ def run_verify(args: argparse.Namespace) -> int:
     report = verify(Path(args.receipt))
     emit_stdout((json.dumps(report, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
     if report["route"] == "rehearsal":
-        say("factory: REHEARSAL receipt: a scripted loopback model ran, not a real one; it "
-            "proves the control path, nothing about model judgement")
+        say(
+            "factory: REHEARSAL receipt: a scripted loopback model ran, not a real one; it "
+            "proves the control path, nothing about model judgement"
+        )
     if report["ok"]:
         return int(ExitCode.OK)
-    from factory.cli.agent_cmd import inert  # a forged receipt's role names are its own
+    from factory.display import inert  # a forged receipt's role names are its own
 
     say(inert(f"factory: receipt-not-verified: {'; '.join(failed_checks(report))}"))
     return int(ExitCode.FAILURE)

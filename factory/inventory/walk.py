@@ -68,8 +68,7 @@ def _name_problem(rel: str) -> Problem | None:
         return Problem(
             rel,
             "name-contains-lf",
-            f"{shown(rel)}: file name contains LF, which a manifest line cannot hold; "
-            "rename it",
+            f"{shown(rel)}: file name contains LF, which a manifest line cannot hold; rename it",
         )
     return None
 

@@ -95,9 +95,7 @@ class ProcessFailure(Failure):
 
     default_code: ClassVar[str] = "launch-failed"
 
-    def __init__(
-        self, message: str, *, code: FailureCode, result: RunResult | None = None
-    ) -> None:
+    def __init__(self, message: str, *, code: FailureCode, result: RunResult | None = None) -> None:
         super().__init__(message, code=code)
         self.result = result
 
@@ -189,16 +187,27 @@ async def _teardown(
 
 def _check_limits(spec: RunSpec) -> None:
     """P-1 wants a real deadline: NaN, infinite or non-positive limits are refused."""
-    bad = [name for name, value in (("timeout_s", spec.timeout_s),
-                                    ("track_interval_s", spec.track_interval_s))
-           if not (math.isfinite(value) and value > 0)]
+    bad = [
+        name
+        for name, value in (
+            ("timeout_s", spec.timeout_s),
+            ("track_interval_s", spec.track_interval_s),
+        )
+        if not (math.isfinite(value) and value > 0)
+    ]
     if not (math.isfinite(spec.grace_s) and spec.grace_s >= 0):
         bad.append("grace_s")
-    bad += [name for name, cap in (("stdout_cap", spec.stdout_cap),
-                                   ("stderr_cap", spec.stderr_cap)) if cap < 0]
+    bad += [
+        name
+        for name, cap in (("stdout_cap", spec.stdout_cap), ("stderr_cap", spec.stderr_cap))
+        if cap < 0
+    ]
     if bad:
-        raise ProcessFailure(f"invalid run limits: {', '.join(bad)}; pass finite positive "
-                             "seconds and non-negative byte caps", code="launch-failed")
+        raise ProcessFailure(
+            f"invalid run limits: {', '.join(bad)}; pass finite positive "
+            "seconds and non-negative byte caps",
+            code="launch-failed",
+        )
 
 
 @trio.lowlevel.enable_ki_protection
@@ -241,8 +250,10 @@ async def run(spec: RunSpec) -> RunResult:
             code="launch-failed",
         ) from exc
     except ValueError as exc:  # a NUL byte in argv/env, or "=" in an env name
-        raise ProcessFailure(f"could not start {spec.argv[0]!r}: {exc}", code="launch-failed",
-                             ) from exc
+        raise ProcessFailure(
+            f"could not start {spec.argv[0]!r}: {exc}",
+            code="launch-failed",
+        ) from exc
     leader = read_stat(proc.pid) or Stat(proc.pid, "R", 0, proc.pid, proc.pid, 0)
     out, err = _Capture(spec.stdout_cap), _Capture(spec.stderr_cap)
     stopped: list[StopReason] = []
@@ -300,8 +311,9 @@ async def run(spec: RunSpec) -> RunResult:
         )
     if result.stopped == "timeout":
         raise ProcessFailure(
-            f"{name} did not finish within {spec.timeout_s:g} s; it and its children were "
-            "stopped", code="timeout", result=result,
+            f"{name} did not finish within {spec.timeout_s:g} s; it and its children were stopped",
+            code="timeout",
+            result=result,
         )
     if result.stopped == "output-limit":
         raise ProcessFailure(

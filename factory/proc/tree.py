@@ -101,8 +101,9 @@ class ProcessTree:
         for st in table.values():
             if st.pid in (self.leader, self.self_pid) or st.pid <= 1:
                 continue
-            if st.sid == self.sid or (st.ppid == self.self_pid and st.pid not in _ACTIVE
-                                      and self._claims_orphan(st)):
+            if st.sid == self.sid or (
+                st.ppid == self.self_pid and st.pid not in _ACTIVE and self._claims_orphan(st)
+            ):
                 roots.append(st.pid)
         members: dict[int, Stat] = {}
         while roots:
@@ -128,11 +129,7 @@ class ProcessTree:
 
         The leader's zombie is excluded: the runner collects its status through trio.
         """
-        return [
-            pid
-            for pid, st in members.items()
-            if not (pid == self.leader and st.exited)
-        ]
+        return [pid for pid, st in members.items() if not (pid == self.leader and st.exited)]
 
     def signal(self, members: dict[int, Stat], sig: signal.Signals) -> None:
         """Send ``sig`` to every process group of the tree, then to every member pid."""

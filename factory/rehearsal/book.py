@@ -29,8 +29,14 @@ from factory.rehearsal.scenario import CLAUDE_ROLES, CODEX_ROLES, Scenario
 
 Api = Literal["anthropic", "openai"]
 Outcome = Literal[
-    "scripted", "auxiliary", "startup", "websocket-refused", "not-found", "unauthorized",
-    "violation", "too-large",
+    "scripted",
+    "auxiliary",
+    "startup",
+    "websocket-refused",
+    "not-found",
+    "unauthorized",
+    "violation",
+    "too-large",
 ]
 
 
@@ -148,16 +154,20 @@ class ScriptBook:
         with self._lock:
             sessions = {i: s for api in self._bound.values() for s, i in api.items()}
             return tuple(
-                Progress(invocation=i, role=inv.role, turns=inv.turns,
-                         served_turns=tuple(sorted(self._served[i])), session=sessions.get(i))
+                Progress(
+                    invocation=i,
+                    role=inv.role,
+                    turns=inv.turns,
+                    served_turns=tuple(sorted(self._served[i])),
+                    session=sessions.get(i),
+                )
                 for i, inv in enumerate(self.scenario.invocations)
             )
 
     def problems(self) -> tuple[str, ...]:
         """Violations, then every invocation whose turns were not all served."""
         unserved = tuple(
-            f"invocation {p.invocation} ({p.role}) served turns {list(p.served_turns)} "
-            f"of {p.turns}"
+            f"invocation {p.invocation} ({p.role}) served turns {list(p.served_turns)} of {p.turns}"
             for p in self.progress()
             if not p.complete
         )

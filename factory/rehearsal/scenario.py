@@ -161,8 +161,7 @@ def parse_scenario(data: bytes) -> Scenario:
     """
     if len(data) > MAX_SCENARIO_BYTES:
         raise ScenarioInvalid(
-            f"scenario is {len(data)} bytes, over the {MAX_SCENARIO_BYTES}-byte limit; "
-            "shorten it"
+            f"scenario is {len(data)} bytes, over the {MAX_SCENARIO_BYTES}-byte limit; shorten it"
         )
     try:
         json.loads(data.decode("utf-8"))

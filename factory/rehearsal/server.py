@@ -165,9 +165,11 @@ class _Handler(BaseHTTPRequestHandler):
             record.setdefault("outcome", "violation")
             record["note"] = str(exc)
             status, ctype = 400, "application/json"
-            body = (wire.anthropic_error("invalid_request_error", f"rehearsal: {exc}")
-                    if path.startswith("/v1/messages") else
-                    wire.responses_error("invalid_request_error", f"rehearsal: {exc}"))
+            body = (
+                wire.anthropic_error("invalid_request_error", f"rehearsal: {exc}")
+                if path.startswith("/v1/messages")
+                else wire.responses_error("invalid_request_error", f"rehearsal: {exc}")
+            )
         except Exception as exc:  # a server bug must not kill the thread or print a traceback
             book.violate(f"server error on {path}: {type(exc).__name__}: {exc}")
             record.update(outcome="violation", note=f"{type(exc).__name__}: {exc}")
@@ -204,14 +206,19 @@ class _Handler(BaseHTTPRequestHandler):
             listing = {"object": "list", "data": [], "has_more": False}
             return 200, json.dumps(listing).encode(), "application/json"
         if self.command != "POST" or path not in (
-            "/v1/messages", "/v1/messages/count_tokens", "/v1/responses"
+            "/v1/messages",
+            "/v1/messages/count_tokens",
+            "/v1/responses",
         ):
             return 404, b'{"error":"not found"}', "application/json"
         if not record["authorized"]:
             book.violate(f"{path}: request without the rehearsal key")
             record["outcome"] = "unauthorized"
-            return 401, wire.anthropic_error("authentication_error", "invalid x-api-key"), (
-                "application/json")
+            return (
+                401,
+                wire.anthropic_error("authentication_error", "invalid x-api-key"),
+                ("application/json"),
+            )
         try:
             parsed = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -230,18 +237,34 @@ class _Handler(BaseHTTPRequestHandler):
             invocation_at, turn = book.claim(
                 "anthropic", wire.anthropic_session(headers, parsed), wire.anthropic_turn(parsed)
             )
-            record.update(outcome="scripted", invocation=invocation_at, turn=turn,
-                          tool_result=wire.anthropic_last_tool_result(parsed))
-            stream = wire.anthropic_stream(book.scenario.invocations[invocation_at], turn,
-                                           tag=f"r{invocation_at}t{turn}", model=model)
+            record.update(
+                outcome="scripted",
+                invocation=invocation_at,
+                turn=turn,
+                tool_result=wire.anthropic_last_tool_result(parsed),
+            )
+            stream = wire.anthropic_stream(
+                book.scenario.invocations[invocation_at],
+                turn,
+                tag=f"r{invocation_at}t{turn}",
+                model=model,
+            )
             return 200, stream, "text/event-stream"
         invocation_at, turn = book.claim(
             "openai", wire.codex_session(headers, parsed), wire.codex_turn(parsed)
         )
-        record.update(outcome="scripted", invocation=invocation_at, turn=turn,
-                      tool_result=wire.codex_last_tool_result(parsed))
-        stream = wire.responses_stream(book.scenario.invocations[invocation_at], turn,
-                                       tag=f"r{invocation_at}t{turn}", model=model)
+        record.update(
+            outcome="scripted",
+            invocation=invocation_at,
+            turn=turn,
+            tool_result=wire.codex_last_tool_result(parsed),
+        )
+        stream = wire.responses_stream(
+            book.scenario.invocations[invocation_at],
+            turn,
+            tag=f"r{invocation_at}t{turn}",
+            model=model,
+        )
         return 200, stream, "text/event-stream"
 
 
@@ -277,8 +300,10 @@ class ScriptedModelServer:
             raise NonLoopbackRefused(f"bound {bound_host!r}, not {LOOPBACK_HOST}")
         self.base_url = f"http://{LOOPBACK_HOST}:{port}"
         self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-            name="factory-rehearsal-model", daemon=True,
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="factory-rehearsal-model",
+            daemon=True,
         )
 
     def start(self) -> None:
@@ -292,5 +317,10 @@ class ScriptedModelServer:
         self._server.server_close()
 
 
-__all__ = ["LOOPBACK_HOST", "NonLoopbackRefused", "RehearsalRequest", "ScriptedModelServer",
-           "require_loopback"]
+__all__ = [
+    "LOOPBACK_HOST",
+    "NonLoopbackRefused",
+    "RehearsalRequest",
+    "ScriptedModelServer",
+    "require_loopback",
+]

@@ -167,13 +167,20 @@ def anthropic_stream(invocation: Invocation, turn: int, *, tag: str, model: str)
         delta = {"type": "text_delta", "text": invocation.final_message}
         stop_reason = "end_turn"
     events += [
-        _sse("content_block_start", {"type": "content_block_start", "index": 0,
-                                     "content_block": block}),
+        _sse(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": block},
+        ),
         _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
         _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        _sse("message_delta", {"type": "message_delta",
-                               "delta": {"stop_reason": stop_reason, "stop_sequence": None},
-                               "usage": {"output_tokens": 1}}),
+        _sse(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": 1},
+            },
+        ),
         _sse("message_stop", {"type": "message_stop"}),
     ]
     return b"".join(events)
@@ -202,32 +209,52 @@ def _numbered(events: Iterable[tuple[str, dict[str, Any]]]) -> bytes:
 def responses_stream(invocation: Invocation, turn: int, *, tag: str, model: str) -> bytes:
     """SSE body answering ``turn`` of ``invocation`` (OpenAI Responses streaming)."""
     response: dict[str, Any] = {
-        "id": f"resp_{tag}", "object": "response", "created_at": 0, "model": model,
-        "status": "in_progress", "output": [],
+        "id": f"resp_{tag}",
+        "object": "response",
+        "created_at": 0,
+        "model": model,
+        "status": "in_progress",
+        "output": [],
     }
     usage = {
-        "input_tokens": 1, "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2,
+        "input_tokens": 1,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 1,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 2,
     }
     events: list[tuple[str, dict[str, Any]]] = [("response.created", {"response": response})]
     if turn < len(invocation.tool_calls):
         arguments = json.dumps(invocation.tool_calls[turn].tool_input())
         item: dict[str, Any] = {
-            "type": "function_call", "id": f"fc_{tag}", "call_id": f"call_{tag}",
-            "name": CODEX_SHELL_FUNCTION, "arguments": "", "status": "in_progress",
+            "type": "function_call",
+            "id": f"fc_{tag}",
+            "call_id": f"call_{tag}",
+            "name": CODEX_SHELL_FUNCTION,
+            "arguments": "",
+            "status": "in_progress",
         }
         done = {**item, "arguments": arguments, "status": "completed"}
         events += [
             ("response.output_item.added", {"output_index": 0, "item": item}),
-            ("response.function_call_arguments.delta",
-             {"item_id": item["id"], "output_index": 0, "delta": arguments}),
-            ("response.function_call_arguments.done",
-             {"item_id": item["id"], "output_index": 0, "arguments": arguments}),
+            (
+                "response.function_call_arguments.delta",
+                {"item_id": item["id"], "output_index": 0, "delta": arguments},
+            ),
+            (
+                "response.function_call_arguments.done",
+                {"item_id": item["id"], "output_index": 0, "arguments": arguments},
+            ),
         ]
     else:
         text = invocation.final_message
-        item = {"type": "message", "id": f"msg_{tag}", "role": "assistant",
-                "status": "in_progress", "content": []}
+        item = {
+            "type": "message",
+            "id": f"msg_{tag}",
+            "role": "assistant",
+            "status": "in_progress",
+            "content": [],
+        }
         part = {"type": "output_text", "text": "", "annotations": []}
         where = {"item_id": item["id"], "output_index": 0, "content_index": 0}
         done = {**item, "status": "completed", "content": [{**part, "text": text}]}
@@ -240,8 +267,10 @@ def responses_stream(invocation: Invocation, turn: int, *, tag: str, model: str)
         ]
     events += [
         ("response.output_item.done", {"output_index": 0, "item": done}),
-        ("response.completed",
-         {"response": {**response, "status": "completed", "output": [done], "usage": usage}}),
+        (
+            "response.completed",
+            {"response": {**response, "status": "completed", "output": [done], "usage": usage}},
+        ),
     ]
     return _numbered(events)
 

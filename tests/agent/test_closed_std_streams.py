@@ -22,11 +22,17 @@ def sh(script: str, *args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def test_with_stderr_closed_a_refusal_writes_nothing_to_stdout(tmp_path: Path) -> None:
-    proc = sh('"$1" -m factory agent --worktree "$2" --task t --out "$3" 2>&-',
-              str(tmp_path / "missing"), str(tmp_path / "r.json"))
+    proc = sh(
+        '"$1" -m factory agent --worktree "$2" --task t --out "$3" 2>&-',
+        str(tmp_path / "missing"),
+        str(tmp_path / "r.json"),
+    )
     assert proc.returncode == 2 and proc.stdout == b""
-    twin = sh('"$1" -m factory agent --worktree "$2" --task t --out "$3"',
-              str(tmp_path / "missing"), str(tmp_path / "r.json"))
+    twin = sh(
+        '"$1" -m factory agent --worktree "$2" --task t --out "$3"',
+        str(tmp_path / "missing"),
+        str(tmp_path / "r.json"),
+    )
     assert twin.returncode == 2 and b"worktree-missing" in twin.stderr and twin.stdout == b""
 
 

@@ -65,13 +65,15 @@ async def test_a_second_run_on_a_busy_worktree_is_refused(layout: Layout) -> Non
 
 async def test_twin_runs_one_after_the_other_are_both_admitted(layout: Layout) -> None:
     deps = AgentDeps(
-        agent=FakeAgent([Step(effect=write("first.txt"))]), reviewer=FakeReviewer([Step()]),
+        agent=FakeAgent([Step(effect=write("first.txt"))]),
+        reviewer=FakeReviewer([Step()]),
         route=SubscriptionRoute(),
     )
     assert (await run_agent(request(layout), deps)).exit_code == 0
     os.remove(layout.wt / "first.txt")  # clean again: the lock was released with the run
     deps = AgentDeps(
-        agent=FakeAgent([Step(effect=write("second.txt"))]), reviewer=FakeReviewer([Step()]),
+        agent=FakeAgent([Step(effect=write("second.txt"))]),
+        reviewer=FakeReviewer([Step()]),
         route=SubscriptionRoute(),
     )
     outcome = await run_agent(request(layout, receipt=layout.out / "second.json"), deps)
@@ -92,7 +94,8 @@ def test_the_cli_refuses_a_busy_worktree_with_exit_2(layout: Layout, tmp_path: P
     marker = tmp_path / "holding"
     first = subprocess.Popen(
         [sys.executable, str(FAKE), "hold", str(marker), "--", *agent_args(layout)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     try:
         deadline = time.monotonic() + 60

@@ -33,9 +33,24 @@ def interrupt_when(layout: Layout, scenario_path: Path, marker: str) -> tuple[in
     """Start the run, wait until a descendant's argv contains ``marker``, send SIGINT;
     return the exit code and the argv of every descendant still alive afterwards."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "factory", "agent", "--worktree", str(layout.wt), "--task", "t",
-         "--out", str(layout.receipt), "--progress", "jsonl", "--rehearsal", str(scenario_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [
+            sys.executable,
+            "-m",
+            "factory",
+            "agent",
+            "--worktree",
+            str(layout.wt),
+            "--task",
+            "t",
+            "--out",
+            str(layout.receipt),
+            "--progress",
+            "jsonl",
+            "--rehearsal",
+            str(scenario_path),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     me = psutil.Process(proc.pid)
     seen: dict[int, psutil.Process] = {}
@@ -62,12 +77,18 @@ def test_sigint_while_the_real_worker_runs_a_grandchild(layout: Layout, tmp_path
     # The worker's allow-listed 'git status' runs the repository's fsmonitor hook: a
     # grandchild of Claude Code that would outlive a careless kill.
     git(layout.repo, "config", "core.fsmonitor", "sleep 59")
-    path = scenario(tmp_path, {
-        "role": "worker",
-        "tool_calls": [{"tool": "Write", "file_path": "b.txt", "content": "b\n"},
-                       {"tool": "Bash", "command": "git status --short"}],
-        "final_message": "done",
-    }, {"role": "reviewer", "final_message": '{"verdict":"APPROVE","summary":"ok"}'})
+    path = scenario(
+        tmp_path,
+        {
+            "role": "worker",
+            "tool_calls": [
+                {"tool": "Write", "file_path": "b.txt", "content": "b\n"},
+                {"tool": "Bash", "command": "git status --short"},
+            ],
+            "final_message": "done",
+        },
+        {"role": "reviewer", "final_message": '{"verdict":"APPROVE","summary":"ok"}'},
+    )
     rc, survivors = interrupt_when(layout, path, "sleep 59")
     r = json.loads(layout.receipt.read_bytes())
     assert (rc, r["status"], r["exit_code"]) == (130, "interrupted", 130)
@@ -76,12 +97,19 @@ def test_sigint_while_the_real_worker_runs_a_grandchild(layout: Layout, tmp_path
 
 
 def test_sigint_while_the_real_reviewer_runs_a_command(layout: Layout, tmp_path: Path) -> None:
-    path = scenario(tmp_path, {
-        "role": "worker",
-        "tool_calls": [{"tool": "Write", "file_path": "b.txt", "content": "b\n"}],
-        "final_message": "done",
-    }, {"role": "reviewer", "tool_calls": [{"tool": "shell", "command": "sleep 58"}],
-        "final_message": '{"verdict":"APPROVE","summary":"ok"}'})
+    path = scenario(
+        tmp_path,
+        {
+            "role": "worker",
+            "tool_calls": [{"tool": "Write", "file_path": "b.txt", "content": "b\n"}],
+            "final_message": "done",
+        },
+        {
+            "role": "reviewer",
+            "tool_calls": [{"tool": "shell", "command": "sleep 58"}],
+            "final_message": '{"verdict":"APPROVE","summary":"ok"}',
+        },
+    )
     rc, survivors = interrupt_when(layout, path, "sleep 58")
     r = json.loads(layout.receipt.read_bytes())
     assert (rc, r["status"], r["exit_code"]) == (130, "interrupted", 130)

@@ -65,8 +65,16 @@ def test_npm_runs_the_rehearsal_cycle_and_passes_exit_3_through(
         reviewer("REQUEST_CHANGES"),
     )
     proc = npm_agent(
-        layout, "--task", "add greet()", "--timeout-ms", "120000", "--progress", "jsonl",
-        "--rehearsal", str(path), timeout=600,
+        layout,
+        "--task",
+        "add greet()",
+        "--timeout-ms",
+        "120000",
+        "--progress",
+        "jsonl",
+        "--rehearsal",
+        str(path),
+        timeout=600,
     )
     assert proc.returncode == 3, proc.stderr[-2000:]
     assert proc.stdout == layout.receipt.read_bytes()  # stdout is exactly the receipt
@@ -92,9 +100,24 @@ def test_a_signal_to_npm_alone_interrupts_the_run(layout: Layout, tmp_path: Path
         reviewer("APPROVE", "sleep 56"),
     )
     proc = subprocess.Popen(
-        ["npm", "run", "factory:agent", "--", "--worktree", str(layout.wt), "--out",
-         str(layout.receipt), "--task", "t", "--rehearsal", str(path)],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        [
+            "npm",
+            "run",
+            "factory:agent",
+            "--",
+            "--worktree",
+            str(layout.wt),
+            "--out",
+            str(layout.receipt),
+            "--task",
+            "t",
+            "--rehearsal",
+            str(path),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
     )
 
     def sleeping() -> bool:

@@ -161,10 +161,14 @@ async def test_the_cli_wires_the_rehearsal_log_and_its_consumption(tmp_path: Pat
     from factory.rehearsal import open_rehearsal, parse_scenario
     from tests.rehearsal.test_server import call, claude_body
 
-    script = parse_scenario(json.dumps({
-        "schema": "factory.rehearsal-scenario/1",
-        "invocations": [{"role": "worker", "final_message": "done"}],
-    }).encode())
+    script = parse_scenario(
+        json.dumps(
+            {
+                "schema": "factory.rehearsal-scenario/1",
+                "invocations": [{"role": "worker", "final_message": "done"}],
+            }
+        ).encode()
+    )
     async with open_rehearsal(script, tmp_path / "route") as session:
         before = rehearsal_report(session)
         status, _ = await call(

@@ -13,7 +13,7 @@ PY = sys.executable
 # A tree: the leader and two children in new sessions, all ignoring SIGTERM; each child
 # forks a fresh grandchild when it receives SIGTERM. Every process appends its identity
 # to RECORD. Leader behaviour after building the tree: LEADER ("sleep" | "exit").
-TREE = r'''
+TREE = r"""
 import json, os, signal, sys, time
 RECORD, LEADER = sys.argv[1], sys.argv[2]
 def note():
@@ -45,7 +45,7 @@ if LEADER == "exit":
     sys.exit(0)
 while True:
     time.sleep(0.05)
-'''
+"""
 
 
 def recorded(path: Path) -> list[tuple[int, float]]:

@@ -38,24 +38,28 @@ def _tagged(tag: str) -> list[int]:
 
 
 def _spec(code: str, tag: str, timeout_s: float = 10.0) -> RunSpec:
-    return RunSpec(argv=[PY, "-c", code], env={"PATH": "/usr/bin:/bin", "QA_TAG": tag},
-                   timeout_s=timeout_s, grace_s=0.3)
+    return RunSpec(
+        argv=[PY, "-c", code],
+        env={"PATH": "/usr/bin:/bin", "QA_TAG": tag},
+        timeout_s=timeout_s,
+        grace_s=0.3,
+    )
 
 
 # Each link forks, the parent exits at once and the child starts a new session: at any
 # moment the "tree" is one or two short-lived processes in a session nobody has seen.
-FORK_CHAIN = r'''
+FORK_CHAIN = r"""
 import os, signal
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 while True:
     if os.fork():
         os._exit(0)
     os.setsid()
-'''
+"""
 
 # The leader exits at once; its grandchild starts a new session only later, after the
 # intermediate parent is gone (so no periodic scan ever saw it as the leader's).
-LATE_ESCAPE = r'''
+LATE_ESCAPE = r"""
 import os, time
 if os.fork() == 0:
     if os.fork() == 0:
@@ -68,7 +72,7 @@ if os.fork() == 0:
         os._exit(0)
     os._exit(0)
 os._exit(0)
-'''
+"""
 
 
 async def test_fork_chain_in_new_sessions_is_caught() -> None:
@@ -87,7 +91,7 @@ async def test_late_setsid_after_the_leader_exited_is_caught() -> None:
 
 # Ctrl-C delivered in the synchronous code between the spawn and the supervised wait
 # (here: from inside the runner's first /proc read). Argument: "ctrl-c" or "none".
-KI_AFTER_SPAWN = r'''
+KI_AFTER_SPAWN = r"""
 import os, signal, sys, trio
 import factory.proc.runner as runner
 from factory.proc import RunSpec, run
@@ -106,51 +110,68 @@ try:
 except KeyboardInterrupt:
     print("interrupted", flush=True)
     sys.exit(130)
-'''
+"""
 
 
-@pytest.mark.parametrize(("mode", "sleep", "rc", "out"), [
-    ("ctrl-c", "30", 130, b"interrupted\n"),
-    ("none", "0", 0, b"exit 0\n"),  # negative control: the same path without Ctrl-C
-])
-def test_ctrl_c_right_after_spawn_still_sweeps(mode: str, sleep: str, rc: int,
-                                                out: bytes) -> None:
+@pytest.mark.parametrize(
+    ("mode", "sleep", "rc", "out"),
+    [
+        ("ctrl-c", "30", 130, b"interrupted\n"),
+        ("none", "0", 0, b"exit 0\n"),  # negative control: the same path without Ctrl-C
+    ],
+)
+def test_ctrl_c_right_after_spawn_still_sweeps(mode: str, sleep: str, rc: int, out: bytes) -> None:
     tag = uuid.uuid4().hex
-    done = subprocess.run([sys.executable, "-c", KI_AFTER_SPAWN, mode, sleep, tag],
-                          capture_output=True, cwd=ROOT, timeout=20, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", KI_AFTER_SPAWN, mode, sleep, tag],
+        capture_output=True,
+        cwd=ROOT,
+        timeout=20,
+        check=False,
+    )
     assert (done.returncode, done.stdout) == (rc, out), done.stderr
     assert _tagged(tag) == []
 
 
-@pytest.mark.parametrize(("changes", "needle"), [
-    ({"timeout_s": float("nan")}, "timeout_s"),
-    ({"timeout_s": float("inf")}, "timeout_s"),
-    ({"timeout_s": 0.0}, "timeout_s"),
-    ({"grace_s": -1.0}, "grace_s"),
-    ({"stdout_cap": -1}, "stdout_cap"),
-    ({"argv": ["echo", "a\0b"]}, "null byte"),
-    ({"env": {"A=B": "x"}}, "environment variable name"),
-    ({"cwd": Path("/nonexistent-qa4")}, "/nonexistent-qa4"),
-])
-async def test_bad_specs_are_typed_launch_failures(changes: dict[str, object],
-                                                   needle: str) -> None:
-    spec = dataclasses.replace(RunSpec(argv=["echo", "hi"], env={"PATH": "/usr/bin:/bin"},
-                                       timeout_s=5.0), **changes)  # type: ignore[arg-type]
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"timeout_s": float("nan")}, "timeout_s"),
+        ({"timeout_s": float("inf")}, "timeout_s"),
+        ({"timeout_s": 0.0}, "timeout_s"),
+        ({"grace_s": -1.0}, "grace_s"),
+        ({"stdout_cap": -1}, "stdout_cap"),
+        ({"argv": ["echo", "a\0b"]}, "null byte"),
+        ({"env": {"A=B": "x"}}, "environment variable name"),
+        ({"cwd": Path("/nonexistent-qa4")}, "/nonexistent-qa4"),
+    ],
+)
+async def test_bad_specs_are_typed_launch_failures(changes: dict[str, object], needle: str) -> None:
+    spec = dataclasses.replace(
+        RunSpec(argv=["echo", "hi"], env={"PATH": "/usr/bin:/bin"}, timeout_s=5.0), **changes
+    )  # type: ignore[arg-type]
     with pytest.raises(ProcessFailure) as info:
         await run(spec)
     assert info.value.code == "launch-failed" and needle in info.value.message
 
 
 async def test_good_spec_twin_runs() -> None:
-    res = await run(RunSpec(argv=["echo", "hi"], env={"PATH": "/usr/bin:/bin"}, timeout_s=5.0,
-                            grace_s=0.0, stdout_cap=3))
+    res = await run(
+        RunSpec(
+            argv=["echo", "hi"],
+            env={"PATH": "/usr/bin:/bin"},
+            timeout_s=5.0,
+            grace_s=0.0,
+            stdout_cap=3,
+        )
+    )
     assert res.exit_code == 0 and res.stdout == b"hi\n"
 
 
 # The process's main thread exits (pthread_exit) while another thread keeps running: its
 # /proc/<pid>/stat says "Z", yet it is alive. Argument 1: record file; 2: "leader" (the
 # leader itself does it) or "grandchild" (a child in a new session does, the leader exits).
-ZOMBIE_MAIN_THREAD = r'''
+ZOMBIE_MAIN_THREAD = r"""
 import ctypes, json, os, signal, sys, threading, time
 import psutil
 def become_headless():
@@ -165,13 +186,19 @@ if os.fork() == 0:
     os.setsid()
     become_headless()
 time.sleep(0.3)
-'''
+"""
 
 
 async def test_headless_grandchild_is_killed_not_taken_for_a_zombie(tmp_path: Path) -> None:
     rec = tmp_path / "rec.jsonl"
-    res = await run(RunSpec(argv=[PY, "-c", ZOMBIE_MAIN_THREAD, str(rec), "grandchild"],
-                            env={"PATH": "/usr/bin:/bin"}, timeout_s=10, grace_s=0.2))
+    res = await run(
+        RunSpec(
+            argv=[PY, "-c", ZOMBIE_MAIN_THREAD, str(rec), "grandchild"],
+            env={"PATH": "/usr/bin:/bin"},
+            timeout_s=10,
+            grace_s=0.2,
+        )
+    )
     ids = recorded(rec)
     left = survivors(ids)
     _kill(left)
@@ -182,8 +209,14 @@ async def test_headless_grandchild_is_killed_not_taken_for_a_zombie(tmp_path: Pa
 async def test_headless_leader_is_killed_at_the_deadline(tmp_path: Path) -> None:
     rec = tmp_path / "rec.jsonl"
     with pytest.raises(ProcessFailure) as info:
-        await run(RunSpec(argv=[PY, "-c", ZOMBIE_MAIN_THREAD, str(rec), "leader"],
-                          env={"PATH": "/usr/bin:/bin"}, timeout_s=0.5, grace_s=0.2))
+        await run(
+            RunSpec(
+                argv=[PY, "-c", ZOMBIE_MAIN_THREAD, str(rec), "leader"],
+                env={"PATH": "/usr/bin:/bin"},
+                timeout_s=0.5,
+                grace_s=0.2,
+            )
+        )
     ids = recorded(rec)
     left = survivors(ids)
     _kill(left)

@@ -23,9 +23,13 @@ ENV = {"PATH": "/usr/bin:/bin"}
 
 
 async def test_trivial_child_exit_status_and_capture() -> None:
-    res = await run(RunSpec(argv=[PY, "-c", "import sys; print('out'); "
-                                   "print('err', file=sys.stderr); sys.exit(7)"],
-                            env=ENV, timeout_s=10))
+    res = await run(
+        RunSpec(
+            argv=[PY, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(7)"],
+            env=ENV,
+            timeout_s=10,
+        )
+    )
     assert res.exit_code == 7
     assert res.stdout == b"out\n" and res.stderr == b"err\n"
     assert res.stopped is None and not res.sweep.signalled
@@ -52,8 +56,11 @@ async def test_env_is_exactly_the_given_mapping() -> None:
 
 
 async def test_child_runs_in_its_own_session() -> None:
-    res = await run(RunSpec(argv=[PY, "-c", "import os; print(os.getsid(0) == os.getpid())"],
-                            env=ENV, timeout_s=10))
+    res = await run(
+        RunSpec(
+            argv=[PY, "-c", "import os; print(os.getsid(0) == os.getpid())"], env=ENV, timeout_s=10
+        )
+    )
     assert res.stdout.strip() == b"True"
 
 
@@ -63,15 +70,27 @@ async def test_cwd_is_honoured(tmp_path: Path) -> None:
 
 
 async def test_output_exactly_at_cap_is_kept_whole() -> None:
-    res = await run(RunSpec(argv=[PY, "-c", "import sys; sys.stdout.write('x' * 4096)"],
-                            env=ENV, timeout_s=10, stdout_cap=4096))
+    res = await run(
+        RunSpec(
+            argv=[PY, "-c", "import sys; sys.stdout.write('x' * 4096)"],
+            env=ENV,
+            timeout_s=10,
+            stdout_cap=4096,
+        )
+    )
     assert len(res.stdout) == 4096 and not res.stdout_truncated
 
 
 async def test_one_byte_over_cap_is_output_limit() -> None:
     with pytest.raises(ProcessFailure) as info:
-        await run(RunSpec(argv=[PY, "-c", "import sys; sys.stdout.write('x' * 4097)"],
-                          env=ENV, timeout_s=10, stdout_cap=4096))
+        await run(
+            RunSpec(
+                argv=[PY, "-c", "import sys; sys.stdout.write('x' * 4097)"],
+                env=ENV,
+                timeout_s=10,
+                stdout_cap=4096,
+            )
+        )
     assert info.value.code == "output-limit"
     assert info.value.result is not None and info.value.result.stdout_truncated
     assert len(info.value.result.stdout) == 4096
@@ -79,10 +98,12 @@ async def test_one_byte_over_cap_is_output_limit() -> None:
 
 async def test_fifty_megabyte_line_stops_at_default_cap(tmp_path: Path) -> None:
     rec = tmp_path / "rec"
-    code = ("import json, os, sys, psutil\n"
-            "me = [os.getpid(), psutil.Process().create_time()]\n"
-            f"open({str(rec)!r}, 'w').write(json.dumps(me))\n"
-            "sys.stdout.write('y' * (50 << 20) + '\\n')\n")
+    code = (
+        "import json, os, sys, psutil\n"
+        "me = [os.getpid(), psutil.Process().create_time()]\n"
+        f"open({str(rec)!r}, 'w').write(json.dumps(me))\n"
+        "sys.stdout.write('y' * (50 << 20) + '\\n')\n"
+    )
     started = time.monotonic()
     with pytest.raises(ProcessFailure) as info:
         await run(RunSpec(argv=[PY, "-c", code], env=ENV, timeout_s=10, grace_s=0.5))
@@ -95,8 +116,14 @@ async def test_fifty_megabyte_line_stops_at_default_cap(tmp_path: Path) -> None:
 
 async def test_stderr_has_its_own_cap() -> None:
     with pytest.raises(ProcessFailure) as info:
-        await run(RunSpec(argv=[PY, "-c", "import sys; sys.stderr.write('e' * 3000)"],
-                          env=ENV, timeout_s=10, stderr_cap=1000))
+        await run(
+            RunSpec(
+                argv=[PY, "-c", "import sys; sys.stderr.write('e' * 3000)"],
+                env=ENV,
+                timeout_s=10,
+                stderr_cap=1000,
+            )
+        )
     assert info.value.code == "output-limit"
     assert info.value.result is not None and info.value.result.stderr_truncated
 
@@ -111,8 +138,9 @@ async def test_deadline_kills_sigterm_ignoring_reforking_tree(tmp_path: Path) ->
     rec = tmp_path / "tree.jsonl"
     started = time.monotonic()
     with pytest.raises(ProcessFailure) as info:
-        await run(RunSpec(argv=[PY, "-c", TREE, str(rec), "sleep"], env=ENV,
-                          timeout_s=1.5, grace_s=0.5))
+        await run(
+            RunSpec(argv=[PY, "-c", TREE, str(rec), "sleep"], env=ENV, timeout_s=1.5, grace_s=0.5)
+        )
     elapsed = time.monotonic() - started
     assert info.value.code == "timeout"
     ids = recorded(rec)
@@ -124,8 +152,9 @@ async def test_deadline_kills_sigterm_ignoring_reforking_tree(tmp_path: Path) ->
 
 async def test_leftover_descendants_are_killed_after_a_normal_exit(tmp_path: Path) -> None:
     rec = tmp_path / "tree.jsonl"
-    res = await run(RunSpec(argv=[PY, "-c", TREE, str(rec), "exit"], env=ENV,
-                            timeout_s=10, grace_s=0.3))
+    res = await run(
+        RunSpec(argv=[PY, "-c", TREE, str(rec), "exit"], env=ENV, timeout_s=10, grace_s=0.3)
+    )
     assert res.exit_code == 0 and res.stdout == b"tree-built\n"
     assert res.sweep.signalled and res.sweep.killed
     ids = recorded(rec)
@@ -170,8 +199,9 @@ async def test_cancellation_takes_the_same_path(tmp_path: Path) -> None:
     rec = tmp_path / "tree.jsonl"
     started = time.monotonic()
     with trio.move_on_after(1.0) as scope:
-        await run(RunSpec(argv=[PY, "-c", TREE, str(rec), "sleep"], env=ENV,
-                          timeout_s=60, grace_s=0.3))
+        await run(
+            RunSpec(argv=[PY, "-c", TREE, str(rec), "sleep"], env=ENV, timeout_s=60, grace_s=0.3)
+        )
     assert scope.cancelled_caught
     ids = recorded(rec)
     assert len(ids) >= 3 and survivors(ids) == []  # gone before the cancel escaped
@@ -182,8 +212,11 @@ async def test_long_deadline_under_mock_clock(autojump_clock: trio.testing.MockC
     started = trio.current_time()
     real = time.monotonic()
     with pytest.raises(ProcessFailure) as info:
-        await run(RunSpec(argv=["/bin/sleep", "600"], env=ENV, timeout_s=300, grace_s=5,
-                          track_interval_s=30))
+        await run(
+            RunSpec(
+                argv=["/bin/sleep", "600"], env=ENV, timeout_s=300, grace_s=5, track_interval_s=30
+            )
+        )
     assert info.value.code == "timeout"
     assert trio.current_time() - started >= 300
     assert time.monotonic() - real < 5
@@ -197,7 +230,7 @@ def test_factory_is_a_child_subreaper() -> None:
     assert value.value == 1
 
 
-CTRL_C_SCRIPT = r'''
+CTRL_C_SCRIPT = r"""
 import sys, trio
 from factory.proc import RunSpec, run
 async def main():
@@ -208,14 +241,17 @@ try:
 except KeyboardInterrupt:
     print("interrupted", flush=True)
     sys.exit(130)
-'''
+"""
 
 
 def test_ctrl_c_kills_the_tree_before_exiting(tmp_path: Path) -> None:
     rec = tmp_path / "tree.jsonl"
-    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, TREE, str(rec), "0.3"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_SCRIPT, TREE, str(rec), "0.3"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     end = time.monotonic() + 10
     while len(recorded(rec)) < 5 and time.monotonic() < end:
         time.sleep(0.05)
@@ -228,16 +264,23 @@ def test_ctrl_c_kills_the_tree_before_exiting(tmp_path: Path) -> None:
     assert survivors(recorded(rec)) == []
 
 
-
 async def test_concurrent_trees_do_not_take_each_other_down(tmp_path: Path) -> None:
     rec_a, rec_b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
-    spec_b = RunSpec(argv=[PY, "-c", TREE, str(rec_b), "sleep"], env=ENV, timeout_s=60,
-                     grace_s=0.3, track_interval_s=0.05)
+    spec_b = RunSpec(
+        argv=[PY, "-c", TREE, str(rec_b), "sleep"],
+        env=ENV,
+        timeout_s=60,
+        grace_s=0.3,
+        track_interval_s=0.05,
+    )
     async with trio.open_nursery() as nursery:
         nursery.start_soon(run, spec_b)
         with pytest.raises(ProcessFailure):
-            await run(RunSpec(argv=[PY, "-c", TREE, str(rec_a), "sleep"], env=ENV,
-                              timeout_s=1.0, grace_s=0.3))
+            await run(
+                RunSpec(
+                    argv=[PY, "-c", TREE, str(rec_a), "sleep"], env=ENV, timeout_s=1.0, grace_s=0.3
+                )
+            )
         assert survivors(recorded(rec_a)) == []
         ids_b = recorded(rec_b)
         assert len(ids_b) >= 5 and len(survivors(ids_b)) == len(ids_b)  # B untouched
@@ -247,9 +290,12 @@ async def test_concurrent_trees_do_not_take_each_other_down(tmp_path: Path) -> N
 
 def test_second_ctrl_c_during_cleanup_skips_the_grace_but_not_the_sweep(tmp_path: Path) -> None:
     rec = tmp_path / "tree.jsonl"
-    proc = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, TREE, str(rec), "30"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            cwd=Path(__file__).resolve().parents[2])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_SCRIPT, TREE, str(rec), "30"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     end = time.monotonic() + 10
     while len(recorded(rec)) < 5 and time.monotonic() < end:
         time.sleep(0.05)

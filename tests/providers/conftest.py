@@ -37,8 +37,9 @@ def worktree(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def rehearsal(tmp_path: Path) -> RehearsalRoute:
-    return RehearsalRoute(base_url="http://127.0.0.1:9", api_key="rehearsal-key-1",
-                          config_root=tmp_path / "route")
+    return RehearsalRoute(
+        base_url="http://127.0.0.1:9", api_key="rehearsal-key-1", config_root=tmp_path / "route"
+    )
 
 
 @pytest.fixture

@@ -72,8 +72,10 @@ def test_pins_come_from_package_json() -> None:
     assert pins == {"claude": "2.1.332", "codex": "0.171.0"}
 
 
-@pytest.mark.skipif(not (CHECKOUT / "node_modules" / ".bin" / "claude").exists(),
-                    reason="pinned CLIs not installed in this checkout (run scripts/setup)")
+@pytest.mark.skipif(
+    not (CHECKOUT / "node_modules" / ".bin" / "claude").exists(),
+    reason="pinned CLIs not installed in this checkout (run scripts/setup)",
+)
 async def test_doctor_on_the_pinned_real_clis(tmp_path: Path) -> None:
     report = await diagnose(Effects(environ={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}))
     for name in ("claude", "codex"):

@@ -12,7 +12,7 @@ from providers.doctor import check_claude
 from tests.support.cli import run_factory
 from tests.support.fake_cli import Fakes
 
-FAKE = r'''#!{py}
+FAKE = r"""#!{py}
 import json, sys
 args = sys.argv[1:]
 if args == ["--version"]:
@@ -20,7 +20,7 @@ if args == ["--version"]:
 if args == ["auth", "status"]:
     print(json.dumps({{"loggedIn": {logged_in}, "authMethod": "none"}})); sys.exit(0)
 sys.exit(2)
-'''
+"""
 
 
 def _fake_claude(folder: Path, version: str, logged_in: bool) -> Path:
@@ -33,24 +33,26 @@ def _fake_claude(folder: Path, version: str, logged_in: bool) -> Path:
 
 async def test_a_version_other_than_the_pin_is_a_problem(tmp_path: Path) -> None:
     bin_dir = _fake_claude(tmp_path / "bin", "2.1.400 (Claude Code)", True)
-    entry = await check_claude(Effects(environ={"PATH": str(bin_dir)}, fallback_dirs=()),
-                               "2.1.332")
+    entry = await check_claude(Effects(environ={"PATH": str(bin_dir)}, fallback_dirs=()), "2.1.332")
     assert entry["matches_pin"] is False
     assert any("not the pinned 2.1.332" in p for p in entry["problems"])
 
 
 async def test_the_pinned_version_twin_has_no_problem(tmp_path: Path) -> None:
     bin_dir = _fake_claude(tmp_path / "bin", "2.1.332 (Claude Code)", True)
-    entry = await check_claude(Effects(environ={"PATH": str(bin_dir)}, fallback_dirs=()),
-                               "2.1.332")
+    entry = await check_claude(Effects(environ={"PATH": str(bin_dir)}, fallback_dirs=()), "2.1.332")
     assert entry["matches_pin"] is True and entry["problems"] == []
     assert entry["ignored_env"] == []
 
 
 async def test_login_problem_names_ignored_caller_variables(tmp_path: Path) -> None:
     bin_dir = _fake_claude(tmp_path / "bin", "2.1.332 (Claude Code)", False)
-    environ = {"PATH": str(bin_dir), "ANTHROPIC_API_KEY": "sk-secret-value",
-               "CLAUDE_CONFIG_DIR": "/elsewhere", "HTTPS_PROXY": "http://proxy:3128"}
+    environ = {
+        "PATH": str(bin_dir),
+        "ANTHROPIC_API_KEY": "sk-secret-value",
+        "CLAUDE_CONFIG_DIR": "/elsewhere",
+        "HTTPS_PROXY": "http://proxy:3128",
+    }
     entry = await check_claude(Effects(environ=environ, fallback_dirs=()), "2.1.332")
     assert entry["ignored_env"] == ["ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "HTTPS_PROXY"]
     assert "ANTHROPIC_API_KEY, CLAUDE_CONFIG_DIR, HTTPS_PROXY" in entry["problems"][0]

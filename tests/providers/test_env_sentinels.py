@@ -16,28 +16,73 @@ from tests.support.fake_cli import Fakes
 SENTINEL = "SENTINEL-7f3a"
 FAMILIES = [
     # Anthropic: keys, tokens, endpoint, headers, model routing
-    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
-    "ANTHROPIC_VERTEX_PROJECT_ID", "ANTHROPIC_BEDROCK_BASE_URL",
-    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY",
-    "CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_MAX_RETRIES",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_VERTEX_PROJECT_ID",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_USE_FOUNDRY",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_MAX_RETRIES",
     # parent-agent markers
-    "CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT", "CLAUDE_AGENT_SDK_VERSION",
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SSE_PORT",
+    "CLAUDE_AGENT_SDK_VERSION",
     # OpenAI / Codex
-    "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_ORG_ID", "OPENAI_PROJECT_ID",
-    "CODEX_API_KEY", "CODEX_HOME", "CODEX_CA_CERTIFICATE", "CODEX_SQLITE_HOME",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "CODEX_API_KEY",
+    "CODEX_HOME",
+    "CODEX_CA_CERTIFICATE",
+    "CODEX_SQLITE_HOME",
     # cloud credentials and routing
-    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
-    "AWS_REGION", "AWS_BEARER_TOKEN_BEDROCK", "GOOGLE_APPLICATION_CREDENTIALS",
-    "GOOGLE_CLOUD_PROJECT", "CLOUDSDK_CONFIG", "GCLOUD_PROJECT", "AZURE_CLIENT_ID",
-    "AZURE_CLIENT_SECRET", "AZURE_TENANT_ID", "AZURE_OPENAI_API_KEY", "AZURE_OPENAI_ENDPOINT",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_REGION",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_CLOUD_PROJECT",
+    "CLOUDSDK_CONFIG",
+    "GCLOUD_PROJECT",
+    "AZURE_CLIENT_ID",
+    "AZURE_CLIENT_SECRET",
+    "AZURE_TENANT_ID",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_ENDPOINT",
     # git redirection
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_CONFIG_GLOBAL", "GIT_SSH_COMMAND",
-    "GIT_ASKPASS", "GIT_CONFIG_PARAMETERS", "GIT_OBJECT_DIRECTORY",
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_OBJECT_DIRECTORY",
     # proxies, CAs, loader and config redirection (decided: never forwarded)
-    "HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "https_proxy", "http_proxy",
-    "SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "NODE_OPTIONS", "LD_PRELOAD", "PYTHONPATH",
-    "XDG_CONFIG_HOME", "RUST_LOG",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "https_proxy",
+    "http_proxy",
+    "SSL_CERT_FILE",
+    "NODE_EXTRA_CA_CERTS",
+    "NODE_OPTIONS",
+    "LD_PRELOAD",
+    "PYTHONPATH",
+    "XDG_CONFIG_HOME",
+    "RUST_LOG",
 ]
 
 
@@ -59,43 +104,54 @@ def _assert_clean(fakes: Fakes, expected_kinds: set[str]) -> None:
 
 
 def _rehearsal(tmp_path: Path) -> RehearsalRoute:
-    return RehearsalRoute(base_url="http://127.0.0.1:4010", api_key="throwaway-1",
-                          config_root=tmp_path / "route")
+    return RehearsalRoute(
+        base_url="http://127.0.0.1:4010", api_key="throwaway-1", config_root=tmp_path / "route"
+    )
 
 
 @pytest.mark.usefixtures("planted")
 @pytest.mark.parametrize("route_name", ["subscription", "rehearsal"])
-async def test_no_sentinel_reaches_claude(fakes: Fakes, effects: Effects, worktree: Path,
-                                          tmp_path: Path, route_name: str) -> None:
+async def test_no_sentinel_reaches_claude(
+    fakes: Fakes, effects: Effects, worktree: Path, tmp_path: Path, route_name: str
+) -> None:
     route: Route = SubscriptionRoute() if route_name == "subscription" else _rehearsal(tmp_path)
     for role in ("worker", "repair"):
-        await ClaudeProfile(effects).run_agent(role=role, worktree=worktree, prompt="x",  # type: ignore[arg-type]
-                                               timeout_ms=10_000, route=route)
+        await ClaudeProfile(effects).run_agent(
+            role=role,
+            worktree=worktree,
+            prompt="x",  # type: ignore[arg-type]
+            timeout_ms=10_000,
+            route=route,
+        )
     kinds = {"version", "run"} | ({"auth"} if route_name == "subscription" else set())
     _assert_clean(fakes, kinds)
 
 
 @pytest.mark.usefixtures("planted")
 @pytest.mark.parametrize("route_name", ["subscription", "rehearsal"])
-async def test_no_sentinel_reaches_codex(fakes: Fakes, effects: Effects, worktree: Path,
-                                         tmp_path: Path, scratch: Path, route_name: str) -> None:
+async def test_no_sentinel_reaches_codex(
+    fakes: Fakes, effects: Effects, worktree: Path, tmp_path: Path, scratch: Path, route_name: str
+) -> None:
     route: Route = SubscriptionRoute() if route_name == "subscription" else _rehearsal(tmp_path)
-    await CodexProfile(effects).run_reviewer(worktree=worktree, prompt="x", scratch=scratch,
-                                             timeout_ms=10_000, route=route)
+    await CodexProfile(effects).run_reviewer(
+        worktree=worktree, prompt="x", scratch=scratch, timeout_ms=10_000, route=route
+    )
     kinds = {"version", "run"} | ({"login"} if route_name == "subscription" else set())
     _assert_clean(fakes, kinds)
 
 
 @pytest.mark.usefixtures("planted")
-async def test_rehearsal_values_come_only_from_the_route(fakes: Fakes, effects: Effects,
-                                                         worktree: Path, tmp_path: Path,
-                                                         scratch: Path) -> None:
+async def test_rehearsal_values_come_only_from_the_route(
+    fakes: Fakes, effects: Effects, worktree: Path, tmp_path: Path, scratch: Path
+) -> None:
     # Positive twin: the route's own endpoint, key and config homes do arrive.
     route = _rehearsal(tmp_path)
-    await ClaudeProfile(effects).run_agent(role="worker", worktree=worktree, prompt="x",
-                                           timeout_ms=10_000, route=route)
-    await CodexProfile(effects).run_reviewer(worktree=worktree, prompt="x", scratch=scratch,
-                                             timeout_ms=10_000, route=route)
+    await ClaudeProfile(effects).run_agent(
+        role="worker", worktree=worktree, prompt="x", timeout_ms=10_000, route=route
+    )
+    await CodexProfile(effects).run_reviewer(
+        worktree=worktree, prompt="x", scratch=scratch, timeout_ms=10_000, route=route
+    )
     claude_env = next(r for r in fakes.records("run") if r["name"] == "claude")["env"]
     codex = next(r for r in fakes.records("run") if r["name"] == "codex")
     assert isinstance(claude_env, dict) and isinstance(codex["env"], dict)
@@ -112,15 +168,29 @@ async def test_rehearsal_values_come_only_from_the_route(fakes: Fakes, effects: 
     _assert_clean(fakes, {"version", "run"})
 
 
-async def test_subscription_passes_only_the_allow_list(fakes: Fakes, effects: Effects,
-                                                       worktree: Path) -> None:
-    await ClaudeProfile(effects).run_agent(role="worker", worktree=worktree, prompt="x",
-                                           timeout_ms=10_000, route=SubscriptionRoute())
+async def test_subscription_passes_only_the_allow_list(
+    fakes: Fakes, effects: Effects, worktree: Path
+) -> None:
+    await ClaudeProfile(effects).run_agent(
+        role="worker", worktree=worktree, prompt="x", timeout_ms=10_000, route=SubscriptionRoute()
+    )
     env = fakes.records("run")[0]["env"]
     assert isinstance(env, dict)
-    allowed = {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
-               "TMPDIR", "DISABLE_AUTOUPDATER", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
-               "CLAUDE_CODE_MAX_RETRIES"}
+    allowed = {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "SHELL",
+        "LANG",
+        "LC_ALL",
+        "LC_CTYPE",
+        "TZ",
+        "TMPDIR",
+        "DISABLE_AUTOUPDATER",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        "CLAUDE_CODE_MAX_RETRIES",
+    }
     assert set(env) <= allowed
     assert env["CLAUDE_CODE_MAX_RETRIES"] == "3" and "PATH" in env and "HOME" in env
 
@@ -137,7 +207,7 @@ async def test_sentinel_check_catches_a_leaking_runner(fakes: Fakes, worktree: P
         return await run(dataclasses.replace(spec, env={**os.environ, **spec.env}))
 
     await ClaudeProfile(Effects(runner=leaky, fallback_dirs=(), grace_s=0.4)).run_agent(
-        role="worker", worktree=worktree, prompt="x", timeout_ms=10_000,
-        route=SubscriptionRoute())
+        role="worker", worktree=worktree, prompt="x", timeout_ms=10_000, route=SubscriptionRoute()
+    )
     with pytest.raises(AssertionError, match="received"):
         _assert_clean(fakes, {"run"})

@@ -18,23 +18,25 @@ from tests.support.fake_cli import Fakes
 SUB = SubscriptionRoute()
 
 
-async def _claude_fails(effects: Effects, worktree: Path, route: object,
-                        timeout_ms: int = 10_000) -> tuple[ProviderFailure, float]:
+async def _claude_fails(
+    effects: Effects, worktree: Path, route: object, timeout_ms: int = 10_000
+) -> tuple[ProviderFailure, float]:
     started = time.monotonic()
     with pytest.raises(ProviderFailure) as info:
         await ClaudeProfile(effects).run_agent(
-            role="worker", worktree=worktree, prompt="do it", timeout_ms=timeout_ms,
-            route=route)  # type: ignore[arg-type]
+            role="worker", worktree=worktree, prompt="do it", timeout_ms=timeout_ms, route=route
+        )  # type: ignore[arg-type]
     return info.value, time.monotonic() - started
 
 
-async def _codex_fails(effects: Effects, worktree: Path, scratch: Path, route: object,
-                       timeout_ms: int = 10_000) -> tuple[ProviderFailure, float]:
+async def _codex_fails(
+    effects: Effects, worktree: Path, scratch: Path, route: object, timeout_ms: int = 10_000
+) -> tuple[ProviderFailure, float]:
     started = time.monotonic()
     with pytest.raises(ProviderFailure) as info:
         await CodexProfile(effects).run_reviewer(
-            worktree=worktree, prompt="review", scratch=scratch, timeout_ms=timeout_ms,
-            route=route)  # type: ignore[arg-type]
+            worktree=worktree, prompt="review", scratch=scratch, timeout_ms=timeout_ms, route=route
+        )  # type: ignore[arg-type]
     return info.value, time.monotonic() - started
 
 
@@ -42,8 +44,9 @@ async def _codex_fails(effects: Effects, worktree: Path, scratch: Path, route: o
 
 
 async def test_claude_worker_succeeds(fakes: Fakes, effects: Effects, worktree: Path) -> None:
-    res = await ClaudeProfile(effects).run_agent(role="worker", worktree=worktree,
-                                                 prompt="edit please", timeout_ms=10_000, route=SUB)
+    res = await ClaudeProfile(effects).run_agent(
+        role="worker", worktree=worktree, prompt="edit please", timeout_ms=10_000, route=SUB
+    )
     assert res.profile == "claude" and res.role == "worker" and res.exit_code == 0
     assert res.cli_version == "2.1.332 (Claude Code)"
     assert res.requested_authority == "accept-edits-in-worktree"
@@ -54,26 +57,32 @@ async def test_claude_worker_succeeds(fakes: Fakes, effects: Effects, worktree: 
     assert b'"type": "result"' in res.outputs["stdout"]
 
 
-async def test_claude_repair_role_has_its_own_turn_cap(fakes: Fakes, effects: Effects,
-                                                       worktree: Path) -> None:
-    res = await ClaudeProfile(effects).run_agent(role="repair", worktree=worktree, prompt="fix",
-                                                 timeout_ms=10_000, route=SUB)
+async def test_claude_repair_role_has_its_own_turn_cap(
+    fakes: Fakes, effects: Effects, worktree: Path
+) -> None:
+    res = await ClaudeProfile(effects).run_agent(
+        role="repair", worktree=worktree, prompt="fix", timeout_ms=10_000, route=SUB
+    )
     argv = list(res.argv_shape)
     assert res.role == "repair" and argv[argv.index("--max-turns") + 1] == "20"
 
 
-async def test_claude_refuses_the_reviewer_role(fakes: Fakes, effects: Effects,
-                                                worktree: Path) -> None:
+async def test_claude_refuses_the_reviewer_role(
+    fakes: Fakes, effects: Effects, worktree: Path
+) -> None:
     with pytest.raises(ProviderFailure):
-        await ClaudeProfile(effects).run_agent(role="reviewer", worktree=worktree, prompt="x",
-                                               timeout_ms=10_000, route=SUB)
+        await ClaudeProfile(effects).run_agent(
+            role="reviewer", worktree=worktree, prompt="x", timeout_ms=10_000, route=SUB
+        )
     assert fakes.records("run") == []
 
 
-async def test_codex_reviewer_succeeds(fakes: Fakes, effects: Effects, worktree: Path,
-                                       scratch: Path) -> None:
-    res = await CodexProfile(effects).run_reviewer(worktree=worktree, prompt="review it",
-                                                   scratch=scratch, timeout_ms=10_000, route=SUB)
+async def test_codex_reviewer_succeeds(
+    fakes: Fakes, effects: Effects, worktree: Path, scratch: Path
+) -> None:
+    res = await CodexProfile(effects).run_reviewer(
+        worktree=worktree, prompt="review it", scratch=scratch, timeout_ms=10_000, route=SUB
+    )
     assert res.verdict is not None and res.verdict.verdict == "APPROVE"
     assert res.verdict.summary == "looks right"
     assert res.cli_version == "codex-cli 0.171.0" and res.requested_authority == "read-only-sandbox"
@@ -95,23 +104,25 @@ async def test_claude_not_logged_in_preflight(
     assert fakes.records("run") == []  # refused before the agent ran
 
 
-async def test_claude_not_logged_in_reported_by_the_run(fakes: Fakes, effects: Effects,
-                                                        worktree: Path,
-                                                        rehearsal: RehearsalRoute) -> None:
+async def test_claude_not_logged_in_reported_by_the_run(
+    fakes: Fakes, effects: Effects, worktree: Path, rehearsal: RehearsalRoute
+) -> None:
     fakes.mode(claude="not-logged-in-run")
     exc, _ = await _claude_fails(effects, worktree, rehearsal)
     assert exc.code == "provider-auth-required"
 
 
-async def test_codex_not_logged_in(fakes: Fakes, effects: Effects, worktree: Path,
-                                   scratch: Path) -> None:
+async def test_codex_not_logged_in(
+    fakes: Fakes, effects: Effects, worktree: Path, scratch: Path
+) -> None:
     fakes.mode(codex="not-logged-in")
     exc, _ = await _codex_fails(effects, worktree, scratch, SUB)
     assert exc.code == "provider-auth-required" and fakes.records("run") == []
 
 
-async def test_codex_unauthorized_turn_failed(fakes: Fakes, effects: Effects, worktree: Path,
-                                              scratch: Path) -> None:
+async def test_codex_unauthorized_turn_failed(
+    fakes: Fakes, effects: Effects, worktree: Path, scratch: Path
+) -> None:
     fakes.mode(codex="unauthorized")
     exc, _ = await _codex_fails(effects, worktree, scratch, SUB)
     assert exc.code == "provider-auth-required"
@@ -134,16 +145,18 @@ async def test_claude_connection_failed(fakes: Fakes, effects: Effects, worktree
     assert exc.code == "provider-network"
 
 
-async def test_claude_exit_zero_without_result(fakes: Fakes, effects: Effects,
-                                               worktree: Path) -> None:
+async def test_claude_exit_zero_without_result(
+    fakes: Fakes, effects: Effects, worktree: Path
+) -> None:
     fakes.mode(claude="no-result")
     exc, _ = await _claude_fails(effects, worktree, SUB)
     assert exc.code == "provider-protocol"
 
 
 @pytest.mark.parametrize("mode", ["bad-verdict", "extra-key", "prose-verdict"])
-async def test_codex_verdict_violating_the_schema(fakes: Fakes, effects: Effects, worktree: Path,
-                                                  scratch: Path, mode: str) -> None:
+async def test_codex_verdict_violating_the_schema(
+    fakes: Fakes, effects: Effects, worktree: Path, scratch: Path, mode: str
+) -> None:
     fakes.mode(codex=mode)
     exc, _ = await _codex_fails(effects, worktree, scratch, SUB)
     assert exc.code == "provider-protocol"
@@ -155,8 +168,9 @@ DEADLINE_MS = 1_500
 LIMIT_S = DEADLINE_MS / 1000 + GRACE_S + 1.0
 
 
-async def test_codex_network_loss_never_exits(fakes: Fakes, effects: Effects, worktree: Path,
-                                              scratch: Path) -> None:
+async def test_codex_network_loss_never_exits(
+    fakes: Fakes, effects: Effects, worktree: Path, scratch: Path
+) -> None:
     fakes.mode(codex="network-loss")
     exc, elapsed = await _codex_fails(effects, worktree, scratch, SUB, DEADLINE_MS)
     assert exc.code == "provider-network" and elapsed < LIMIT_S
@@ -176,8 +190,9 @@ async def test_claude_fifty_megabyte_line(fakes: Fakes, effects: Effects, worktr
     assert exc.code == "provider-output-limit" and elapsed < 10
 
 
-async def test_claude_closes_stdout_and_keeps_running(fakes: Fakes, effects: Effects,
-                                                      worktree: Path) -> None:
+async def test_claude_closes_stdout_and_keeps_running(
+    fakes: Fakes, effects: Effects, worktree: Path
+) -> None:
     fakes.mode(claude="close-stdout")
     exc, elapsed = await _claude_fails(effects, worktree, SUB, DEADLINE_MS)
     assert exc.code == "provider-timeout" and elapsed < LIMIT_S
@@ -192,21 +207,24 @@ async def test_claude_stubborn_reforking_tree(
     assert len(fakes.records()) >= 1 + 2 + 2 * 3  # leader, 2 children, their re-forks
 
 
-async def test_codex_stubborn_reforking_tree(fakes: Fakes, effects: Effects, worktree: Path,
-                                             scratch: Path) -> None:
+async def test_codex_stubborn_reforking_tree(
+    fakes: Fakes, effects: Effects, worktree: Path, scratch: Path
+) -> None:
     fakes.mode(codex="stubborn-tree")
     exc, elapsed = await _codex_fails(effects, worktree, scratch, SUB, DEADLINE_MS)
     assert exc.code == "provider-timeout" and elapsed < LIMIT_S
     assert len(fakes.records("stubborn1")) >= 3
 
 
-async def test_codex_reads_stdin_until_eof_and_finishes(fakes: Fakes, effects: Effects,
-                                                        worktree: Path, scratch: Path) -> None:
+async def test_codex_reads_stdin_until_eof_and_finishes(
+    fakes: Fakes, effects: Effects, worktree: Path, scratch: Path
+) -> None:
     # The fake blocks on stdin like Codex ("Reading additional input from stdin...");
     # it finishes well before the deadline only because the profile closes stdin.
     started = time.monotonic()
-    res = await CodexProfile(effects).run_reviewer(worktree=worktree, prompt="p" * 200_000,
-                                                   scratch=scratch, timeout_ms=20_000, route=SUB)
+    res = await CodexProfile(effects).run_reviewer(
+        worktree=worktree, prompt="p" * 200_000, scratch=scratch, timeout_ms=20_000, route=SUB
+    )
     assert res.verdict is not None and time.monotonic() - started < 10
     assert len(str(fakes.records("run")[0]["prompt"])) == 200_000
 
@@ -219,8 +237,13 @@ def test_survivor_check_sees_an_unsupervised_tree(fakes: Fakes, worktree: Path) 
     import subprocess
 
     fakes.mode(claude="stubborn-tree")
-    proc = subprocess.Popen([str(fakes.bin / "claude"), "-p"], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, cwd=worktree, start_new_session=True)
+    proc = subprocess.Popen(
+        [str(fakes.bin / "claude"), "-p"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        cwd=worktree,
+        start_new_session=True,
+    )
     try:
         fakes.wait_records("stubborn1", 6)
     finally:

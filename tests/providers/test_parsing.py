@@ -21,26 +21,50 @@ def lines(*events: object) -> bytes:
 
 
 def result(**kw: object) -> dict[str, object]:
-    doc: dict[str, object] = {"type": "result", "subtype": "success", "is_error": False,
-                              "result": "ok", "terminal_reason": "completed"}
+    doc: dict[str, object] = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": "ok",
+        "terminal_reason": "completed",
+    }
     doc.update(kw)
     return doc
 
 
-@pytest.mark.parametrize(("res", "rc", "code"), [
-    (result(), 0, None),
-    (result(is_error=True, result="Not logged in · Please run /login"), 1,
-     "provider-auth-required"),
-    (result(is_error=True, result="Invalid API key · Fix external API key",
-            api_error_status=401), 1, "provider-auth-required"),
-    (result(is_error=True, result="API Error: Connection refused", api_error="connection_failed"),
-     1, "provider-network"),
-    (result(is_error=True, result="API Error: 529 overloaded", api_error_status=529), 0,
-     "provider-failed"),
-    (result(subtype="error_max_turns", terminal_reason="max_turns"), 1, "provider-failed"),
-    (result(subtype="error_max_budget_usd"), 1, "provider-failed"),
-    (result(), 1, "provider-protocol"),
-])
+@pytest.mark.parametrize(
+    ("res", "rc", "code"),
+    [
+        (result(), 0, None),
+        (
+            result(is_error=True, result="Not logged in · Please run /login"),
+            1,
+            "provider-auth-required",
+        ),
+        (
+            result(
+                is_error=True, result="Invalid API key · Fix external API key", api_error_status=401
+            ),
+            1,
+            "provider-auth-required",
+        ),
+        (
+            result(
+                is_error=True, result="API Error: Connection refused", api_error="connection_failed"
+            ),
+            1,
+            "provider-network",
+        ),
+        (
+            result(is_error=True, result="API Error: 529 overloaded", api_error_status=529),
+            0,
+            "provider-failed",
+        ),
+        (result(subtype="error_max_turns", terminal_reason="max_turns"), 1, "provider-failed"),
+        (result(subtype="error_max_budget_usd"), 1, "provider-failed"),
+        (result(), 1, "provider-protocol"),
+    ],
+)
 def test_claude_classification(res: dict[str, object], rc: int, code: str | None) -> None:
     stream = claude.parse_stream(lines({"type": "system", "subtype": "init"}, res))
     got = claude.classify(stream, rc, b"")
@@ -58,29 +82,57 @@ def test_claude_no_result_with_nonzero_exit_names_stderr() -> None:
     assert got is not None and got[0] == "provider-failed" and "--bogus" in got[1]
 
 
-@pytest.mark.parametrize(("events", "rc", "code"), [
-    ([{"type": "turn.started"}, {"type": "turn.completed"}], 0, None),
-    ([{"type": "error", "message": "Reconnecting... 1/5 (x)"}, {"type": "turn.completed"}], 0,
-     None),
-    ([{"type": "turn.failed", "error": {"message": "unexpected status 403 Forbidden"}}], 1,
-     "provider-auth-required"),
-    ([{"type": "turn.failed", "error": {"message": "stream disconnected before completion"}}],
-     1, "provider-network"),
-    ([{"type": "turn.failed", "error": {"message": "context window exceeded"}}], 1,
-     "provider-failed"),
-    ([{"type": "thread.started"}], 0, "provider-protocol"),
-    ([], 2, "provider-failed"),
-])
+@pytest.mark.parametrize(
+    ("events", "rc", "code"),
+    [
+        ([{"type": "turn.started"}, {"type": "turn.completed"}], 0, None),
+        (
+            [{"type": "error", "message": "Reconnecting... 1/5 (x)"}, {"type": "turn.completed"}],
+            0,
+            None,
+        ),
+        (
+            [{"type": "turn.failed", "error": {"message": "unexpected status 403 Forbidden"}}],
+            1,
+            "provider-auth-required",
+        ),
+        (
+            [
+                {
+                    "type": "turn.failed",
+                    "error": {"message": "stream disconnected before completion"},
+                }
+            ],
+            1,
+            "provider-network",
+        ),
+        (
+            [{"type": "turn.failed", "error": {"message": "context window exceeded"}}],
+            1,
+            "provider-failed",
+        ),
+        ([{"type": "thread.started"}], 0, "provider-protocol"),
+        ([], 2, "provider-failed"),
+    ],
+)
 def test_codex_classification(events: list[object], rc: int, code: str | None) -> None:
     got = codex.classify(codex.parse_events(lines(*events)), rc, b"")
     assert (got[0] if got else None) == code
 
 
-@pytest.mark.parametrize("raw", [
-    b"", b"  \n", b"not json", b"[]", b'{"verdict": "APPROVE"}',
-    b'{"verdict": "approve", "summary": "s"}', b'{"verdict": "APPROVE", "summary": 3}',
-    b'{"verdict": "APPROVE", "summary": "s", "extra": true}',
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"",
+        b"  \n",
+        b"not json",
+        b"[]",
+        b'{"verdict": "APPROVE"}',
+        b'{"verdict": "approve", "summary": "s"}',
+        b'{"verdict": "APPROVE", "summary": 3}',
+        b'{"verdict": "APPROVE", "summary": "s", "extra": true}',
+    ],
+)
 def test_verdicts_violating_the_schema(raw: bytes) -> None:
     with pytest.raises(ProviderFailure) as info:
         codex.parse_verdict(raw)
@@ -102,15 +154,24 @@ def test_verdict_schema_is_strict() -> None:
 def test_claude_argv_is_fixed_and_safe(tmp_path: Path) -> None:
     argv = claude.build_argv(tmp_path / "claude", "worker")
     assert "--dangerously-skip-permissions" not in argv and "bypassPermissions" not in argv
-    for flag, value in (("--permission-mode", "acceptEdits"), ("--setting-sources", "user"),
-                        ("--output-format", "stream-json"), ("--max-turns", "40")):
+    for flag, value in (
+        ("--permission-mode", "acceptEdits"),
+        ("--setting-sources", "user"),
+        ("--output-format", "stream-json"),
+        ("--max-turns", "40"),
+    ):
         assert argv[argv.index(flag) + 1] == value
     assert {"-p", "--verbose", "--strict-mcp-config", "--no-session-persistence"} <= set(argv)
 
 
 def test_codex_argv_reads_the_prompt_from_stdin(tmp_path: Path) -> None:
-    argv = codex.build_argv(tmp_path / "codex", worktree=tmp_path, schema_file=tmp_path / "s",
-                            verdict_file=tmp_path / "v", route=SubscriptionRoute())
+    argv = codex.build_argv(
+        tmp_path / "codex",
+        worktree=tmp_path,
+        schema_file=tmp_path / "s",
+        verdict_file=tmp_path / "v",
+        route=SubscriptionRoute(),
+    )
     assert argv[1] == "exec" and argv[-1] == "-"
     assert argv[argv.index("--sandbox") + 1] == "read-only"
     assert 'approval_policy="never"' in argv and "--ephemeral" in argv
@@ -127,32 +188,41 @@ def _timeout_effects(stdout: bytes, bin_dir: Path) -> Effects:
         if spec.argv[1:3] in (["auth", "status"], ["login", "status"]):
             return RunResult(0, b'{"loggedIn": true}', b"", False, False, 1, None, sweep)
         await trio.sleep(spec.timeout_s)
-        res = RunResult(-9, stdout, b"", False, False, int(spec.timeout_s * 1000), "timeout",
-                        sweep)
+        res = RunResult(-9, stdout, b"", False, False, int(spec.timeout_s * 1000), "timeout", sweep)
         raise ProcessFailure("deadline", code="timeout", result=res)
 
     return Effects(runner=runner, environ={"PATH": str(bin_dir)}, fallback_dirs=())
 
 
-@pytest.mark.parametrize(("stdout", "code"), [
-    (lines({"type": "system", "subtype": "api_retry", "attempt": 1}), "provider-network"),
-    (lines({"type": "system", "subtype": "init"}), "provider-timeout"),
-])
-async def test_claude_deadline_mapping(autojump_clock: trio.testing.MockClock, tmp_path: Path,
-                                       stdout: bytes, code: str) -> None:
+@pytest.mark.parametrize(
+    ("stdout", "code"),
+    [
+        (lines({"type": "system", "subtype": "api_retry", "attempt": 1}), "provider-network"),
+        (lines({"type": "system", "subtype": "init"}), "provider-timeout"),
+    ],
+)
+async def test_claude_deadline_mapping(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path, stdout: bytes, code: str
+) -> None:
     exe = tmp_path / "claude"
     exe.write_bytes(Path("/bin/true").read_bytes())
     exe.chmod(0o755)
     fx = _timeout_effects(stdout, tmp_path)
     with pytest.raises(ProviderFailure) as info:
-        await ClaudeProfile(fx).run_agent(role="worker", worktree=tmp_path, prompt="x",
-                                          timeout_ms=3_600_000, route=SubscriptionRoute())
+        await ClaudeProfile(fx).run_agent(
+            role="worker",
+            worktree=tmp_path,
+            prompt="x",
+            timeout_ms=3_600_000,
+            route=SubscriptionRoute(),
+        )
     assert info.value.code == code
     assert trio.current_time() >= 3600 - 1  # an hour of virtual time, no real wait
 
 
-async def test_codex_deadline_with_reconnects_is_network(autojump_clock: trio.testing.MockClock,
-                                                         tmp_path: Path) -> None:
+async def test_codex_deadline_with_reconnects_is_network(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
     exe = tmp_path / "codex"
     exe.write_bytes(Path("/bin/true").read_bytes())
     exe.chmod(0o755)
@@ -161,6 +231,11 @@ async def test_codex_deadline_with_reconnects_is_network(autojump_clock: trio.te
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     with pytest.raises(ProviderFailure) as info:
-        await CodexProfile(fx).run_reviewer(worktree=tmp_path, prompt="x", scratch=scratch,
-                                            timeout_ms=600_000, route=SubscriptionRoute())
+        await CodexProfile(fx).run_reviewer(
+            worktree=tmp_path,
+            prompt="x",
+            scratch=scratch,
+            timeout_ms=600_000,
+            route=SubscriptionRoute(),
+        )
     assert info.value.code == "provider-network"

@@ -49,7 +49,7 @@ def test_checkout_node_modules_is_the_fallback(tmp_path: Path) -> None:
 
 
 def test_shell_wrapper_is_refused(tmp_path: Path) -> None:
-    _exe(tmp_path / "bin" / "claude", b"#!/bin/sh\nexec real-claude \"$@\"\n")
+    _exe(tmp_path / "bin" / "claude", b'#!/bin/sh\nexec real-claude "$@"\n')
     with pytest.raises(ProviderFailure) as info:
         resolve("claude", path_env=str(tmp_path / "bin"), fallback_dirs=())
     assert info.value.code == "provider-not-found" and "shell" in info.value.message
@@ -65,8 +65,15 @@ def test_unknown_node_script_is_refused(tmp_path: Path) -> None:
 def test_codex_npm_shim_is_unwrapped_to_the_musl_binary(tmp_path: Path) -> None:
     nm = tmp_path / "node_modules"
     shim = _exe(nm / "@openai" / "codex" / "bin" / "codex.js", b"#!/usr/bin/env node\n")
-    native = _exe(nm / "@openai" / "codex-linux-x64" / "vendor" / "x86_64-unknown-linux-musl"
-                  / "bin" / "codex")
+    native = _exe(
+        nm
+        / "@openai"
+        / "codex-linux-x64"
+        / "vendor"
+        / "x86_64-unknown-linux-musl"
+        / "bin"
+        / "codex"
+    )
     (nm / ".bin").mkdir()
     (nm / ".bin" / "codex").symlink_to("../@openai/codex/bin/codex.js")
     got = resolve("codex", path_env=str(nm / ".bin"), fallback_dirs=())
@@ -102,8 +109,10 @@ def test_claude_after_postinstall_is_already_native(tmp_path: Path) -> None:
     assert got.path == exe and got.unwrapped == "symlink"
 
 
-@pytest.mark.skipif(not (CHECKOUT / "node_modules" / ".bin" / "codex").exists(),
-                    reason="pinned CLIs not installed in this checkout (run scripts/setup)")
+@pytest.mark.skipif(
+    not (CHECKOUT / "node_modules" / ".bin" / "codex").exists(),
+    reason="pinned CLIs not installed in this checkout (run scripts/setup)",
+)
 def test_pinned_checkout_clis_resolve_to_native_elf() -> None:
     for name in ("claude", "codex"):
         got = resolve(name, path_env="/nonexistent")  # type: ignore[arg-type]
@@ -116,6 +125,7 @@ def test_checkout_first_prefers_the_pinned_folder(tmp_path: Path) -> None:
     on_path = _exe(tmp_path / "bin" / "codex")
     pinned = _exe(tmp_path / "nm" / ".bin" / "codex")
     default = resolve("codex", path_env=str(on_path.parent), fallback_dirs=(pinned.parent,))
-    first = resolve("codex", path_env=str(on_path.parent), fallback_dirs=(pinned.parent,),
-                    checkout_first=True)
+    first = resolve(
+        "codex", path_env=str(on_path.parent), fallback_dirs=(pinned.parent,), checkout_first=True
+    )
     assert default.path == on_path and first.path == pinned and first.via == "checkout"

@@ -11,19 +11,27 @@ from providers import claude, codex
 
 
 def _claude(**fields: object) -> tuple[str, str] | None:
-    doc: dict[str, object] = {"type": "result", "subtype": "success", "is_error": False,
-                              "result": "done", "terminal_reason": "completed"}
+    doc: dict[str, object] = {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "result": "done",
+        "terminal_reason": "completed",
+    }
     doc.update(fields)
     return claude.classify(claude.parse_stream(json.dumps(doc).encode() + b"\n"), 0, b"")
 
 
-@pytest.mark.parametrize(("fields", "code"), [
-    ({"is_error": None}, "provider-protocol"),
-    ({"is_error": "false"}, "provider-protocol"),
-    ({"is_error": 0}, "provider-protocol"),
-    ({"terminal_reason": "api_error"}, "provider-failed"),
-    ({"terminal_reason": "max_turns"}, "provider-failed"),
-])
+@pytest.mark.parametrize(
+    ("fields", "code"),
+    [
+        ({"is_error": None}, "provider-protocol"),
+        ({"is_error": "false"}, "provider-protocol"),
+        ({"is_error": 0}, "provider-protocol"),
+        ({"terminal_reason": "api_error"}, "provider-failed"),
+        ({"terminal_reason": "max_turns"}, "provider-failed"),
+    ],
+)
 def test_claude_success_needs_a_false_is_error_and_a_completed_run(
     fields: dict[str, object], code: str
 ) -> None:
@@ -50,12 +58,15 @@ def test_codex_nonzero_exit_after_turn_completed_is_protocol() -> None:
     assert codex.classify(events, 0, b"") is None  # twin
 
 
-@pytest.mark.parametrize(("raw", "needle"), [
-    (b'{"verdict":"APPROVE","verdict":"REQUEST_CHANGES","summary":"x"}', "duplicate key"),
-    (b'{"verdict":"APPROVE","summary":"a","summary":"b"}', "duplicate key"),
-    (b'{"verdict":"APPROVE","summary":"\\ud800"}', "not valid Unicode"),
-    (b"[1]", "not a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("raw", "needle"),
+    [
+        (b'{"verdict":"APPROVE","verdict":"REQUEST_CHANGES","summary":"x"}', "duplicate key"),
+        (b'{"verdict":"APPROVE","summary":"a","summary":"b"}', "duplicate key"),
+        (b'{"verdict":"APPROVE","summary":"\\ud800"}', "not valid Unicode"),
+        (b"[1]", "not a JSON object"),
+    ],
+)
 def test_ambiguous_or_non_text_verdicts_are_refused(raw: bytes, needle: str) -> None:
     with pytest.raises(ProviderFailure) as info:
         codex.parse_verdict(raw)

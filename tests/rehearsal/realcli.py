@@ -75,8 +75,9 @@ def codex_argv_env(
     scratch.mkdir(parents=True, exist_ok=True)
     schema, verdict = scratch / "verdict-schema.json", scratch / "verdict.json"
     schema.write_text(json.dumps(codex.VERDICT_SCHEMA, sort_keys=True))
-    argv = codex.build_argv(binary, worktree=worktree, schema_file=schema,
-                            verdict_file=verdict, route=route)
+    argv = codex.build_argv(
+        binary, worktree=worktree, schema_file=schema, verdict_file=verdict, route=route
+    )
     return argv, codex.build_env(route, CALLER_ENVIRON), verdict
 
 
@@ -86,7 +87,12 @@ async def run_cli(argv: list[str], env: dict[str, str], cwd: Path, prompt: bytes
     started = time.monotonic()
     with trio.fail_after(DEADLINE_S):
         proc = await trio.run_process(
-            argv, stdin=prompt, cwd=cwd, env=env,
-            capture_stdout=True, capture_stderr=True, check=False,
+            argv,
+            stdin=prompt,
+            cwd=cwd,
+            env=env,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
         )
     return Ran(argv, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)

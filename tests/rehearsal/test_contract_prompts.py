@@ -20,10 +20,14 @@ from tests.support.git import add_linked_worktree, init_repo
 pytestmark = pytest.mark.realcli
 
 VERDICT = '{"verdict":"APPROVE","summary":"fine"}'
-ONE_REVIEW = parse_scenario(json.dumps({
-    "schema": "factory.rehearsal-scenario/1",
-    "invocations": [{"role": "reviewer", "final_message": VERDICT}],
-}).encode())
+ONE_REVIEW = parse_scenario(
+    json.dumps(
+        {
+            "schema": "factory.rehearsal-scenario/1",
+            "invocations": [{"role": "reviewer", "final_message": VERDICT}],
+        }
+    ).encode()
+)
 
 
 @pytest.fixture
@@ -37,8 +41,12 @@ async def test_subcommand_named_prompt_reaches_the_model(
 ) -> None:
     async with open_rehearsal(ONE_REVIEW, tmp_path / "route") as session:
         result = await realcli.codex_profile().run_reviewer(
-            worktree=worktree, prompt=prompt, timeout_ms=realcli.TIMEOUT_MS,
-            route=session.route, scratch=tmp_path)
+            worktree=worktree,
+            prompt=prompt,
+            timeout_ms=realcli.TIMEOUT_MS,
+            route=session.route,
+            scratch=tmp_path,
+        )
         session.check_consumed()
     assert result.verdict == Verdict(verdict="APPROVE", summary="fine")
 

@@ -61,20 +61,29 @@ def assert_clean_log(session: RehearsalSession) -> None:
 async def test_claude_worker_edits_the_worktree_through_its_own_tools(
     tmp_path: Path, worktree: Path
 ) -> None:
-    script = scenario({
-        "role": "worker",
-        "tool_calls": [
-            {"tool": "Write", "file_path": "notes.txt", "content": "written by Write\n"},
-            {"tool": "Read", "file_path": "app.py"},
-            {"tool": "Edit", "file_path": "app.py", "old_string": "VALUE = 1",
-             "new_string": "VALUE = 2"},
-        ],
-        "final_message": "Edited app.py and wrote notes.txt.",
-    })
+    script = scenario(
+        {
+            "role": "worker",
+            "tool_calls": [
+                {"tool": "Write", "file_path": "notes.txt", "content": "written by Write\n"},
+                {"tool": "Read", "file_path": "app.py"},
+                {
+                    "tool": "Edit",
+                    "file_path": "app.py",
+                    "old_string": "VALUE = 1",
+                    "new_string": "VALUE = 2",
+                },
+            ],
+            "final_message": "Edited app.py and wrote notes.txt.",
+        }
+    )
     async with open_rehearsal(script, tmp_path / "route") as session:
         result = await realcli.claude_profile().run_agent(
-            role="worker", worktree=worktree, prompt="Change VALUE to 2; write notes.txt.",
-            timeout_ms=realcli.TIMEOUT_MS, route=session.route,
+            role="worker",
+            worktree=worktree,
+            prompt="Change VALUE to 2; write notes.txt.",
+            timeout_ms=realcli.TIMEOUT_MS,
+            route=session.route,
         )
         assert_clean_log(session)
         requests = session.requests
@@ -98,8 +107,11 @@ async def _review(
 ) -> tuple[Verdict | None, list[str | None], dict[str, bytes]]:
     async with open_rehearsal(script, tmp_path / "route") as session:
         result = await realcli.codex_profile().run_reviewer(
-            worktree=worktree, prompt="Review the change.", timeout_ms=realcli.TIMEOUT_MS,
-            route=session.route, scratch=tmp_path,
+            worktree=worktree,
+            prompt="Review the change.",
+            timeout_ms=realcli.TIMEOUT_MS,
+            route=session.route,
+            scratch=tmp_path,
         )
         assert_clean_log(session)
         results = [r.tool_result for r in session.requests if r.outcome == "scripted"]
@@ -109,14 +121,21 @@ async def _review(
 
 
 async def test_codex_reviewer_returns_a_verdict_file(tmp_path: Path, worktree: Path) -> None:
-    verdict, results, outputs = await _review(tmp_path, worktree, scenario({
-        "role": "reviewer",
-        "tool_calls": [{"tool": "shell", "command": "cat app.py"}],
-        "final_message": VERDICT,
-    }))
+    verdict, results, outputs = await _review(
+        tmp_path,
+        worktree,
+        scenario(
+            {
+                "role": "reviewer",
+                "tool_calls": [{"tool": "shell", "command": "cat app.py"}],
+                "final_message": VERDICT,
+            }
+        ),
+    )
     assert verdict == Verdict(verdict="REQUEST_CHANGES", summary="add a test")
     assert json.loads(outputs["verdict"]) == json.loads(VERDICT)
     assert results[0] is None and "VALUE = 1" in (results[1] or "")
+
 
 async def test_codex_reviewer_runs_every_scripted_shell_call_before_the_verdict(
     tmp_path: Path, worktree: Path
@@ -124,21 +143,26 @@ async def test_codex_reviewer_runs_every_scripted_shell_call_before_the_verdict(
     # Reported: "with two reviewer shell calls only the first ran before the final message".
     # The turn is the number of function_call items Codex sends back, so call k's output
     # must arrive with the request for turn k+1; the sandbox-refused write must not end it.
-    _, results, _ = await _review(tmp_path, worktree, scenario({
-        "role": "reviewer",
-        "tool_calls": [
-            {"tool": "shell", "command": "echo first-call-ran"},
-            {"tool": "shell", "command": "echo blocked > reviewer-wrote.txt"},
-            {"tool": "shell", "command": "echo third-call-ran"},
-        ],
-        "final_message": VERDICT,
-    }))
+    _, results, _ = await _review(
+        tmp_path,
+        worktree,
+        scenario(
+            {
+                "role": "reviewer",
+                "tool_calls": [
+                    {"tool": "shell", "command": "echo first-call-ran"},
+                    {"tool": "shell", "command": "echo blocked > reviewer-wrote.txt"},
+                    {"tool": "shell", "command": "echo third-call-ran"},
+                ],
+                "final_message": VERDICT,
+            }
+        ),
+    )
     assert len(results) == 4 and results[0] is None
     assert "first-call-ran" in (results[1] or "")
     assert "Read-only file system" in (results[2] or "")
     assert "third-call-ran" in (results[3] or "")
     assert not (worktree / "reviewer-wrote.txt").exists()
-
 
 
 WRITE_ATTEMPT = {
@@ -184,8 +208,12 @@ def _plant_hooks(worktree: Path, markers: Path) -> None:
     def touch(name: str) -> dict[str, object]:
         return {"hooks": [{"type": "command", "command": f"touch {markers / name}"}]}
 
-    settings = {"hooks": {"SessionStart": [touch("session-start")],
-                          "PreToolUse": [{"matcher": "*", **touch("pre-tool-use")}]}}
+    settings = {
+        "hooks": {
+            "SessionStart": [touch("session-start")],
+            "PreToolUse": [{"matcher": "*", **touch("pre-tool-use")}],
+        }
+    }
     (worktree / ".claude").mkdir()
     (worktree / ".claude" / "settings.json").write_text(json.dumps(settings))
     git(worktree, "add", "-A")
@@ -206,8 +234,11 @@ async def test_repository_hooks_do_not_run_with_user_setting_sources(
     _plant_hooks(worktree, markers)
     async with open_rehearsal(scenario(HOOKED_WORK), tmp_path / "route") as session:
         result = await realcli.claude_profile().run_agent(
-            role="worker", worktree=worktree, prompt="Write out.txt.",
-            timeout_ms=realcli.TIMEOUT_MS, route=session.route,
+            role="worker",
+            worktree=worktree,
+            prompt="Write out.txt.",
+            timeout_ms=realcli.TIMEOUT_MS,
+            route=session.route,
         )
         assert_clean_log(session)
     assert result.exit_code == 0
@@ -226,7 +257,7 @@ async def test_repository_hooks_twin_runs_them_without_setting_sources(
         argv, env = realcli.claude_argv_env(session.route)
         at = argv.index("--setting-sources")
         assert argv[at + 1] == "user"
-        del argv[at:at + 2]
+        del argv[at : at + 2]
         ran = await realcli.run_cli(argv, env, worktree, b"Write out.txt.")
         assert_clean_log(session)
     assert ran.returncode == 0, ran.stderr.decode()
@@ -246,15 +277,21 @@ async def test_demo_scenario_runs_end_to_end_through_both_profiles(
                 scratch = tmp_path / f"scratch-{n}"
                 scratch.mkdir()
                 review = await realcli.codex_profile().run_reviewer(
-                    worktree=worktree, prompt="Review.", timeout_ms=realcli.TIMEOUT_MS,
-                    route=route, scratch=scratch,
+                    worktree=worktree,
+                    prompt="Review.",
+                    timeout_ms=realcli.TIMEOUT_MS,
+                    route=route,
+                    scratch=scratch,
                 )
                 assert review.verdict is not None
                 verdicts.append(review.verdict.verdict)
             else:
                 work = await realcli.claude_profile().run_agent(
-                    role=invocation.role, worktree=worktree, prompt="Work.",
-                    timeout_ms=realcli.TIMEOUT_MS, route=route,
+                    role=invocation.role,
+                    worktree=worktree,
+                    prompt="Work.",
+                    timeout_ms=realcli.TIMEOUT_MS,
+                    route=route,
                 )
                 assert result_event(work.outputs["stdout"])["is_error"] is False
         assert_clean_log(session)
@@ -263,7 +300,9 @@ async def test_demo_scenario_runs_end_to_end_through_both_profiles(
     assert verdicts == ["REQUEST_CHANGES", "APPROVE"]
     assert [len(p.served_turns) for p in progress] == [2, 2, 2, 2]
     assert git(worktree, "status", "--porcelain").splitlines() == [
-        "?? greeting.py", "?? test_greeting.py"]
+        "?? greeting.py",
+        "?? test_greeting.py",
+    ]
 
 
 async def test_a_cli_asking_outside_the_script_fails_fast_and_is_reported(
@@ -275,8 +314,11 @@ async def test_a_cli_asking_outside_the_script_fails_fast_and_is_reported(
     async with open_rehearsal(only_review, tmp_path / "route") as session:
         with trio.fail_after(15), pytest.raises(ProviderFailure) as caught:
             await realcli.claude_profile().run_agent(
-                role="worker", worktree=worktree, prompt="Work.",
-                timeout_ms=realcli.TIMEOUT_MS, route=session.route,
+                role="worker",
+                worktree=worktree,
+                prompt="Work.",
+                timeout_ms=realcli.TIMEOUT_MS,
+                route=session.route,
             )
         problems = session.problems()
         with pytest.raises(RehearsalIncomplete):
@@ -293,8 +335,11 @@ async def test_codex_asking_outside_the_script_fails_fast_and_is_reported(
     async with open_rehearsal(only_work, tmp_path / "route") as session:
         with trio.fail_after(15), pytest.raises(ProviderFailure) as caught:
             await realcli.codex_profile().run_reviewer(
-                worktree=worktree, prompt="Review.", timeout_ms=realcli.TIMEOUT_MS,
-                route=session.route, scratch=tmp_path,
+                worktree=worktree,
+                prompt="Review.",
+                timeout_ms=realcli.TIMEOUT_MS,
+                route=session.route,
+                scratch=tmp_path,
             )
         problems = session.problems()
     assert caught.value.code == "provider-failed"
@@ -302,7 +347,8 @@ async def test_codex_asking_outside_the_script_fails_fast_and_is_reported(
 
 
 SENTINELS = tuple(
-    value for name, value in realcli.CALLER_ENVIRON.items()
+    value
+    for name, value in realcli.CALLER_ENVIRON.items()
     if name not in ("PATH", "LANG", "CLAUDECODE")  # CLAUDECODE=1 is set by Claude itself
 )
 
@@ -317,8 +363,11 @@ async def test_no_sentinel_reaches_claude_children(tmp_path: Path, worktree: Pat
         settings = session.route.config_root / "claude" / "settings.json"
         settings.write_text(json.dumps({"hooks": {"SessionStart": [hook]}}))
         await realcli.claude_profile().run_agent(
-            role="worker", worktree=worktree, prompt="Write out.txt.",
-            timeout_ms=realcli.TIMEOUT_MS, route=session.route,
+            role="worker",
+            worktree=worktree,
+            prompt="Write out.txt.",
+            timeout_ms=realcli.TIMEOUT_MS,
+            route=session.route,
         )
         assert_clean_log(session)
         route = session.route
@@ -331,14 +380,22 @@ async def test_no_sentinel_reaches_claude_children(tmp_path: Path, worktree: Pat
 async def test_no_sentinel_or_key_reaches_codex_tool_processes(
     tmp_path: Path, worktree: Path
 ) -> None:
-    async with open_rehearsal(scenario({
-        "role": "reviewer",
-        "tool_calls": [{"tool": "shell", "command": "env | sort"}],
-        "final_message": VERDICT,
-    }), tmp_path / "route") as session:
+    async with open_rehearsal(
+        scenario(
+            {
+                "role": "reviewer",
+                "tool_calls": [{"tool": "shell", "command": "env | sort"}],
+                "final_message": VERDICT,
+            }
+        ),
+        tmp_path / "route",
+    ) as session:
         await realcli.codex_profile().run_reviewer(
-            worktree=worktree, prompt="Review.", timeout_ms=realcli.TIMEOUT_MS,
-            route=session.route, scratch=tmp_path,
+            worktree=worktree,
+            prompt="Review.",
+            timeout_ms=realcli.TIMEOUT_MS,
+            route=session.route,
+            scratch=tmp_path,
         )
         assert_clean_log(session)
         output = session.requests[-1].tool_result or ""
@@ -354,17 +411,25 @@ async def test_worker_bash_outside_the_allow_list_is_denied_and_inside_runs(
     # Refusal and its twin in one run: the profile's permission rules (acceptEdits,
     # --permission-prompts none, the allow-list) deny a Python one-liner that would
     # write, and let the allow-listed "git status" run.
-    async with open_rehearsal(scenario({
-        "role": "worker",
-        "tool_calls": [
-            {"tool": "Bash", "command": "python3 -c 'open(\"py-made\", \"w\")'"},
-            {"tool": "Bash", "command": "git status"},
-        ],
-        "final_message": "done",
-    }), tmp_path / "route") as session:
+    async with open_rehearsal(
+        scenario(
+            {
+                "role": "worker",
+                "tool_calls": [
+                    {"tool": "Bash", "command": 'python3 -c \'open("py-made", "w")\''},
+                    {"tool": "Bash", "command": "git status"},
+                ],
+                "final_message": "done",
+            }
+        ),
+        tmp_path / "route",
+    ) as session:
         result = await realcli.claude_profile().run_agent(
-            role="worker", worktree=worktree, prompt="Work.",
-            timeout_ms=realcli.TIMEOUT_MS, route=session.route,
+            role="worker",
+            worktree=worktree,
+            prompt="Work.",
+            timeout_ms=realcli.TIMEOUT_MS,
+            route=session.route,
         )
         assert_clean_log(session)
         results = [r.tool_result or "" for r in session.requests if r.outcome == "scripted"]

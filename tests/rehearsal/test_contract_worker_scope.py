@@ -23,18 +23,41 @@ DENIED = "Permission for this tool use was denied"
 
 
 def _script(base: Path) -> Scenario:
-    return parse_scenario(json.dumps({
-        "schema": "factory.rehearsal-scenario/1",
-        "invocations": [{"role": "worker", "tool_calls": [
-            {"tool": "Write", "file_path": str(base / "abs-outside.txt"), "content": "x\n"},
-            {"tool": "Write", "file_path": "../rel-outside.txt", "content": "x\n"},
-            {"tool": "Read", "file_path": str(base / "secret.txt")},
-            {"tool": "Write", "file_path": "inside.txt", "content": "in\n"},
-            {"tool": "Read", "file_path": "app.py"},
-            {"tool": "Edit", "file_path": "app.py", "old_string": "V = 1", "new_string": "V = 2"},
-            {"tool": "Write", "file_path": str(base / "wt" / "d" / "abs.txt"), "content": "a\n"},
-        ], "final_message": "done"}],
-    }).encode())
+    return parse_scenario(
+        json.dumps(
+            {
+                "schema": "factory.rehearsal-scenario/1",
+                "invocations": [
+                    {
+                        "role": "worker",
+                        "tool_calls": [
+                            {
+                                "tool": "Write",
+                                "file_path": str(base / "abs-outside.txt"),
+                                "content": "x\n",
+                            },
+                            {"tool": "Write", "file_path": "../rel-outside.txt", "content": "x\n"},
+                            {"tool": "Read", "file_path": str(base / "secret.txt")},
+                            {"tool": "Write", "file_path": "inside.txt", "content": "in\n"},
+                            {"tool": "Read", "file_path": "app.py"},
+                            {
+                                "tool": "Edit",
+                                "file_path": "app.py",
+                                "old_string": "V = 1",
+                                "new_string": "V = 2",
+                            },
+                            {
+                                "tool": "Write",
+                                "file_path": str(base / "wt" / "d" / "abs.txt"),
+                                "content": "a\n",
+                            },
+                        ],
+                        "final_message": "done",
+                    }
+                ],
+            }
+        ).encode()
+    )
 
 
 @pytest.fixture
@@ -48,8 +71,12 @@ async def test_worker_file_tools_stop_at_the_worktree(base: Path) -> None:
     worktree = base / "wt"
     async with open_rehearsal(_script(base), base / "route") as session:
         await realcli.claude_profile().run_agent(
-            role="worker", worktree=worktree, prompt="Work.", timeout_ms=realcli.TIMEOUT_MS,
-            route=session.route)
+            role="worker",
+            worktree=worktree,
+            prompt="Work.",
+            timeout_ms=realcli.TIMEOUT_MS,
+            route=session.route,
+        )
         session.check_consumed()
         results = [r.tool_result or "" for r in session.requests if r.outcome == "scripted"]
     assert all(DENIED in r for r in results[1:4]), results

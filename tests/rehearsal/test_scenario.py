@@ -22,10 +22,16 @@ def doc(*invocations: dict[str, object], **extra: object) -> bytes:
     return json.dumps(body).encode()
 
 
-WORKER = {"role": "worker", "tool_calls": [{"tool": "Write", "file_path": "a", "content": ""}],
-          "final_message": "done"}
-REVIEWER = {"role": "reviewer", "tool_calls": [{"tool": "shell", "command": "ls"}],
-            "final_message": '{"verdict":"APPROVE","summary":"ok"}'}
+WORKER = {
+    "role": "worker",
+    "tool_calls": [{"tool": "Write", "file_path": "a", "content": ""}],
+    "final_message": "done",
+}
+REVIEWER = {
+    "role": "reviewer",
+    "tool_calls": [{"tool": "shell", "command": "ls"}],
+    "final_message": '{"verdict":"APPROVE","summary":"ok"}',
+}
 
 
 def test_demo_scenario_parses_with_every_role() -> None:
@@ -55,17 +61,36 @@ def test_digest_depends_on_content() -> None:
         (b"{not json", "not UTF-8 JSON"),
         (b"\xff\xfe", "not UTF-8 JSON"),
         (doc(WORKER, extra_field=1), "extra_field"),
-        (json.dumps({"schema": "factory.rehearsal-scenario/2",
-                     "invocations": [WORKER]}).encode(), "schema"),
+        (
+            json.dumps(
+                {"schema": "factory.rehearsal-scenario/2", "invocations": [WORKER]}
+            ).encode(),
+            "schema",
+        ),
         (doc(), "invocations"),
         (doc({**WORKER, "role": "reviewer"}), "not available to role 'reviewer'"),
         (doc({**REVIEWER, "role": "repair"}), "not available to role 'repair'"),
         (doc({**WORKER, "final_message": ""}), "final_message"),
-        (doc({"role": "worker", "tool_calls": [{"tool": "Delete", "file_path": "x"}],
-              "final_message": "x"}), "tool"),
-        (doc({"role": "worker", "tool_calls": [{"tool": "Write", "file_path": "x",
-                                                 "content": 3}], "final_message": "x"}),
-         "content"),
+        (
+            doc(
+                {
+                    "role": "worker",
+                    "tool_calls": [{"tool": "Delete", "file_path": "x"}],
+                    "final_message": "x",
+                }
+            ),
+            "tool",
+        ),
+        (
+            doc(
+                {
+                    "role": "worker",
+                    "tool_calls": [{"tool": "Write", "file_path": "x", "content": 3}],
+                    "final_message": "x",
+                }
+            ),
+            "content",
+        ),
     ],
 )
 def test_invalid_documents_are_refused_with_one_line(data: bytes, needle: str) -> None:

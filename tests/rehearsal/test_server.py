@@ -19,16 +19,26 @@ from factory.rehearsal import (
     parse_scenario,
 )
 
-SCENARIO = parse_scenario(json.dumps({
-    "schema": "factory.rehearsal-scenario/1",
-    "invocations": [
-        {"role": "worker", "tool_calls": [{"tool": "Write", "file_path": "a.txt",
-                                           "content": "A\n"}], "final_message": "worked"},
-        {"role": "reviewer", "tool_calls": [{"tool": "shell", "command": "cat a.txt"}],
-         "final_message": '{"verdict":"APPROVE","summary":"ok"}'},
-        {"role": "repair", "final_message": "repaired"},
-    ],
-}).encode())
+SCENARIO = parse_scenario(
+    json.dumps(
+        {
+            "schema": "factory.rehearsal-scenario/1",
+            "invocations": [
+                {
+                    "role": "worker",
+                    "tool_calls": [{"tool": "Write", "file_path": "a.txt", "content": "A\n"}],
+                    "final_message": "worked",
+                },
+                {
+                    "role": "reviewer",
+                    "tool_calls": [{"tool": "shell", "command": "cat a.txt"}],
+                    "final_message": '{"verdict":"APPROVE","summary":"ok"}',
+                },
+                {"role": "repair", "final_message": "repaired"},
+            ],
+        }
+    ).encode()
+)
 
 
 def _request(
@@ -46,15 +56,18 @@ def _request(
 
 
 async def call(
-    session: RehearsalSession, method: str, path: str, body: object | None = None,
-    headers: dict[str, str] | None = None, *, key: bool = True,
+    session: RehearsalSession,
+    method: str,
+    path: str,
+    body: object | None = None,
+    headers: dict[str, str] | None = None,
+    *,
+    key: bool = True,
 ) -> tuple[int, bytes]:
     sent = dict(headers or {})
     if key:
         sent.setdefault("x-api-key", session.route.api_key)
-    return await trio.to_thread.run_sync(
-        _request, session.route.base_url, method, path, body, sent
-    )
+    return await trio.to_thread.run_sync(_request, session.route.base_url, method, path, body, sent)
 
 
 def sse_events(raw: bytes) -> list[dict[str, object]]:
@@ -71,19 +84,34 @@ def sse_events(raw: bytes) -> list[dict[str, object]]:
 def claude_body(assistant_turns: int) -> dict[str, object]:
     messages: list[dict[str, object]] = [{"role": "user", "content": "task"}]
     for n in range(assistant_turns):
-        messages.append({"role": "assistant", "content": [{"type": "tool_use", "id": f"t{n}",
-                                                           "name": "Write", "input": {}}]})
-        messages.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"result {n}"}]})
-    return {"model": "m", "stream": True, "messages": messages,
-            "tools": [{"name": "Write", "input_schema": {}}]}
+        messages.append(
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": f"t{n}", "name": "Write", "input": {}}],
+            }
+        )
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"result {n}"}
+                ],
+            }
+        )
+    return {
+        "model": "m",
+        "stream": True,
+        "messages": messages,
+        "tools": [{"name": "Write", "input_schema": {}}],
+    }
 
 
 def codex_body(calls: int) -> dict[str, object]:
     items: list[dict[str, object]] = [{"type": "message", "role": "user", "content": []}]
     for n in range(calls):
-        items.append({"type": "function_call", "call_id": f"c{n}", "name": "exec_command",
-                      "arguments": "{}"})
+        items.append(
+            {"type": "function_call", "call_id": f"c{n}", "name": "exec_command", "arguments": "{}"}
+        )
         items.append({"type": "function_call_output", "call_id": f"c{n}", "output": f"out {n}"})
     return {"model": "gpt", "stream": True, "input": items, "tools": [{"name": "exec_command"}]}
 
@@ -98,10 +126,19 @@ async def test_full_script_is_served_and_consumed(tmp_path: Path) -> None:
         assert status == 200
         events = sse_events(raw)
         assert [e["type"] for e in events] == [
-            "message_start", "content_block_start", "content_block_delta", "content_block_stop",
-            "message_delta", "message_stop"]
-        assert events[1]["content_block"] == {"type": "tool_use", "id": "toolu_r0t0",
-                                              "name": "Write", "input": {}}
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ]
+        assert events[1]["content_block"] == {
+            "type": "tool_use",
+            "id": "toolu_r0t0",
+            "name": "Write",
+            "input": {},
+        }
         delta = events[2]["delta"]
         assert isinstance(delta, dict)
         assert json.loads(delta["partial_json"]) == {"file_path": "a.txt", "content": "A\n"}
@@ -112,8 +149,10 @@ async def test_full_script_is_served_and_consumed(tmp_path: Path) -> None:
         final = sse_events(raw)
         assert final[2]["delta"] == {"type": "text_delta", "text": "worked"}
         assert final[4]["delta"] == {"stop_reason": "end_turn", "stop_sequence": None}
-        assert session.problems() == ("invocation 1 (reviewer) served turns [] of 2",
-                                      "invocation 2 (repair) served turns [] of 1")
+        assert session.problems() == (
+            "invocation 1 (reviewer) served turns [] of 2",
+            "invocation 2 (repair) served turns [] of 1",
+        )
         with pytest.raises(RehearsalIncomplete) as caught:
             session.check_consumed()
         assert caught.value.exit_code == ExitCode.FAILURE
@@ -127,7 +166,8 @@ async def test_full_script_is_served_and_consumed(tmp_path: Path) -> None:
         done = next(e for e in events if e["type"] == "response.output_item.done")["item"]
         assert isinstance(done, dict)
         assert done["name"] == "exec_command" and json.loads(done["arguments"]) == {
-            "cmd": "cat a.txt"}
+            "cmd": "cat a.txt"
+        }
         status, raw = await call(session, "POST", "/v1/responses", codex_body(1), codex, key=False)
         texts = [e for e in sse_events(raw) if e["type"] == "response.output_text.done"]
         assert texts[0]["text"] == '{"verdict":"APPROVE","summary":"ok"}'
@@ -141,7 +181,13 @@ async def test_full_script_is_served_and_consumed(tmp_path: Path) -> None:
     assert [p.session for p in log.progress] == ["s-worker", "s-review", "s-repair"]
     scripted = [r for r in log.requests if r.outcome == "scripted"]
     assert [(r.invocation, r.turn) for r in scripted] == [
-        (0, 0), (0, 0), (0, 1), (1, 0), (1, 1), (2, 0)]
+        (0, 0),
+        (0, 0),
+        (0, 1),
+        (1, 0),
+        (1, 1),
+        (2, 0),
+    ]
     assert scripted[2].tool_result == "result 0"
     assert scripted[4].tool_result == "out 0"
     assert all(r.authorized for r in log.requests)
@@ -156,15 +202,20 @@ async def test_requests_outside_the_script_are_violations(tmp_path: Path) -> Non
     async with open_rehearsal(SCENARIO, tmp_path / "route") as session:
         body = claude_body(0)
         assert (await call(session, "POST", "/v1/messages", body, key=False))[0] == 401
-        assert (await call(session, "POST", "/v1/messages", body,
-                           {"x-api-key": "rehearsal-wrong"}))[0] == 401
+        assert (
+            await call(session, "POST", "/v1/messages", body, {"x-api-key": "rehearsal-wrong"})
+        )[0] == 401
         assert (await call(session, "POST", "/v1/messages", body))[0] == 400  # no session id
         ok = {"x-claude-code-session-id": "a"}
         assert (await call(session, "POST", "/v1/messages", claude_body(5), ok))[0] == 400
-        assert (await call(session, "POST", "/v1/messages", claude_body(0),
-                           {"x-claude-code-session-id": "b"}))[0] == 200
-        status, raw = await call(session, "POST", "/v1/messages", claude_body(0),
-                                 {"x-claude-code-session-id": "c"})
+        assert (
+            await call(
+                session, "POST", "/v1/messages", claude_body(0), {"x-claude-code-session-id": "b"}
+            )
+        )[0] == 200
+        status, raw = await call(
+            session, "POST", "/v1/messages", claude_body(0), {"x-claude-code-session-id": "c"}
+        )
         assert status == 400 and b"only 2 for that API" in raw
         problems = session.problems()
     assert problems == (
@@ -185,18 +236,28 @@ async def test_startup_and_auxiliary_endpoints_answer_without_consuming(tmp_path
         assert status == 200 and json.loads(raw)["data"] == []
         status, raw = await call(session, "POST", "/v1/messages/count_tokens", {"messages": []})
         assert json.loads(raw) == {"input_tokens": 1}
-        status, raw = await call(session, "POST", "/v1/messages",
-                                 {"model": "haiku", "messages": [{"role": "user",
-                                                                  "content": "title?"}]})
+        status, raw = await call(
+            session,
+            "POST",
+            "/v1/messages",
+            {"model": "haiku", "messages": [{"role": "user", "content": "title?"}]},
+        )
         assert sse_events(raw)[2]["delta"] == {"type": "text_delta", "text": "OK"}
-        status, _ = await call(session, "GET", "/v1/responses", None,
-                               {"upgrade": "websocket", "connection": "Upgrade"})
+        status, _ = await call(
+            session, "GET", "/v1/responses", None, {"upgrade": "websocket", "connection": "Upgrade"}
+        )
         assert status == 426
         assert (await call(session, "GET", "/elsewhere"))[0] == 404
         outcomes = [r.outcome for r in session.requests]
         progress = session.progress()
-    assert outcomes == ["startup", "startup", "startup", "auxiliary", "websocket-refused",
-                        "not-found"]
+    assert outcomes == [
+        "startup",
+        "startup",
+        "startup",
+        "auxiliary",
+        "websocket-refused",
+        "not-found",
+    ]
     assert all(p.served_turns == () for p in progress)
 
 
@@ -218,9 +279,10 @@ async def test_loopback_host_twin_starts_and_stops(tmp_path: Path) -> None:
 
 
 async def test_each_run_mints_its_own_key(tmp_path: Path) -> None:
-    async with open_rehearsal(SCENARIO, tmp_path / "one") as one, open_rehearsal(
-        SCENARIO, tmp_path / "two"
-    ) as two:
+    async with (
+        open_rehearsal(SCENARIO, tmp_path / "one") as one,
+        open_rehearsal(SCENARIO, tmp_path / "two") as two,
+    ):
         assert one.route.api_key != two.route.api_key
         assert one.route.base_url != two.route.base_url
         assert len(one.route.api_key) > 30
@@ -259,16 +321,37 @@ async def test_chunked_and_gzip_bodies_are_decoded(tmp_path: Path) -> None:
     async with open_rehearsal(SCENARIO, tmp_path / "route") as session:
         key = session.route.api_key
         body = json.dumps(claude_body(0)).encode()
-        chunked = [b"%x\r\n%s\r\n" % (len(body[:100]), body[:100]),
-                   b"%x\r\n%s\r\n" % (len(body[100:]), body[100:]), b"0\r\n\r\n"]
-        status = await trio.to_thread.run_sync(_raw_post, session.route.base_url, "/v1/messages", {
-            "x-api-key": key, "x-claude-code-session-id": "w", "transfer-encoding": "chunked",
-            "content-type": "application/json"}, chunked)
+        chunked = [
+            b"%x\r\n%s\r\n" % (len(body[:100]), body[:100]),
+            b"%x\r\n%s\r\n" % (len(body[100:]), body[100:]),
+            b"0\r\n\r\n",
+        ]
+        status = await trio.to_thread.run_sync(
+            _raw_post,
+            session.route.base_url,
+            "/v1/messages",
+            {
+                "x-api-key": key,
+                "x-claude-code-session-id": "w",
+                "transfer-encoding": "chunked",
+                "content-type": "application/json",
+            },
+            chunked,
+        )
         assert status == 200
         packed = gzip.compress(json.dumps(claude_body(1)).encode())
-        status = await trio.to_thread.run_sync(_raw_post, session.route.base_url, "/v1/messages", {
-            "x-api-key": key, "x-claude-code-session-id": "w", "content-encoding": "gzip",
-            "content-length": str(len(packed))}, [packed])
+        status = await trio.to_thread.run_sync(
+            _raw_post,
+            session.route.base_url,
+            "/v1/messages",
+            {
+                "x-api-key": key,
+                "x-claude-code-session-id": "w",
+                "content-encoding": "gzip",
+                "content-length": str(len(packed)),
+            },
+            [packed],
+        )
         assert status == 200
         progress = session.progress()[0]
         sizes = [r.body_bytes for r in session.requests]
@@ -280,14 +363,22 @@ async def test_oversized_and_unsupported_bodies_are_refused(tmp_path: Path) -> N
     async with open_rehearsal(SCENARIO, tmp_path / "route") as session:
         base = session.route.base_url
         key = session.route.api_key
-        status = await trio.to_thread.run_sync(_raw_post, base, "/v1/messages", {
-            "x-api-key": key, "content-length": str(64 << 20)}, [])
+        status = await trio.to_thread.run_sync(
+            _raw_post, base, "/v1/messages", {"x-api-key": key, "content-length": str(64 << 20)}, []
+        )
         assert status == 413
-        status = await trio.to_thread.run_sync(_raw_post, base, "/v1/messages", {
-            "x-api-key": key, "content-encoding": "br", "content-length": "2"}, [b"{}"])
+        status = await trio.to_thread.run_sync(
+            _raw_post,
+            base,
+            "/v1/messages",
+            {"x-api-key": key, "content-encoding": "br", "content-length": "2"},
+            [b"{}"],
+        )
         assert status == 400
         outcomes = [r.outcome for r in session.requests]
         problems = session.problems()
     assert outcomes == ["too-large", "violation"]
-    assert problems[:2] == ("/v1/messages: body over 33554432 bytes",
-                            "request body encoding 'br' is not supported")
+    assert problems[:2] == (
+        "/v1/messages: body over 33554432 bytes",
+        "request body encoding 'br' is not supported",
+    )

@@ -17,20 +17,32 @@ from factory.errors import ExitCode
 from factory.rehearsal import ConfigRootNotEmpty, open_rehearsal, parse_scenario
 from factory.rehearsal import server as server_mod
 
-SCENARIO = parse_scenario(json.dumps({
-    "schema": "factory.rehearsal-scenario/1",
-    "invocations": [{"role": "worker", "final_message": "done"}],
-}).encode())
-BODY = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}],
-                   "tools": [{"name": "Write", "input_schema": {}}]}).encode()
+SCENARIO = parse_scenario(
+    json.dumps(
+        {
+            "schema": "factory.rehearsal-scenario/1",
+            "invocations": [{"role": "worker", "final_message": "done"}],
+        }
+    ).encode()
+)
+BODY = json.dumps(
+    {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [{"name": "Write", "input_schema": {}}],
+    }
+).encode()
 
 
 def _post(base_url: str, headers: dict[str, str], body: bytes) -> bytes:
     """Raw HTTP/1.1 POST; returns the status line (or b"timeout" if none within 3 s)."""
     parts = urlsplit(base_url)
     with socket.create_connection((parts.hostname or "", parts.port or 0), timeout=3) as sock:
-        head = "POST /v1/messages HTTP/1.1\r\nHost: x\r\n" + "".join(
-            f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+        head = (
+            "POST /v1/messages HTTP/1.1\r\nHost: x\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            + "\r\n"
+        )
         sock.sendall(head.encode("latin-1") + body)
         try:
             return sock.recv(64).split(b"\r\n")[0]
@@ -51,23 +63,35 @@ async def test_gzip_body_inflating_past_the_cap_is_refused(
     fits = _gzip(BODY)
     async with open_rehearsal(SCENARIO, tmp_path / "route") as session:
         base, key = session.route.base_url, session.route.api_key
-        refused = await trio.to_thread.run_sync(_post, base, {
-            "content-encoding": "gzip", "content-length": str(len(bomb))}, bomb)
-        served = await trio.to_thread.run_sync(_post, base, {
-            "x-api-key": key, "x-claude-code-session-id": "s", "content-encoding": "gzip",
-            "content-length": str(len(fits))}, fits)
+        refused = await trio.to_thread.run_sync(
+            _post, base, {"content-encoding": "gzip", "content-length": str(len(bomb))}, bomb
+        )
+        served = await trio.to_thread.run_sync(
+            _post,
+            base,
+            {
+                "x-api-key": key,
+                "x-claude-code-session-id": "s",
+                "content-encoding": "gzip",
+                "content-length": str(len(fits)),
+            },
+            fits,
+        )
         outcomes = [r.outcome for r in session.requests]
     assert len(bomb) < 2048 and refused == b"HTTP/1.1 413 Request Entity Too Large"
     assert served == b"HTTP/1.1 200 OK"
     assert outcomes == ["too-large", "scripted"]
 
 
-@pytest.mark.parametrize(("headers", "body"), [
-    ({"content-length": "-1"}, b""),
-    ({"content-length": "12abc"}, b""),
-    ({"content-length": "\u00b2"}, b""),
-    ({"transfer-encoding": "chunked"}, b"-5\r\nhello\r\n0\r\n\r\n"),
-])
+@pytest.mark.parametrize(
+    ("headers", "body"),
+    [
+        ({"content-length": "-1"}, b""),
+        ({"content-length": "12abc"}, b""),
+        ({"content-length": "\u00b2"}, b""),
+        ({"transfer-encoding": "chunked"}, b"-5\r\nhello\r\n0\r\n\r\n"),
+    ],
+)
 async def test_malformed_lengths_are_answered_not_left_hanging(
     tmp_path: Path, headers: dict[str, str], body: bytes
 ) -> None:

@@ -69,7 +69,7 @@ def forever():
         time.sleep(0.05)
 '''
 
-_CLAUDE = r'''
+_CLAUDE = r"""
 args = sys.argv[1:]
 if args == ["--version"]:
     record("version"); print("2.1.332 (Claude Code)"); sys.exit(0)
@@ -129,9 +129,9 @@ if MODE == "stubborn-tree":
 if MODE == "no-result":
     out(init); sys.exit(0)
 sys.exit(3)
-'''
+"""
 
-_CODEX = r'''
+_CODEX = r"""
 args = sys.argv[1:]
 if args == ["--version"]:
     record("version"); print("codex-cli 0.171.0"); sys.exit(0)
@@ -189,7 +189,7 @@ if MODE == "stubborn-tree":
     spawn_stubborn()
     forever()
 sys.exit(3)
-'''
+"""
 
 
 @dataclass

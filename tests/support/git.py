@@ -8,9 +8,7 @@ from pathlib import Path
 
 def git(cwd: Path, *args: str, check: bool = True) -> str:
     """Run git in ``cwd`` and return stdout as text."""
-    proc = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=False
-    )
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
     if check and proc.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
     return proc.stdout
