@@ -19,7 +19,7 @@ from tests.support.inventory_ref import write
 
 NODE = shutil.which("node")
 pytestmark = pytest.mark.skipif(NODE is None, reason="node is not on PATH")
-SCRIPT = Path(__file__).parent / "support" / "inventory_ref.mjs"
+SCRIPT = Path(__file__).parents[1] / "support" / "inventory_ref.mjs"
 
 
 def node_digest(root: Path) -> bytes:
