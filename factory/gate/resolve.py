@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -36,9 +36,9 @@ from factory.gate.scenario import Condition, Policy
 from factory.gate.values import OutsideDomain, coerce, encode
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """One condition's resolution and result, with what decided it."""
+class Outcome(NamedTuple):
+    """One condition's resolution and result, with what decided it (a tuple: built once
+    per condition per evaluation, so cheap construction matters)."""
 
     condition: str
     resolution: str  # present | observed-absent | missing | insufficient | failed
@@ -143,7 +143,7 @@ def resolve(cond: Condition, records: Sequence[Evidence], ctx: Context) -> Outco
     broken: list[Failure] = []
     rejected: list[tuple[str, tuple[str, ...]]] = []
     eligible: list[Evidence] = []
-    for record in sorted(records, key=lambda r: r.id):
+    for record in sorted(records, key=_by_id) if len(records) > 1 else records:
         if record.problem is not None and record.problem.family == "integrity":
             broken.append(record.problem)
             continue
@@ -161,8 +161,16 @@ def resolve(cond: Condition, records: Sequence[Evidence], ctx: Context) -> Outco
         return Outcome(cond.id, "failed", FAILED, failures=tuple(broken), rejected=tuple(rejected))
     if not eligible:
         return Outcome(cond.id, "insufficient", UNKNOWN, rejected=tuple(rejected))
-    chosen = max(eligible, key=lambda r: (r.observed_at, r.id))
+    chosen = eligible[0] if len(eligible) == 1 else max(eligible, key=_newest)
     return _apply(cond, chosen, tuple(rejected))
+
+
+def _by_id(record: Evidence) -> str:
+    return record.id
+
+
+def _newest(record: Evidence) -> tuple[int, str]:
+    return (record.observed_at, record.id)
 
 
 def _apply(

@@ -54,6 +54,7 @@ _INSTANT = re.compile(
 )
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _NS = 1_000_000_000
+_MAX_BITS = 300  # below 10**90: surely within MAX_DIGITS, no decimal rendering needed
 _EXACT = Context(prec=MAX_DIGITS + 2)  # normalisation must never round a bounded decimal
 
 
@@ -211,7 +212,7 @@ def _json_kind(value: Any) -> str:
 def _integer(value: Any) -> int:
     if type(value) is not int:
         raise OutsideDomain(f"expected an integer, got {_json_kind(value)}")
-    if len(str(abs(value))) > MAX_DIGITS:
+    if value.bit_length() > _MAX_BITS and len(str(abs(value))) > MAX_DIGITS:
         raise OutsideDomain(f"integer has more than {MAX_DIGITS} digits")
     return value
 
