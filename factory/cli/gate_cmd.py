@@ -285,15 +285,14 @@ def _verdict_code(record: dict[str, Any], already: bool) -> int:
 
 
 def _accept_code(outcome: str, code: int) -> int:
-    from factory.display import inert
     from factory.errors import ExitCode
+    from factory.gate.errors import COMMIT_OUTCOME_UNKNOWN, STALE
 
     if outcome == "stale":
-        say("factory: gate-stale: the head moved since this candidate was derived; evaluate again")
+        say(STALE("the head moved since this candidate was derived").diagnostics())
         return int(ExitCode.FAILURE)
     if outcome == "unknown":
-        say(inert("factory: commit-outcome-unknown: the store may or may not have committed; "
-                  "the next command on this run settles it"))  # fmt: skip
+        say(COMMIT_OUTCOME_UNKNOWN("the store may or may not have committed").diagnostics())
         return int(ExitCode.FAILURE)
     return code
 
@@ -329,10 +328,10 @@ def run_verify(args: argparse.Namespace) -> int:
     _print(report)
     if report["ok"]:
         return int(ExitCode.OK)
-    from factory.display import inert
+    from factory.gate.errors import RUNPACK_NOT_VERIFIED
 
     failed = [name for name, p in report["properties"].items() if p["status"] == "fail"]
-    say(inert(f"factory: gate-runpack-not-verified: {', '.join(failed)} failed"))
+    say(RUNPACK_NOT_VERIFIED(f"{', '.join(failed)} failed").diagnostics())
     return int(ExitCode.FAILURE)
 
 

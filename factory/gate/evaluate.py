@@ -134,13 +134,13 @@ def evaluate(
 
 def _check_opens(scenario: Scenario, state: RunState, opens: Sequence[str]) -> None:
     if len(set(opens)) != len(opens):
-        raise OpenRefused("a stage is named twice in --open; name it once")
+        raise OpenRefused("a stage is named twice in --open")
     for stage_id in opens:
         if stage_id not in scenario.stages:
             raise OpenRefused(f"stage {stage_id!r} is not in the scenario")
         current = state.stage_state(scenario, stage_id)
         if current != "ready":
-            raise OpenRefused(f"stage {stage_id!r} is {current}; only a ready stage can open")
+            raise OpenRefused(f"stage {stage_id!r} is {current}, not ready")
 
 
 def _stage(

@@ -125,9 +125,7 @@ def admit(
 ) -> Evidence:
     """Admit new evidence or raise :class:`EvidenceRefused` (nothing is stored here)."""
     if not isinstance(evidence_id, str) or not EVIDENCE_ID.fullmatch(evidence_id):
-        raise EvidenceRefused(
-            "an evidence id is 1-128 letters, digits, '_', '.', ':', '-'; choose another"
-        )
+        raise EvidenceRefused("an evidence id is 1-128 letters, digits, '_', '.', ':', '-'")
     digest = sha256_hex(payload)
     try:
         record = _parse(evidence_id, payload, digest, digest, signature)

@@ -93,25 +93,20 @@ class Gate:
         if not created:
             stored = self.store.entries(run)
             if not stored or stored[0].hash != entry.hash:
-                raise RunConflict(
-                    f"run {run} already exists with another scenario or other params; "
-                    "choose a new run id"
-                )
+                raise RunConflict(f"run {run} already exists with another scenario or other params")
         return self.load(run), created
 
     def load(self, run: str) -> LoadedRun:
         """Load and re-validate ``run``; settle any acceptance whose outcome was unknown."""
         source = self.store.run_source(run)
         if source is None:
-            raise RunMissing(
-                f"no gate run {run!r} in this store; start it with 'factory gate start'"
-            )
+            raise RunMissing(f"no gate run {run!r} in this store")
         data, fmt, spec_hash = source
         try:
             scenario = load_bytes(data, fmt)
         except ScenarioInvalid as exc:
             raise StoreCorrupt(
-                f"run {run}: its stored scenario no longer loads ({exc.message})"
+                f"run {run}: its stored scenario no longer loads ({exc.fact})"
             ) from exc
         if scenario.spec_hash != spec_hash:
             raise StoreCorrupt(f"run {run}: the stored scenario does not match its spec hash")

@@ -102,7 +102,7 @@ def intent_records(
 def genesis(scenario: Scenario, entry: Entry) -> RunState:
     body = entry.body
     if entry.seq != 0 or entry.prev != GENESIS_PREV or body.get("kind") != "start":
-        raise StoreCorrupt(f"run {entry.run}: entry 0 is not a start entry; the store is corrupt")
+        raise StoreCorrupt(f"run {entry.run}: entry 0 is not a start entry")
     if body.get("scenario") != scenario.spec_hash:
         raise StoreCorrupt(f"run {entry.run}: the stored scenario does not hash to its start entry")
     return RunState(entry.run, scenario.spec_hash, dict(body.get("params", {})), entry.hash, 0)
@@ -112,11 +112,11 @@ def apply(scenario: Scenario, state: RunState, entry: Entry) -> RunState:
     """Apply one accept entry after checking the chain and the laws."""
     where = f"run {state.run} entry {entry.seq}"
     if entry.seq != state.seq + 1 or entry.prev != state.head or entry.run != state.run:
-        raise StoreCorrupt(f"{where}: breaks the head chain; the store is corrupt")
+        raise StoreCorrupt(f"{where}: breaks the head chain")
     body = entry.body
     delta = body.get("delta")
     if body.get("kind") != "accept" or not isinstance(delta, dict):
-        raise StoreCorrupt(f"{where}: not an accept entry; the store is corrupt")
+        raise StoreCorrupt(f"{where}: not an accept entry")
     completed, opened = set(state.completed), set(state.opened)
     for stage_id in delta.get("open", []):
         if stage_id not in scenario.stages or state.stage_state(scenario, stage_id) != "ready":
@@ -137,7 +137,7 @@ def apply(scenario: Scenario, state: RunState, entry: Entry) -> RunState:
         raise StoreCorrupt(f"{where}: carries intents the scenario does not declare")
     request = body.get("request")
     if not isinstance(request, str) or request in state.requests:
-        raise StoreCorrupt(f"{where}: reuses request id; the store is corrupt")
+        raise StoreCorrupt(f"{where}: reuses request id")
     # Shared, not copied: a history is replayed forward only, and copying would make a
     # long replay quadratic.
     requests = state.requests
@@ -156,7 +156,7 @@ def apply(scenario: Scenario, state: RunState, entry: Entry) -> RunState:
 
 def check_hash(entry: Entry) -> None:
     if entry_hash(entry.run, entry.seq, entry.prev, entry.body) != entry.hash:
-        raise StoreCorrupt(f"run {entry.run} entry {entry.seq}: its hash does not match; corrupt")
+        raise StoreCorrupt(f"run {entry.run} entry {entry.seq}: its hash does not match")
 
 
 def replay(scenario: Scenario, entries: Iterable[Entry]) -> RunState:
@@ -166,5 +166,5 @@ def replay(scenario: Scenario, entries: Iterable[Entry]) -> RunState:
         check_hash(entry)
         state = genesis(scenario, entry) if state is None else apply(scenario, state, entry)
     if state is None:
-        raise StoreCorrupt("the run has no entries; the store is corrupt")
+        raise StoreCorrupt("the run has no entries")
     return state

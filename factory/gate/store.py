@@ -108,9 +108,7 @@ class SqliteStore:
             with self._tx():
                 self._ddl()
         except sqlite3.DatabaseError as exc:
-            raise StoreFailure(
-                f"the gate store {path} cannot be opened ({exc}); check the path"
-            ) from exc
+            raise StoreFailure(f"the gate store {path} cannot be opened ({exc})") from exc
 
     def _ddl(self) -> None:
         for statement in _DDL.split(";"):
@@ -173,9 +171,7 @@ class SqliteStore:
             try:
                 parsed = json.loads(bytes(body))
             except ValueError as exc:
-                raise StoreCorrupt(
-                    f"run {run} entry {seq} does not parse; the store is corrupt"
-                ) from exc
+                raise StoreCorrupt(f"run {run} entry {seq} does not parse") from exc
             out.append(Entry(run, int(seq), str(prev), parsed, str(digest)))
         return out
 
@@ -194,7 +190,7 @@ class SqliteStore:
                 if row[0] == record.sha256 and row[1] == sig:
                     return False
                 raise EvidenceConflict(
-                    f"evidence id {record.id} already holds other bytes in run {run}; use a new id"
+                    f"evidence id {record.id} already holds other bytes in run {run}"
                 )
             self._db.execute(
                 "INSERT INTO evidence VALUES(?,?,?,?,?)",
@@ -239,8 +235,7 @@ class SqliteStore:
                 db.execute("ROLLBACK")
                 if row[2] != candidate:
                     raise RequestConflict(
-                        f"request {request} already accepted another candidate in run {run}; "
-                        "use a new request id"
+                        f"request {request} already accepted another candidate in run {run}"
                     )
                 return AppendResult("replayed", int(row[0]), str(row[1]))
             head = db.execute(

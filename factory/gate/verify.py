@@ -167,7 +167,7 @@ def _scenario_and_history(
         try:
             scenario = load_bytes(pack.data[names[0]], names[0].split(".", 1)[1])
         except FactoryError as exc:
-            problems.append(f"the scenario does not load: {exc.message}")
+            problems.append(f"the scenario does not load: {exc.fact}")
     if scenario is not None and scenario.spec_hash != pack.manifest.get("spec_hash"):
         problems.append("the scenario does not hash to the manifest's spec_hash")
     entries = []
@@ -224,7 +224,7 @@ def _replay(
         history.check_hash(entries[0])
         state = history.genesis(scenario, entries[0])
     except FactoryError as exc:
-        integrity.append(exc.message)
+        integrity.append(exc.fact)
         problems.append("cannot replay: the start entry does not re-validate")
         return 0
     if len(evaluations) != len(entries) - 1:
@@ -236,7 +236,7 @@ def _replay(
             _replay_one(scenario, state, entry, line, evidence, problems, stale)
             state = history.apply(scenario, state, entry)
         except FactoryError as exc:
-            integrity.append(exc.message)
+            integrity.append(exc.fact)
             problems.append(f"entry {entry.seq}: replay stopped, the history does not re-validate")
             return count
         count += 1

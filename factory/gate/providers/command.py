@@ -56,7 +56,7 @@ async def acquire(args: Mapping[str, Any]) -> Observed:
     try:
         result = await run(spec)
     except ProcessFailure as exc:
-        return operational(_FAILURES.get(exc.code, "provider-crashed"), exc.message)
+        return operational(_FAILURES.get(exc.code, "provider-crashed"), exc.fact)
     try:
         after = _tree(cwd)
     except FactoryError as exc:

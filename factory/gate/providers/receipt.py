@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from factory.agent.verify import ReceiptUnreadable, load_receipt, verify
+from factory.agent.verify import ReceiptInvalid, load_receipt, verify
 from factory.errors import FactoryError, UsageError
 from factory.gate.providers import Observed, integrity, operational
 
@@ -26,8 +26,8 @@ async def acquire(args: Mapping[str, Any]) -> Observed:
         receipt, _ = load_receipt(path)
     except UsageError:
         return operational("provider-unavailable", "the receipt does not exist")
-    except ReceiptUnreadable as exc:
-        return operational("observation-unparsable", exc.message)
+    except ReceiptInvalid as exc:
+        return operational("observation-unparsable", exc.fact)
     except FactoryError as exc:
         return operational("provider-crashed", f"the receipt could not be verified ({exc.code})")
     if not report["ok"]:

@@ -73,7 +73,7 @@ def make(runner: Runner = default_runner) -> Callable[[Mapping[str, Any]], Await
             code, stdout = await runner(str(args["gate"]), repo)
         except ProcessFailure as exc:
             return operational(
-                "provider-timeout" if exc.code == "timeout" else "provider-crashed", exc.message
+                "provider-timeout" if exc.code == "timeout" else "provider-crashed", exc.fact
             )
         except OSError as exc:
             return operational(
