@@ -178,7 +178,10 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
             return int(ExitCode.USAGE)
         return int(handler(args))
     except FactoryError as exc:
-        say(exc.diagnostics())
+        # Messages may quote a path or a provider's words: inert before a terminal shows them.
+        from factory.display import safe_line
+
+        say(safe_line(exc.diagnostics()))
         return int(exc.exit_code)
     except KeyboardInterrupt:
         say("factory: interrupted")
