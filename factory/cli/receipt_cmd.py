@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import emit_stdout, say
+from factory.errors import Refused
+
+HTML_FOLDER_MISSING = Refused.define("html-folder-missing", "create the folder of --html first")
 
 VERIFY_HELP = """\
 Re-check an agent receipt without trusting it: its revision and canonical bytes, every
@@ -103,14 +106,10 @@ HTML_PLACEHOLDER = b"<!DOCTYPE html><title>factory receipt</title><p>being writt
 def reserve_html(out: Path) -> None:
     """Claim ``--html OUT`` before anything else (it must not exist; exit 2 otherwise)."""
     from factory import fsio
-    from factory.errors import Refused
 
     try:
         fsio.reserve(out, HTML_PLACEHOLDER, mode=0o644)
     except FileNotFoundError:
-        raise Refused(
-            "the --html folder does not exist; create it or choose another path",
-            code="html-folder-missing",
-        ) from None
+        raise HTML_FOLDER_MISSING(f"the folder of {out} does not exist") from None
     except IsADirectoryError:
-        raise Refused("--html names a folder; give a file path", code="output-exists") from None
+        raise fsio.OUTPUT_EXISTS(f"{out} is a folder") from None
