@@ -148,7 +148,7 @@ def _refuter_map(
         return {}
     ids = [r.finding_id for r in refuter.results]
     if len(set(ids)) != len(ids):
-        raise ReviewInputInvalid("the refuter names a finding more than once; one outcome each")
+        raise ReviewInputInvalid("the refuter names a finding more than once")
     extra = sorted(set(ids) - set(pending))
     if extra:
         raise ReviewInputInvalid(
@@ -158,8 +158,8 @@ def _refuter_map(
     missing = [i for i in pending if i not in ids]
     if missing:
         raise ReviewInputInvalid(
-            f"the refuter gives no outcome for {', '.join(missing)}; one batch must cover "
-            "every finding sent to it"
+            f"the refuter gives no outcome for {', '.join(missing)} (one batch covers every "
+            "finding sent to it)"
         )
     return {
         r.finding_id: RefuterRecord(

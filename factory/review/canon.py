@@ -102,7 +102,7 @@ def strict_json(data: bytes, *, what: str, limit: int) -> Any:
         ReviewInputInvalid: naming ``what`` and the first problem.
     """
     if len(data) > limit:
-        raise ReviewInputInvalid(f"{what} is larger than {limit} bytes; pass a smaller file")
+        raise ReviewInputInvalid(f"{what} is larger than {limit} bytes")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

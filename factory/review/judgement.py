@@ -20,7 +20,7 @@ from pydantic import AfterValidator, Field, ValidationError, model_validator
 
 from factory.models import StrictModel, describe_validation_error
 from factory.review.canon import strict_json
-from factory.review.errors import ReviewInputInvalid
+from factory.review.errors import PRESERVED_NOT_RESULT, ReviewInputInvalid
 from factory.review.names import (
     MAX_FINDINGS_PER_LENS,
     SEVERE,
@@ -183,9 +183,8 @@ def parse_input(model: type[M], data: bytes, *, what: str) -> M:
     value = strict_json(data, what=what, limit=INPUT_LIMIT)
     if isinstance(value, dict) and value.get("schema") == PRESERVED_SCHEMA:
         raise ReviewInputInvalid(
-            f"{what} is a preserved incident artifact ({PRESERVED_SCHEMA}), not a result; "
-            "replay it with 'factory review finalize --replay-preserved FILE'",
-            code="review-preserved-not-result",
+            f"{what} is a preserved incident artifact ({PRESERVED_SCHEMA}), not a result",
+            code=PRESERVED_NOT_RESULT,
         )
     try:
         return model.model_validate_json(data)

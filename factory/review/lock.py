@@ -77,9 +77,7 @@ class StoreLock:
                 if self._clock() >= deadline:
                     os.close(fd)
                     raise ReviewStoreBusy(
-                        f"the review store is locked by {_owner(self.path)}; wait for it to "
-                        "finish and rerun (the lock is released when its holder exits, and "
-                        "is never broken by age)"
+                        f"the review store is locked by {_owner(self.path)}"
                     ) from None
                 self._sleep(_POLL_S)
         self._fd = fd

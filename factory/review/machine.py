@@ -20,9 +20,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from factory.display import inert
+from factory.errors import Code
 from factory.review.admission import FollowUp, NeedsRefuter, admit
 from factory.review.canon import EMPTY_HASH
-from factory.review.errors import ReviewInputInvalid, ReviewRefused
+from factory.review.errors import (
+    BINDING_MISMATCH,
+    FIX_DELTA_MISMATCH,
+    FIX_OUTSIDE_GENESIS,
+    FORECAST_PENDING,
+    FORECAST_REQUIRED,
+    LENS_HAS_RESULT,
+    LENS_MISSING,
+    LENS_NOT_SELECTED,
+    LINEAGE_EXISTS,
+    LINEAGE_UNKNOWN,
+    REFUTER_REQUIRED,
+    WRONG_STATE,
+    ReviewInputInvalid,
+    ReviewRefused,
+)
 from factory.review.invariants import check_hash, state_problems, validation_hash
 from factory.review.judgement import CheckInput, RefuterInput, ValidatorInput
 from factory.review.names import MAX_FAILED_ATTEMPTS, EscalationReason, LensName, StateName
@@ -148,20 +165,20 @@ def admit_pending(state: ReviewState) -> tuple[str, ...]:
     return result.finding_ids if isinstance(result, NeedsRefuter) else ()
 
 
-def refuse(state: ReviewState | None, message: str, code: str) -> ReviewRefused:
+def refuse(state: ReviewState | None, message: str, code: Code[ReviewRefused]) -> ReviewRefused:
     """A refusal that names the legal next commands of ``state``."""
     return ReviewRefused(message, code=code, next=next_commands(state))
 
 
 def _require(state: ReviewState | None, *allowed: StateName, op: str) -> ReviewState:
     if state is None:
-        raise refuse(None, f"there is no review lineage to {op}", "review-lineage-unknown")
+        raise refuse(None, f"there is no review lineage to {op}", LINEAGE_UNKNOWN)
     if state.state not in allowed:
         raise refuse(
             state,
             f"lineage {state.lineage_id} is {state.state}; {op} applies only in "
             f"{' or '.join(allowed)}",
-            "review-wrong-state",
+            WRONG_STATE,
         )
     return state
 
@@ -177,7 +194,7 @@ def _checked(prev: ReviewState | None, new: ReviewState) -> ReviewState:
 
 def _create(state: ReviewState | None, op: Create) -> ReviewState:
     if state is not None:
-        raise refuse(state, f"lineage {state.lineage_id} already exists", "review-lineage-exists")
+        raise refuse(state, f"lineage {state.lineage_id} already exists", LINEAGE_EXISTS)
     return ReviewState(
         schema_id=STATE_SCHEMA,
         lineage_id=op.lineage_id,
@@ -211,19 +228,17 @@ def _record_lens(state: ReviewState | None, op: RecordLens) -> ReviewState:
             s,
             f"lens {r.lens} was not selected for {s.lineage_id} (selected: "
             f"{', '.join(s.lenses) or 'none'})",
-            "review-lens-not-selected",
+            LENS_NOT_SELECTED,
         )
     existing = next((x for x in s.lens_results if x.lens == r.lens), None)
     if existing is not None:
         if existing.result_hash == r.result_hash:
             return s
-        raise refuse(
-            s, f"lens {r.lens} already has a result; lenses never rerun", "review-lens-has-result"
-        )
+        raise refuse(s, f"lens {r.lens} already has a result", LENS_HAS_RESULT)
     if (r.order, r.binding) != s.binding(r.lens):
         raise ReviewInputInvalid(
             f"the result for lens {r.lens} is not bound to lineage {s.lineage_id}'s target",
-            code="review-binding-mismatch",
+            code=BINDING_MISMATCH,
         )
     results = sorted((*s.lens_results, r), key=lambda x: s.lenses.index(x.lens))
     return s.model_copy(update={"lens_results": tuple(results)})
@@ -235,16 +250,16 @@ def _complete_review(state: ReviewState | None, op: CompleteReview) -> ReviewSta
     if missing:
         raise refuse(
             s,
-            f"lens results are missing for {', '.join(missing)}; each selected lens runs once",
-            "review-lens-missing",
+            f"lens results are missing for {', '.join(missing)}",
+            LENS_MISSING,
         )
     outcome = admit(s.findings(), s.genesis_paths, op.refuter)
     if isinstance(outcome, NeedsRefuter):
         raise refuse(
             s,
-            f"inferential candidate-caused findings {', '.join(outcome.finding_ids)} need one "
-            f"refuter batch: {_cmd(s, '--refuter FILE')}",
-            "review-refuter-required",
+            f"inferential candidate-caused findings {', '.join(outcome.finding_ids)} need the "
+            "refuter's outcomes",
+            REFUTER_REQUIRED,
         )
     route = outcome.route()
     escalation = None
@@ -266,8 +281,8 @@ def _forecast(state: ReviewState | None, op: Forecast) -> ReviewState:
             return s
         raise refuse(
             s,
-            f"a forecast of {corr.forecast} lines is already pending; edit, then validate",
-            "review-forecast-pending",
+            f"a forecast of {corr.forecast} lines is already pending",
+            FORECAST_PENDING,
         )
     new_corr = corr.model_copy(update={"forecast": op.lines})
     if corr.cumulative_lines + op.lines <= s.correction_budget:
@@ -298,15 +313,14 @@ def _fix_scope(s: ReviewState, op: CompleteFix) -> None:
         raise refuse(
             s,
             f"the correction touches {len(outside)} path(s) outside the genesis paths (first: "
-            f"{outside[0]!r}); revert them, then rerun with --validation",
-            "review-fix-outside-genesis",
+            f"{inert(outside[0])})",
+            FIX_OUTSIDE_GENESIS,
         )
     claimed = op.validation.fix_delta_hash
     if claimed is not None and claimed != fix.identity:
         raise ReviewInputInvalid(
-            "the validation names another fix delta than the one measured now; validate "
-            "the current edit",
-            code="review-fix-delta-mismatch",
+            "the validation names another fix delta than the one measured now",
+            code=FIX_DELTA_MISMATCH,
         )
 
 
@@ -364,8 +378,8 @@ def _complete_fix(state: ReviewState | None, op: CompleteFix) -> ReviewState:
     if s.correction.forecast is None:
         raise refuse(
             s,
-            "forecast the correction before editing: --correction-lines N",
-            "review-forecast-required",
+            "no correction forecast is pending",
+            FORECAST_REQUIRED,
         )
     _fix_scope(s, op)
     a = _attempt(s, op)

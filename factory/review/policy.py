@@ -17,7 +17,7 @@ from pydantic import AfterValidator, Field, ValidationError
 from factory.canonical import tagged_sha256
 from factory.models import StrictModel, describe_validation_error
 from factory.review.canon import POLICY_TAG, canonical, strict_json
-from factory.review.errors import ReviewInputInvalid
+from factory.review.errors import POLICY_INVALID, ReviewInputInvalid
 
 POLICY_SCHEMA: Final = "factory.review-policy/1"
 POLICY_LIMIT = 64 * 1024
@@ -85,10 +85,10 @@ def parse_policy(raw: bytes) -> LoadedPolicy:
         strict_json(raw, what="the policy", limit=POLICY_LIMIT)
         policy = Policy.model_validate_json(raw)
     except ReviewInputInvalid as exc:
-        raise ReviewInputInvalid(exc.message, code="review-policy-invalid") from None
+        raise ReviewInputInvalid(exc.fact, code=POLICY_INVALID) from None
     except ValidationError as exc:
         raise ReviewInputInvalid(
-            f"the policy is invalid: {describe_validation_error(exc)}", code="review-policy-invalid"
+            f"the policy is invalid: {describe_validation_error(exc)}", code=POLICY_INVALID
         ) from None
     return LoadedPolicy(policy, raw)
 
@@ -101,7 +101,7 @@ def load_policy(path: Path | None) -> LoadedPolicy:
         raw = path.read_bytes()
     except OSError as exc:
         raise ReviewInputInvalid(
-            f"cannot read --policy {path}: {exc.strerror}; pass a readable policy file",
-            code="review-policy-invalid",
+            f"cannot read --policy {path}: {exc.strerror}",
+            code=POLICY_INVALID,
         ) from None
     return parse_policy(raw)

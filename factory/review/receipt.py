@@ -85,7 +85,7 @@ def receipt_problem(data: bytes, state: ReviewState) -> str | None:
         strict_json(data, what="the receipt", limit=1 << 20)
         parsed = ReviewReceipt.model_validate_json(data)
     except ReviewInputInvalid as exc:
-        return exc.message
+        return exc.fact
     except ValidationError:
         return "the receipt does not parse as factory.review-receipt/1"
     if parsed != derive_receipt(state):

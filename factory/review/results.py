@@ -15,7 +15,7 @@ from typing import Literal
 
 from factory.models import StrictModel
 from factory.review.canon import BINDING_TAG, LENS_RESULT_TAG, digest_of
-from factory.review.errors import ReviewInputInvalid
+from factory.review.errors import BINDING_MISMATCH, ReviewInputInvalid
 from factory.review.judgement import FindingInput, ReviewerInput
 from factory.review.names import (
     SEVERITY_RANK,
@@ -154,14 +154,14 @@ def build_lens_result(
     if raw.lens is not None and raw.lens != lens:
         raise ReviewInputInvalid(
             f"result {order} says lens {raw.lens!r} but the lens selected at position "
-            f"{order} is {lens!r}; pass results in the selected order",
-            code="review-binding-mismatch",
+            f"{order} is {lens!r}",
+            code=BINDING_MISMATCH,
         )
     if raw.binding is not None and raw.binding != binding:
         raise ReviewInputInvalid(
             f"result {order} carries a binding that is not the one start issued for lens "
-            f"{lens!r}; it judged another target or lineage",
-            code="review-binding-mismatch",
+            f"{lens!r} (it judged another target or lineage)",
+            code=BINDING_MISMATCH,
         )
     findings = _canonical_findings(lens, raw.findings)
     evidence = _norm(raw.evidence)

@@ -38,6 +38,7 @@ from factory.fsio import OutputExists, atomic_replace, fsync_dir, write_exclusiv
 from factory.models import StrictModel, describe_validation_error
 from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json
 from factory.review.errors import (
+    LINEAGE_UNKNOWN,
     ReviewCasConflict,
     ReviewInputInvalid,
     ReviewRecordCorrupt,
@@ -129,10 +130,7 @@ def _read_nofollow(path: Path, limit: int) -> bytes:
 
 
 def _corrupt(lineage_id: str, problem: str) -> ReviewRecordCorrupt:
-    return ReviewRecordCorrupt(
-        f"review lineage {lineage_id} is invalid: {problem}; it is kept as it is and grants "
-        f"nothing (inspect it with 'factory review show --lineage {lineage_id}')"
-    )
+    return ReviewRecordCorrupt(f"review lineage {lineage_id} is invalid: {problem} (kept as it is)")
 
 
 def decode_record(lineage_id: str, data: bytes) -> tuple[ReviewState, str]:
@@ -144,7 +142,7 @@ def decode_record(lineage_id: str, data: bytes) -> tuple[ReviewState, str]:
     try:
         value = strict_json(data, what="the record", limit=RECORD_LIMIT)
     except ReviewInputInvalid as exc:
-        raise _corrupt(lineage_id, exc.message) from None
+        raise _corrupt(lineage_id, exc.fact) from None
     if not isinstance(value, dict) or set(value) != {"schema", "revision", "state"}:
         raise _corrupt(lineage_id, "the record is not {schema, revision, state}")
     if value["schema"] != RECORD_SCHEMA:
@@ -204,7 +202,7 @@ class ReviewStore:
             raise ReviewRefused(
                 f"{lineage_id[:80]!r} is not a lineage id (lower-case words and digits "
                 "joined by '-')",
-                code="review-lineage-unknown",
+                code=LINEAGE_UNKNOWN,
                 next=("factory review status",),
             )
         return self.root / lineage_id
@@ -223,7 +221,7 @@ class ReviewStore:
         if not os.path.lexists(folder):
             raise ReviewRefused(
                 f"there is no review lineage {lineage_id}",
-                code="review-lineage-unknown",
+                code=LINEAGE_UNKNOWN,
                 next=("factory review status", "factory review start"),
             )
         try:
@@ -291,8 +289,7 @@ class ReviewStore:
             if (current.revision if current else None) != expected_revision:
                 raise ReviewCasConflict(
                     f"review lineage {new.lineage_id} moved on since it was read (now at "
-                    f"{current.state.state if current else 'nothing'}); rerun the command — "
-                    "it reloads the new revision"
+                    f"{current.state.state if current else 'nothing'})"
                 )
             if current is None:
                 if new.state != "reviewing":
