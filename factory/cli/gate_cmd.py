@@ -242,7 +242,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         payload = _read(path, f"--submit {path}", MAX_EVIDENCE_BYTES)
         gate.submit(run, f"sub:{sha256_hex(payload)[:24]}", payload)
     if not args.no_acquire and not run.state.scenario_completed:
-        trio.run(functools.partial(acquire, gate, run))
+        trio.run(functools.partial(acquire, gate, run, progress=lambda line: say(f"gate: {line}")))
     candidate = gate.derive(run, now=now, opens=list(args.open))
     out = _summary(candidate.record)
     out.update(candidate=candidate.candidate, evaluation=candidate.digest)
