@@ -205,3 +205,19 @@ def test_signed_evidence_is_reported_as_source_authenticity(tmp_path: Path) -> N
     assert statuses(report)["record_integrity"] == "pass"
     assert statuses(report)["source_authenticity"] == "fail"
     assert statuses(report)["replay_agreement"] == "fail"  # the evaluation named the old one
+
+
+def test_a_duplicated_request_id_in_a_resealed_history_fails_integrity(pack: Path) -> None:
+    entries = [json.loads(x) for x in (pack / "history.jsonl").read_bytes().splitlines()]
+    entries[2]["body"]["request"] = entries[1]["body"]["request"]
+    prev = entries[1]["hash"]
+    entries[2]["prev"] = prev
+    entries[2]["hash"] = entry_hash(entries[2]["run"], entries[2]["seq"], prev, entries[2]["body"])
+    (pack / "history.jsonl").write_bytes(b"".join(canonical_bytes(e) + b"\n" for e in entries))
+    manifest = _manifest(pack)
+    manifest["head"] = {"seq": entries[-1]["seq"], "hash": entries[-1]["hash"]}
+    _write_manifest(pack, manifest)
+    _reseal(pack)
+    report = check(pack)
+    assert statuses(report)["record_integrity"] == "fail"
+    assert "reuses request id" in " ".join(report["properties"]["record_integrity"]["problems"])
