@@ -222,3 +222,9 @@ def test_max_age_is_inclusive_at_the_boundary() -> None:
     assert resolved(sc, [exact]).result == "true"
     late = evidence(sc, "f", observation("c", 0, observed_at="2025-12-31T23:59:59.999999999Z"))
     assert "too-old" in resolved(sc, [late]).rejected[0][1]
+
+
+def test_a_lone_surrogate_in_a_facet_is_refused_at_admission() -> None:
+    failure = {"family": "operational", "code": "provider-crashed", "message": "\ud800"}
+    with pytest.raises(EvidenceRefused, match="surrogate"):
+        evidence(sc_with({}), "e", observation("c", failure=failure))

@@ -221,3 +221,15 @@ def test_a_duplicated_request_id_in_a_resealed_history_fails_integrity(pack: Pat
     report = check(pack)
     assert statuses(report)["record_integrity"] == "fail"
     assert "reuses request id" in " ".join(report["properties"]["record_integrity"]["problems"])
+
+
+def test_an_export_that_cannot_finish_leaves_a_failure_note(pack: Path, tmp_path: Path) -> None:
+    from factory.errors import Failure
+    from factory.gate import runpack
+
+    out = tmp_path / "half"
+    files = {"history.jsonl": b"x", "no-such-folder/file": b"y"}
+    with pytest.raises(Failure, match="could not be written"):
+        runpack._write(out, files, b"{}")
+    assert (out / runpack.FAILED).is_file() and not (out / runpack.MANIFEST).exists()
+    assert statuses(check(out))["record_integrity"] == "fail"
