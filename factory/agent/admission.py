@@ -13,7 +13,10 @@
 * ``receipt-folder-missing`` / ``evidence-folder-missing`` — the parent folder is missing;
 * ``no-base-commit`` — HEAD is unborn;
 * ``worktree-not-clean`` — staged, unstaged (mode-only included) or untracked non-ignored
-  change in ``git status --porcelain=v2 -z --untracked-files=all``;
+  change in ``git status --porcelain=v2 -z --untracked-files=all``, or a checked-out
+  submodule with any change inside it;
+* ``worktree-has-special-file`` — a FIFO, socket or device git does not ignore: git's
+  status does not show it and no candidate could bind it;
 * ``worktree-busy`` — another run holds the worktree (:func:`hold_worktree`);
 * ``worktree-hides-changes`` — an index entry is assume-unchanged or skip-worktree (sparse
   checkout): git status would not show its changes, nor would the candidate bind them.
@@ -30,6 +33,7 @@ from pathlib import Path
 
 from factory.errors import Refused
 from factory.fsio import physically_inside
+from factory.gitio.gitdata import special_files, submodules_dirty
 from factory.gitio.worktree import (
     Worktree,
     commit_tree,
@@ -124,11 +128,18 @@ def admit(request: AgentRequest) -> Admitted:
         raise AdmissionRefused(
             "the worktree's branch has no commit yet; commit a base first", code="no-base-commit"
         )
-    if status_bytes(wt):
+    if status_bytes(wt) or submodules_dirty(wt.root):
         raise AdmissionRefused(
             "the worktree has staged, unstaged or untracked changes; commit or remove them "
-            "(git status shows them) and retry",
+            "(git status shows them) and retry; factory runs no repository filter, so if "
+            "git status shows nothing, run it once to refresh git's index",
             code="worktree-not-clean",
+        )
+    if special_files(wt.root):
+        raise AdmissionRefused(
+            "the worktree holds a FIFO, socket or device that git does not ignore; remove "
+            "it or ignore it and retry",
+            code="worktree-has-special-file",
         )
     if hidden_entries(wt):
         raise AdmissionRefused(

@@ -41,6 +41,7 @@ from factory import __version__
 from factory.agent import evidence as ev
 from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
+from factory.agent.entry import record_entry
 from factory.agent.faults import (
     AgentFailure,
     failure_code,
@@ -61,6 +62,7 @@ from factory.agent.receipt import (
     Candidates,
     ErrorRecord,
     EvidenceRef,
+    PathCollision,
     PhaseName,
     PhaseRecord,
     RoleName,
@@ -71,6 +73,8 @@ from factory.agent.receipt import (
 from factory.errors import ExitCode, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
+from factory.gitio.rawfs import StatCache
+from factory.gitio.snapshot import Baseline
 from factory.gitio.worktree import Worktree, head_commit, head_ref, index_tree
 from factory.provider_api import AgentProfile, ProviderResult, ReviewerProfile, Route
 
@@ -178,6 +182,8 @@ class _Run:
         self.base: BaseRecord | None = None
         self.remaining = 4
         self.last_tree: Bound | None = None
+        self.baseline: Baseline | None = None
+        self.derive_cache: StatCache | None = None
         self.first_verdict: dict[str, str] | None = None
         self.entry_ref: str | None = None
         self.started_at = deps.utc_now()
@@ -299,6 +305,7 @@ class _Run:
                 reviewed_identity=ph.reviewed_identity,
                 binding=ph.binding,
                 evidence=list(ph.evidence),
+                child_env_names=sorted(r.env_names) if r and r.env_names is not None else None,
                 started_at=ph.started_at,
                 ended_at=self.deps.utc_now(),
                 duration_ms=duration,
@@ -337,6 +344,8 @@ class _Run:
             body=body,
             status_evidence=status_ref,
             patch_evidence=patch_ref,
+            conversions_differ=d.conversions_differ,
+            collisions=[PathCollision(kind=g.kind, paths=list(g.paths)) for g in d.collisions],
         )
         return _Candidate(record, d.patch)
 
@@ -463,7 +472,17 @@ class _Run:
 
     async def derive_candidate_unstored(self) -> tuple[DerivedCandidate, str]:
         assert self.base is not None
-        d = await self.io(partial(derive, self.wt, self.base.commit, self.base.tree))
+        d = await self.io(
+            partial(
+                derive,
+                self.wt,
+                self.base.commit,
+                self.base.tree,
+                self.baseline,
+                cache=self.derive_cache,
+            )
+        )
+        self.derive_cache = d.cache
         return d, candidate_body(d).identity()
 
     def scratch_dir(self) -> Path:
@@ -495,10 +514,10 @@ class _Run:
     # -- the cycle -----------------------------------------------------------------------
     async def cycle(self) -> RunOutcome:
         await self.io(self.store.claim)
-        commit = self.a.base_commit
-        idx = await self.io(partial(index_tree, self.wt))
-        self.base = BaseRecord(commit=commit, tree=self.a.base_tree, index_tree=idx)
-        self.entry_ref = await self.io(partial(head_ref, self.wt))
+        entry = await self.io(
+            partial(record_entry, self.wt, self.a.base_commit, self.a.base_tree, self.store)
+        )
+        self.base, self.baseline, self.entry_ref = entry.record, entry.baseline, entry.record.branch
         task = self.a.request.task
 
         self.stage("worker_running", 4)

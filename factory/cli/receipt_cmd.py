@@ -71,7 +71,11 @@ def failed_checks(report: dict[str, Any]) -> list[str]:
     failed.extend(
         f"evidence {e['role']}: {e['problem']}" for e in report["evidence"] if not e["ok"]
     )
-    if report["candidate"].get("still_matches") is False:
+    failed.extend(
+        f"{p['candidate']} candidate: {p['problem']}" for p in report["patches"] if p["ok"] is False
+    )
+    cand = report["candidate"]
+    if cand.get("gating") and cand.get("still_matches") is False:
         failed.append("the worktree no longer holds the judged candidate")
     return failed or ["see the JSON on stdout"]
 

@@ -20,6 +20,7 @@ from factory.agent.receipt import (
     ChangedPath,
     ErrorRecord,
     EvidenceRef,
+    GitSettings,
     PhaseRecord,
     Timings,
     receipt_bytes,
@@ -66,6 +67,8 @@ def _candidate(files: list[ChangedPath], tree: str) -> CandidateRecord:
         body=body,
         status_evidence=_ev("status", 80),
         patch_evidence=_ev("patch", 1234),
+        conversions_differ=False,
+        collisions=[],
     )
 
 
@@ -90,6 +93,7 @@ def _phase(phase: str, role: str, outcome: str, verdict: str | None, ms: int) ->
             if reviewer
             else None,
             "evidence": [_ev(f"{phase}-stdout", 321), _ev(f"{phase}-stderr", 0)],
+            "child_env_names": ["HOME", "PATH"],
             "started_at": "2026-11-30T10:00:00.000Z",
             "ended_at": "2026-11-30T10:00:01.500Z",
             "duration_ms": ms,
@@ -115,7 +119,15 @@ def make_receipt(**changes: Any) -> AgentReceipt:
         worktree="/tmp/demo/wt",
         evidence_dir="/tmp/demo/r.json.evidence",
         timeout_ms=600000,
-        base=BaseRecord(commit="c" * 40, tree="b" * 40, index_tree="b" * 40),
+        base=BaseRecord(
+            commit="c" * 40,
+            tree="b" * 40,
+            index_tree="b" * 40,
+            branch="refs/heads/work",
+            git_settings=GitSettings(autocrlf=None, eol=None, filemode="true", symlinks=None),
+            gitattributes=[],
+            entry_divergence=None,
+        ),
         phases=[
             _phase("worker", "worker", "ok", None, 1500),
             _phase("initial_review", "reviewer", "REQUEST_CHANGES", "REQUEST_CHANGES", 61500),
