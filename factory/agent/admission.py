@@ -11,6 +11,13 @@
   (symlink and bind-mount aliases resolve to the same device and inode);
 * ``receipt-exists`` / ``evidence-exists`` — the path is already taken (any entry);
 * ``receipt-folder-missing`` / ``evidence-folder-missing`` — the parent folder is missing;
+* an in-progress operation, by name: ``merge-in-progress``, ``rebase-in-progress`` (either
+  backend), ``am-in-progress``, ``cherry-pick-in-progress``, ``revert-in-progress``,
+  ``sequencer-in-progress``, ``bisect-in-progress``, ``notes-merge-in-progress``
+  (:func:`factory.gitio.state.in_progress`);
+* a lock file git leaves while it writes: ``index-locked``, ``head-locked``,
+  ``ref-locked``, ``config-locked``, ``git-locked`` (:func:`factory.gitio.state.lock_files`);
+  the files are only looked at, never removed or changed;
 * ``no-base-commit`` — HEAD is unborn;
 * ``worktree-not-clean`` — staged, unstaged (mode-only included) or untracked non-ignored
   change in ``git status --porcelain=v2 -z --untracked-files=all``, or a checked-out
@@ -34,6 +41,7 @@ from pathlib import Path
 from factory.errors import Refused
 from factory.fsio import physically_inside
 from factory.gitio.gitdata import special_files, submodules_dirty
+from factory.gitio.state import in_progress, lock_files
 from factory.gitio.worktree import (
     Worktree,
     commit_tree,
@@ -96,6 +104,36 @@ def _free(path: Path, what: str, flag: str) -> None:
         )
 
 
+_OPERATION_TEXT = {
+    "merge-in-progress": "merge",
+    "rebase-in-progress": "rebase",
+    "am-in-progress": "git am",
+    "cherry-pick-in-progress": "cherry-pick",
+    "revert-in-progress": "revert",
+    "sequencer-in-progress": "multi-commit cherry-pick or revert",
+    "bisect-in-progress": "bisect",
+    "notes-merge-in-progress": "notes merge",
+}
+
+
+def _not_busy(wt: Worktree) -> None:
+    """Refuse a worktree in the middle of an operation or holding a git lock file."""
+    state = in_progress(wt.git_dir)
+    if state is not None:
+        raise AdmissionRefused(
+            f"the worktree is in the middle of a {_OPERATION_TEXT[state]}; finish or abort it "
+            "(git status says how) and retry",
+            code=state,
+        )
+    locks = lock_files(wt.git_dir, wt.common_dir)
+    if locks:
+        raise AdmissionRefused(
+            f"git left a lock file ({locks[0].label}): a git command is running or crashed; "
+            "wait for it, or remove the lock if none runs, and retry",
+            code=locks[0].code,
+        )
+
+
 def admit(request: AgentRequest) -> Admitted:
     """Decide whether the run may start (SPEC A-1). Reads only; writes nothing.
 
@@ -123,6 +161,7 @@ def admit(request: AgentRequest) -> Admitted:
     _free(evidence, "evidence", "--evidence")
     if receipt == evidence:
         raise AdmissionRefused("--out and --evidence must differ", code="evidence-exists")
+    _not_busy(wt)
     base = head_commit(wt)
     if base is None:
         raise AdmissionRefused(
