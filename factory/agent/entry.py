@@ -44,7 +44,7 @@ def record_entry(wt: Worktree, commit: str, tree: str, store: EvidenceStore) -> 
     """
     index = index_tree(wt)
     if index is None:
-        raise GitFailure("the index could not be read as a tree; run git status and retry")
+        raise GitFailure("the index could not be read as a tree")
     cfg = read_config(wt.root)
     baseline = take_baseline(wt.root, tree)
     divergence = None

@@ -39,13 +39,19 @@ class IndexHidesChanges(Failure):
     """The index marks entries assume-unchanged or skip-worktree (exit 4): their changes
     would be in the worktree but not in the status, candidate tree or patch."""
 
-    default_code = "index-hides-changes"
-
 
 class UnsupportedChangedPath(Failure):
     """A changed path the candidate cannot bind faithfully (exit 4). No path in the message."""
 
-    default_code = "unsupported-changed-path"
+
+INDEX_HIDES_CHANGES = IndexHidesChanges.define(
+    "index-hides-changes", "clear those bits and rerun on a clean worktree", default=True
+)
+UNSUPPORTED_CHANGED_PATH = UnsupportedChangedPath.define(
+    "unsupported-changed-path",
+    "only regular files can be bound: remove it from the change",
+    default=True,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +98,7 @@ _PROBLEM_TEXT = {
 
 
 def _unsupported(why: str) -> UnsupportedChangedPath:
-    return UnsupportedChangedPath(
-        f"a changed path {why}; only regular files can be bound — remove it from the change"
-    )
+    return UNSUPPORTED_CHANGED_PATH(f"a changed path {why}")
 
 
 def _changed_file(c: Change) -> ChangedFile:
@@ -158,9 +162,9 @@ def derive(
     status = status_bytes(wt.root, cfg)
     snap = snapshot(wt.root, base_tree, baseline, cache=cache)
     if snap.hidden:
-        raise IndexHidesChanges(
+        raise INDEX_HIDES_CHANGES(
             "the index marks files assume-unchanged or skip-worktree, so their changes "
-            "cannot be bound; clear those bits and rerun on a clean worktree"
+            "cannot be bound"
         )
     if snap.problems:
         raise _unsupported(_PROBLEM_TEXT.get(snap.problems[0].reason, "cannot be bound"))

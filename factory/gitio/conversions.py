@@ -72,6 +72,6 @@ def attributes_files(root: Path, tree: str) -> list[tuple[str, str]]:
     for path, oid in found:
         code, data = try_git(root, ["cat-file", "blob", oid])
         if code != 0:
-            raise GitFailure("git cat-file could not read a .gitattributes blob")
+            raise GitFailure("git cat-file could not read a .gitattributes blob of the base")
         out.append((path.decode("utf-8", "backslashreplace"), hashlib.sha256(data).hexdigest()))
     return out

@@ -40,7 +40,12 @@ Stamp = tuple[int, int, int, int, int, int]
 class RawChanged(Failure):
     """A file changed while it was being read (exit 4): something is still writing."""
 
-    default_code = "candidate-changed-during-snapshot"
+
+CHANGED_DURING_SNAPSHOT = RawChanged.define(
+    "candidate-changed-during-snapshot",
+    "stop whatever still writes in the worktree and rerun",
+    default=True,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +184,4 @@ class RawReader:
             if size == st.st_size:
                 mode = git_mode(st.st_mode)
                 return RawEntry("file", mode, oid.hexdigest(), size, sha.hexdigest(), _stamp(st))
-        raise RawChanged(
-            "a file kept changing while factory read it; stop whatever still writes in the "
-            "worktree and rerun"
-        )
+        raise CHANGED_DURING_SNAPSHOT("a file kept changing while factory read it")

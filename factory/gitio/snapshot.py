@@ -38,9 +38,10 @@ from typing import Literal
 
 from factory.gitio import gitdata
 from factory.gitio.gitdata import TreeEntry
-from factory.gitio.rawfs import RawChanged, RawEntry, RawReader, StatCache
+from factory.gitio.rawfs import CHANGED_DURING_SNAPSHOT, RawChanged, RawEntry, RawReader, StatCache
 from factory.gitio.run import GitFailure, run_git
 
+SNAPSHOT_MISMATCH = GitFailure.define("snapshot-mismatch", "rerun on a quiet worktree")
 State = Literal["added", "modified", "deleted"]
 ZERO_MODE = "000000"
 
@@ -255,10 +256,7 @@ def _write_blobs(root: Path, changes: Iterable[Change]) -> None:
     )
     written = out.decode("ascii").split()
     if written != [c.oid for c in files]:
-        raise RawChanged(
-            "a file changed while factory stored it; stop whatever still writes in the "
-            "worktree and rerun"
-        )
+        raise CHANGED_DURING_SNAPSHOT("a file changed while factory stored it")
 
 
 def _write_tree(root: Path, base_tree: str, changes: tuple[Change, ...], null: str) -> str:
@@ -290,10 +288,7 @@ def _cross_check(root: Path, base_tree: str, tree: str, changes: tuple[Change, .
     seen = gitdata.diff_entries(root, base_tree, tree)
     wanted = {c.path: (c.mode, c.oid or None) for c in changes}
     if seen != wanted:
-        raise GitFailure(
-            "the candidate tree git wrote does not match the files read; rerun on a quiet worktree",
-            code="snapshot-mismatch",
-        )
+        raise SNAPSHOT_MISMATCH("the tree git wrote does not match the files read")
 
 
 __all__ = [

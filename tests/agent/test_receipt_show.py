@@ -27,7 +27,6 @@ from factory.agent.receipt import (
 )
 from factory.agent.receipt_show import (
     MAX_ROWS,
-    ReceiptInvalid,
     clean,
     evidence_file,
     format_bytes,
@@ -35,6 +34,7 @@ from factory.agent.receipt_show import (
     render,
     short_digest,
 )
+from factory.agent.verify import ReceiptInvalid
 from factory.errors import ExitCode
 from factory.provider_api import REHEARSAL_EXECUTION, SUBSCRIPTION_EXECUTION
 
