@@ -31,7 +31,15 @@ from factory.gitio.conversions import conversions_differ
 from factory.gitio.gitdata import DIFF_FLAGS, status_bytes
 from factory.gitio.rawfs import StatCache
 from factory.gitio.run import run_git
-from factory.gitio.snapshot import Baseline, Change, snapshot
+from factory.gitio.snapshot import (
+    PROBLEM_TEXT,
+    UNSUPPORTED_CHANGED_PATH,
+    Baseline,
+    Change,
+    UnsupportedChangedPath,
+    snapshot,
+    unsupported,
+)
 from factory.gitio.worktree import Worktree
 
 
@@ -40,17 +48,8 @@ class IndexHidesChanges(Failure):
     would be in the worktree but not in the status, candidate tree or patch."""
 
 
-class UnsupportedChangedPath(Failure):
-    """A changed path the candidate cannot bind faithfully (exit 4). No path in the message."""
-
-
 INDEX_HIDES_CHANGES = IndexHidesChanges.define(
     "index-hides-changes", "clear those bits and rerun on a clean worktree", default=True
-)
-UNSUPPORTED_CHANGED_PATH = UnsupportedChangedPath.define(
-    "unsupported-changed-path",
-    "only regular files can be bound: remove it from the change",
-    default=True,
 )
 
 
@@ -84,17 +83,6 @@ class DerivedCandidate:
     conversions_differ: bool = False
     collisions: tuple[CollisionGroup, ...] = ()
     cache: StatCache = field(default_factory=StatCache)
-
-
-_PROBLEM_TEXT = {
-    "symlink": "is a symlink",
-    "submodule": "is a submodule or gitlink whose commit changed",
-    "submodule-dirty": "is a submodule with changes inside it",
-    "nested-repository": "is a nested git repository",
-    "below-symlink": "lies below a symlink or non-folder",
-    "special-file": "is a FIFO, socket or device",
-    "unmerged": "is an unmerged index entry",
-}
 
 
 def _unsupported(why: str) -> UnsupportedChangedPath:
@@ -167,9 +155,9 @@ def derive(
             "cannot be bound"
         )
     if snap.problems:
-        raise _unsupported(_PROBLEM_TEXT.get(snap.problems[0].reason, "cannot be bound"))
+        raise unsupported(snap.problems[0])
     if submodule_changed(status):
-        raise _unsupported(_PROBLEM_TEXT["submodule"])
+        raise _unsupported(PROBLEM_TEXT["submodule"])
     files = tuple(_changed_file(c) for c in snap.changes)
     patch = binary_patch(wt, base_tree, snap.tree) if files else b""
     written = [(c.path, c.oid) for c in snap.changes if c.state != "deleted"]

@@ -36,12 +36,32 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from factory.errors import Failure
 from factory.gitio import gitdata
 from factory.gitio.gitdata import TreeEntry
 from factory.gitio.rawfs import CHANGED_DURING_SNAPSHOT, RawChanged, RawEntry, RawReader, StatCache
 from factory.gitio.run import GitFailure, run_git
 
+
+class UnsupportedChangedPath(Failure):
+    """A changed path a snapshot cannot bind faithfully (exit 4). No path in the message."""
+
+
+UNSUPPORTED_CHANGED_PATH = UnsupportedChangedPath.define(
+    "unsupported-changed-path",
+    "only regular files can be bound: remove it from the change",
+    default=True,
+)
 SNAPSHOT_MISMATCH = GitFailure.define("snapshot-mismatch", "rerun on a quiet worktree")
+PROBLEM_TEXT = {
+    "symlink": "is a symlink",
+    "submodule": "is a submodule or gitlink whose commit changed",
+    "submodule-dirty": "is a submodule with changes inside it",
+    "nested-repository": "is a nested git repository",
+    "below-symlink": "lies below a symlink or non-folder",
+    "special-file": "is a FIFO, socket or device",
+    "unmerged": "is an unmerged index entry",
+}
 State = Literal["added", "modified", "deleted"]
 ZERO_MODE = "000000"
 
@@ -242,6 +262,25 @@ def snapshot(
         listed.hidden,
         reader.cache,
     )
+
+
+def unsupported(problem: Problem) -> UnsupportedChangedPath:
+    """The typed error for a snapshot problem (the message names the kind, not the path)."""
+    why = PROBLEM_TEXT.get(problem.reason, "cannot be bound")
+    return UNSUPPORTED_CHANGED_PATH(f"a changed path {why}")
+
+
+def raw_tree(root: Path, base_tree: str) -> str:
+    """The raw-bytes tree of the worktree at ``root`` (no baseline).
+
+    Raises:
+        UnsupportedChangedPath: something in it cannot be bound (see :class:`Problem`).
+        GitFailure, RawChanged: as :func:`snapshot`.
+    """
+    snap = snapshot(root, base_tree)
+    if snap.problems:
+        raise unsupported(snap.problems[0])
+    return snap.tree
 
 
 def _write_blobs(root: Path, changes: Iterable[Change]) -> None:

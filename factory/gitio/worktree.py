@@ -17,6 +17,7 @@ from pathlib import Path
 from factory.errors import Refused
 from factory.gitio import gitdata
 from factory.gitio.run import run_git, try_git
+from factory.gitio.snapshot import raw_tree
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -109,6 +110,17 @@ def commit_tree(wt: Worktree, commit: str) -> str:
     """The tree id of ``commit``."""
     out = run_git(wt.root, ["rev-parse", "--verify", f"{commit}^{{tree}}"], what="git rev-parse")
     return out.decode("ascii").strip()
+
+
+def candidate_tree(wt: Worktree, base_commit: str) -> str:
+    """A git tree of the worktree's non-ignored content, untracked files included, built
+    from the raw bytes on disk (:func:`factory.gitio.snapshot.raw_tree`: no filter, hook or
+    conversion runs; the real index is never written).
+
+    Raises:
+        UnsupportedChangedPath: a symlink, FIFO, dirty submodule… the tree cannot hold.
+    """
+    return raw_tree(wt.root, commit_tree(wt, base_commit))
 
 
 def index_path(wt: Worktree) -> Path:
