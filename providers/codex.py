@@ -15,6 +15,7 @@ exits without network, so the deadline decides that case; repeated "Reconnecting
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import tempfile
 from collections.abc import Mapping
@@ -277,6 +278,35 @@ class CodexProfile(ClosedProfile):
         Raises:
             ProviderFailure: a P-4 code, after every child process is gone.
         """
+        result = await self.run_structured(
+            worktree=worktree,
+            prompt=prompt,
+            timeout_ms=timeout_ms,
+            route=route,
+            scratch=scratch,
+            schema=VERDICT_SCHEMA,
+        )
+        verdict = parse_verdict(result.outputs["verdict"])
+        return dataclasses.replace(result, verdict=verdict)
+
+    async def run_structured(
+        self,
+        *,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        scratch: Path,
+        schema: Mapping[str, Any],
+    ) -> ProviderResult:
+        """One fresh read-only run whose final message must follow ``schema``
+        (``--output-schema``). The ``-o`` bytes are returned *unparsed* as
+        ``outputs["verdict"]``: the caller validates them (the CLI does not).
+
+        Raises:
+            ProviderFailure: a P-4 code (``provider-protocol`` for a missing or oversized
+                ``-o`` file), after every child process is gone.
+        """
         started = trio.current_time()
         resolved = self.resolve()
         env = build_env(route, self._fx.env())
@@ -287,7 +317,7 @@ class CodexProfile(ClosedProfile):
                 raise PROVIDER_AUTH_REQUIRED(f"codex has no login here ({message})")
         work = Path(tempfile.mkdtemp(prefix="codex-review-", dir=scratch))
         schema_file, verdict_file = work / "verdict-schema.json", work / "verdict.json"
-        schema_file.write_text(json.dumps(VERDICT_SCHEMA, sort_keys=True))
+        schema_file.write_text(json.dumps(schema, sort_keys=True))
         argv = build_argv(
             resolved.path,
             worktree=worktree,
@@ -311,7 +341,6 @@ class CodexProfile(ClosedProfile):
         if problem is not None:
             raise problem_failure(route, problem)
         raw = _read_capped(verdict_file)
-        verdict = parse_verdict(raw)
         replacements = {
             str(resolved.path): NAME,
             str(worktree): "<worktree>",
@@ -327,7 +356,7 @@ class CodexProfile(ClosedProfile):
             exit_code=res.exit_code,
             duration_ms=res.duration_ms,
             outputs={"stdout": res.stdout, "stderr": res.stderr, "verdict": raw},
-            verdict=verdict,
+            verdict=None,
             requested_authority=AUTHORITY,
             env_names=tuple(sorted(env)),
         )
