@@ -43,6 +43,14 @@ def review(*args: str, cwd: Path, input: bytes = b"", env: dict[str, str] | None
     return Ran(proc.returncode, doc, proc.stderr.decode(), proc.stdout)
 
 
+def run_lens(
+    repo: Path, *extra: str, timeout_ms: int = 20000, env: dict[str, str] | None = None
+) -> Ran:
+    """``factory review lens --lens reliability`` on ``repo``."""
+    args = ("lens", "--cwd", str(repo), "--lens", "reliability", "--timeout-ms", str(timeout_ms))
+    return review(*args, *extra, cwd=repo, env=env)
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     return init_repo(tmp_path / "repo", dict(BASE_FILES))

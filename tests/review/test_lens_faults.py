@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from factory.review.incident import load_preserved
-from tests.review.conftest import Ran, edit_parser, review, reviewer_doc, snapshot_bytes, store_root
+from tests.review.conftest import (
+    Ran,
+    edit_parser,
+    review,
+    reviewer_doc,
+    run_lens,
+    snapshot_bytes,
+    store_root,
+)
 from tests.support.fake_cli import Fakes, install_fakes
 
 ANSWER = reviewer_doc(
@@ -54,18 +62,7 @@ def started(repo: Path, env: dict[str, str]) -> Path:
 
 
 def lens(repo: Path, env: dict[str, str], *extra: str) -> Ran:
-    return review(
-        "lens",
-        "--cwd",
-        str(repo),
-        "--lens",
-        "reliability",
-        "--timeout-ms",
-        "20000",
-        *extra,
-        cwd=repo,
-        env=env,
-    )
+    return run_lens(repo, *extra, env=env)
 
 
 def test_a_lens_runs_once_read_only_with_the_binding_and_is_captured(

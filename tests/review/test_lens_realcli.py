@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.review.conftest import edit_parser, review, reviewer_doc
+from tests.review.conftest import edit_parser, review, reviewer_doc, run_lens
 
 pytestmark = pytest.mark.realcli
 
@@ -46,18 +46,7 @@ def test_real_codex_lens_on_the_rehearsal_route_is_captured(repo: Path, tmp_path
     answer["lens"] = "reliability"
     answer["binding"] = None
     scen = _scenario(tmp_path, answer, shell="git diff --stat")
-    ran = review(
-        "lens",
-        "--cwd",
-        str(repo),
-        "--lens",
-        "reliability",
-        "--timeout-ms",
-        "25000",
-        "--rehearsal",
-        str(scen),
-        cwd=repo,
-    )
+    ran = run_lens(repo, "--rehearsal", str(scen), timeout_ms=25000)
     assert ran.code == 0, ran.stderr
     assert ran.doc["route"] == "rehearsal" and ran.doc["finding_ids"] == ["R3-001"]
     assert "REHEARSAL" in ran.stderr
@@ -72,17 +61,6 @@ def test_real_codex_lens_answer_outside_the_schema_is_preserved(repo: Path, tmp_
     edit_parser(repo)
     review("start", "--cwd", str(repo), cwd=repo)
     scen = _scenario(tmp_path, {"findings": [], "evidence": ["todo"]})
-    ran = review(
-        "lens",
-        "--cwd",
-        str(repo),
-        "--lens",
-        "reliability",
-        "--timeout-ms",
-        "25000",
-        "--rehearsal",
-        str(scen),
-        cwd=repo,
-    )
+    ran = run_lens(repo, "--rehearsal", str(scen), timeout_ms=25000)
     assert ran.code == 4 and ran.doc["error"]["code"] == "review-capture-failed"
     assert Path(ran.doc["preserved"]).is_file()
