@@ -1,27 +1,37 @@
-"""Run git read-only: argv only, scrubbed environment, no optional locks (SPEC A-1).
+"""Run git: argv only, scrubbed environment, no optional locks, no repository programs
+where a flag can turn them off (SPEC A-1).
 
-The child environment starts empty and copies only :data:`ALLOWED_ENV` from the caller;
-every ``GIT_*`` variable the caller set is dropped, and the few git needs are set here
-(``GIT_OPTIONAL_LOCKS=0``, ``GIT_TERMINAL_PROMPT=0``, and a temporary ``GIT_INDEX_FILE``
-only when the caller asks for one). ``-c core.fsmonitor=false`` keeps a repository-configured
-fsmonitor program from running under our queries.
+Every call goes through the one short-command wrapper (:func:`factory.proc.local.run_local`):
+argv only, the allow-listed environment, stdin ``/dev/null``, bounded output, a deadline.
+On top of that, every ``GIT_*`` variable of the caller is dropped (the allow-list has
+none), ``LC_ALL=C``, ``GIT_OPTIONAL_LOCKS=0`` and ``GIT_TERMINAL_PROMPT=0`` are set, and
+a temporary ``GIT_INDEX_FILE`` only when the caller asks for one. ``-c core.fsmonitor=false``
+keeps a repository-configured fsmonitor program from running under our commands.
+
+Most commands only read. The candidate tree is written with ``git add -A`` into a
+*temporary* index and ``git write-tree``: that adds blob and tree objects to the object
+database (content-addressed, unreferenced, invisible to ``status`` and to every ref), but
+never touches the real index, HEAD, refs or the worktree's files.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from factory.display import inert
 from factory.errors import Failure
+from factory.proc.local import (
+    COMMAND_NOT_FOUND,
+    COMMAND_TIMEOUT,
+    CommandFailure,
+    local_env,
+    run_local,
+)
 
-ALLOWED_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "USER", "LOGNAME")
-GIT_TIMEOUT_S = 300.0  # a local query that takes longer than this is treated as stuck
+GIT_TIMEOUT_S = 300.0  # a local git command that takes longer than this is treated as stuck
 
-_BASE_ARGV = (
-    "git",
+GIT_OPTIONS = (
     "--no-optional-locks",
     "-c",
     "core.fsmonitor=false",
@@ -29,6 +39,12 @@ _BASE_ARGV = (
     "core.quotePath=false",
     "-c",
     "color.ui=false",
+    # No automatic gc/maintenance: a detached daemon would outlive the command and, while
+    # a supervised run is active, be swept with it (design/processes-and-providers.md).
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
 )
 
 
@@ -54,16 +70,32 @@ def stderr_excerpt(stderr: bytes, lines: int = STDERR_LINES) -> str:
     return inert(" | ".join(kept), limit=300) if kept else "no message"
 
 
+GIT_ENV = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+
+
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allow-listed child environment for git (``LC_ALL=C`` for stable output)."""
-    env = {k: os.environ[k] for k in ALLOWED_ENV if k in os.environ}
-    env.setdefault("PATH", os.defpath)
-    env["LC_ALL"] = "C"
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    if extra:
-        env.update(extra)
-    return env
+    """The child environment for git: the local allow-list, ``LC_ALL=C`` for stable
+    output, no optional locks, no prompts, then ``extra``."""
+    return local_env({**GIT_ENV, **(extra or {})})
+
+
+def _run(
+    cwd: Path, args: Sequence[str], env_extra: Mapping[str, str] | None, what: str
+) -> tuple[int, bytes, bytes]:
+    try:
+        done = run_local(
+            ["git", *GIT_OPTIONS, *args],
+            cwd=cwd,
+            env_extra={**GIT_ENV, **(env_extra or {})},
+            timeout_s=GIT_TIMEOUT_S,
+        )
+    except CommandFailure as exc:
+        # An output past the cap is a git command that failed to do what we asked.
+        code = {COMMAND_NOT_FOUND: GIT_NOT_FOUND, COMMAND_TIMEOUT: GIT_STUCK}.get(
+            exc.spec, GIT_FAILED
+        )
+        raise code(f"{what}: {exc.fact}") from exc
+    return done.returncode, done.stdout, done.stderr
 
 
 def run_git(
@@ -79,38 +111,16 @@ def run_git(
     Raises:
         GitFailure: git is missing, timed out, or exited with a code not in ``ok_codes``.
     """
-    try:
-        proc = subprocess.run(
-            [*_BASE_ARGV, *args],
-            cwd=cwd,
-            env=git_env(env_extra),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise GIT_NOT_FOUND("git is not on PATH") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise GIT_STUCK(f"{what} did not finish in {GIT_TIMEOUT_S:.0f} s") from exc
-    if proc.returncode not in ok_codes:
-        excerpt = stderr_excerpt(proc.stderr)
-        raise GIT_FAILED(f"{what} failed (git exit {proc.returncode}): {excerpt}")
-    return proc.stdout
+    returncode, stdout, stderr = _run(cwd, args, env_extra, what)
+    if returncode not in ok_codes:
+        raise GIT_FAILED(f"{what} failed (git exit {returncode}): {stderr_excerpt(stderr)}")
+    return stdout
 
 
 def try_git(cwd: Path, args: Sequence[str]) -> tuple[int, bytes]:
     """Like :func:`run_git` but returns ``(exit code, stdout)``; -1 when git cannot run."""
     try:
-        proc = subprocess.run(
-            [*_BASE_ARGV, *args],
-            cwd=cwd,
-            env=git_env(),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        returncode, stdout, _ = _run(cwd, args, None, "git query")
+    except GitFailure:
         return -1, b""
-    return proc.returncode, proc.stdout
+    return returncode, stdout
