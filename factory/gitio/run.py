@@ -2,16 +2,22 @@
 where a flag can turn them off (SPEC A-1).
 
 Every call goes through the one short-command wrapper (:func:`factory.proc.local.run_local`):
-argv only, the allow-listed environment, stdin ``/dev/null``, bounded output, a deadline.
-On top of that, every ``GIT_*`` variable of the caller is dropped (the allow-list has
-none), ``LC_ALL=C``, ``GIT_OPTIONAL_LOCKS=0`` and ``GIT_TERMINAL_PROMPT=0`` are set, and
-a temporary ``GIT_INDEX_FILE`` only when the caller asks for one. ``-c core.fsmonitor=false``
-keeps a repository-configured fsmonitor program from running under our commands.
+argv only, the allow-listed environment, bounded output, a deadline, stderr kept. On top
+of that, every ``GIT_*`` variable of the caller is dropped (the allow-list has none),
+``LC_ALL=C``, ``GIT_OPTIONAL_LOCKS=0`` and ``GIT_TERMINAL_PROMPT=0`` are set, and a
+temporary ``GIT_INDEX_FILE`` only when the caller asks for one.
 
-Most commands only read. The candidate tree is written with ``git add -A`` into a
-*temporary* index and ``git write-tree``: that adds blob and tree objects to the object
-database (content-addressed, unreferenced, invisible to ``status`` and to every ref), but
-never touches the real index, HEAD, refs or the worktree's files.
+Programs a repository can name are kept from running under our commands (issue 8 §3):
+``-c core.fsmonitor=false`` (no fsmonitor hook or daemon), ``-c core.hooksPath=/dev/null``
+(no hook can be found, should a command look for one), ``--no-pager``, no automatic
+``gc``/maintenance (a detached daemon would outlive the command). Filter drivers are named
+per repository, so :mod:`factory.gitio.config` neutralises them in the environment of the
+commands that could run one; diffs always pass ``--no-ext-diff --no-textconv``.
+
+Most commands only read. Trees are written into *private* indexes (``read-tree``,
+``update-index``, ``write-tree``) and blobs with ``hash-object -w``: that adds
+content-addressed, unreferenced objects to the object database, but never touches the real
+index, HEAD, refs or the worktree's files.
 """
 
 from __future__ import annotations
@@ -32,20 +38,24 @@ from factory.proc.local import (
 GIT_TIMEOUT_S = 300.0  # a local git command that takes longer than this is treated as stuck
 
 GIT_OPTIONS = (
+    "--no-pager",
     "--no-optional-locks",
     "-c",
     "core.fsmonitor=false",
     "-c",
-    "core.quotePath=false",
-    "-c",
-    "color.ui=false",
-    # No automatic gc/maintenance: a detached daemon would outlive the command and, while
-    # a supervised run is active, be swept with it (design/processes-and-providers.md).
+    "core.hooksPath=/dev/null",
     "-c",
     "gc.auto=0",
     "-c",
     "maintenance.auto=false",
+    "-c",
+    "submodule.recurse=false",
+    "-c",
+    "core.quotePath=false",
+    "-c",
+    "color.ui=false",
 )
+GIT_ENV = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
 
 
 class GitFailure(Failure):
@@ -70,9 +80,6 @@ def stderr_excerpt(stderr: bytes, lines: int = STDERR_LINES) -> str:
     return inert(" | ".join(kept), limit=300) if kept else "no message"
 
 
-GIT_ENV = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
-
-
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The child environment for git: the local allow-list, ``LC_ALL=C`` for stable
     output, no optional locks, no prompts, then ``extra``."""
@@ -80,7 +87,11 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 
 
 def _run(
-    cwd: Path, args: Sequence[str], env_extra: Mapping[str, str] | None, what: str
+    cwd: Path,
+    args: Sequence[str],
+    env_extra: Mapping[str, str] | None,
+    what: str,
+    stdin: bytes | None = None,
 ) -> tuple[int, bytes, bytes]:
     try:
         done = run_local(
@@ -88,6 +99,7 @@ def _run(
             cwd=cwd,
             env_extra={**GIT_ENV, **(env_extra or {})},
             timeout_s=GIT_TIMEOUT_S,
+            stdin=stdin,
         )
     except CommandFailure as exc:
         # An output past the cap is a git command that failed to do what we asked.
@@ -105,22 +117,25 @@ def run_git(
     env_extra: Mapping[str, str] | None = None,
     ok_codes: tuple[int, ...] = (0,),
     what: str = "git query",
+    stdin: bytes | None = None,
 ) -> bytes:
-    """Run ``git ARGS`` in ``cwd`` and return stdout bytes.
+    """Run ``git ARGS`` in ``cwd`` (``stdin`` bytes on its input) and return stdout bytes.
 
     Raises:
         GitFailure: git is missing, timed out, or exited with a code not in ``ok_codes``.
     """
-    returncode, stdout, stderr = _run(cwd, args, env_extra, what)
+    returncode, stdout, stderr = _run(cwd, args, env_extra, what, stdin)
     if returncode not in ok_codes:
         raise GIT_FAILED(f"{what} failed (git exit {returncode}): {stderr_excerpt(stderr)}")
     return stdout
 
 
-def try_git(cwd: Path, args: Sequence[str]) -> tuple[int, bytes]:
+def try_git(
+    cwd: Path, args: Sequence[str], *, env_extra: Mapping[str, str] | None = None
+) -> tuple[int, bytes]:
     """Like :func:`run_git` but returns ``(exit code, stdout)``; -1 when git cannot run."""
     try:
-        returncode, stdout, _ = _run(cwd, args, None, "git query")
+        returncode, stdout, _ = _run(cwd, args, env_extra, "git query")
     except GitFailure:
         return -1, b""
     return returncode, stdout

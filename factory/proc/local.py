@@ -7,7 +7,7 @@ The policy, defined once:
 * argv only (a non-empty list of strings; never a shell, never a command string);
 * the child environment starts empty and takes only :data:`LOCAL_ALLOW` from the caller,
   plus what the call site sets explicitly (``extra``);
-* stdin is ``/dev/null``;
+* stdin is ``/dev/null``, or exactly the bytes the call site passes (then closed);
 * output is bounded: more than ``stdout_cap`` / ``stderr_cap`` bytes stops the command
   (``command-output-limit``), so a runaway child cannot fill memory;
 * a deadline (``command-timeout``); the child is killed and reaped when it passes;
@@ -93,8 +93,10 @@ def run_local(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     stdout_cap: int = DEFAULT_STDOUT_CAP,
     stderr_cap: int = DEFAULT_STDERR_CAP,
+    stdin: bytes | None = None,
 ) -> Completed:
-    """Run ``argv`` in ``cwd`` to its exit and return what it wrote (any exit status).
+    """Run ``argv`` in ``cwd`` to its exit and return what it wrote (any exit status);
+    ``stdin`` bytes, when given, are its input.
 
     Raises:
         CommandFailure: ``command-not-found`` (the program cannot be started),
@@ -106,7 +108,7 @@ def run_local(
             args,
             cwd=cwd,
             env=local_env(env_extra),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -114,7 +116,7 @@ def run_local(
         raise COMMAND_NOT_FOUND(f"{args[0]} cannot be started ({exc.strerror})") from exc
     with proc:
         deadline = time.monotonic() + timeout_s
-        out, err, problem = _collect(proc, deadline, stdout_cap, stderr_cap)
+        out, err, problem = _collect(proc, stdin, deadline, (stdout_cap, stderr_cap))
         if problem is None:
             try:
                 returncode = proc.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -131,27 +133,51 @@ def run_local(
 
 
 def _collect(
-    proc: subprocess.Popen[bytes], deadline: float, stdout_cap: int, stderr_cap: int
+    proc: subprocess.Popen[bytes], stdin: bytes | None, deadline: float, caps: tuple[int, int]
 ) -> tuple[bytes, bytes, str | None]:
-    """Read both pipes to EOF under the caps and the deadline; the third value names what
-    stopped the read (``timeout`` or the cap passed), else ``None``."""
+    """Feed ``stdin`` and read both pipes to EOF under the caps and the deadline; the third
+    value names what stopped the read (``timeout`` or the cap passed), else ``None``."""
     assert proc.stdout is not None and proc.stderr is not None
-    buffers = {proc.stdout.fileno(): bytearray(), proc.stderr.fileno(): bytearray()}
-    caps = {proc.stdout.fileno(): stdout_cap, proc.stderr.fileno(): stderr_cap}
-    names = {proc.stdout.fileno(): "stdout", proc.stderr.fileno(): "stderr"}
+    out, err = proc.stdout.fileno(), proc.stderr.fileno()
+    buffers = {out: bytearray(), err: bytearray()}
+    limits = {out: (caps[0], "stdout"), err: (caps[1], "stderr")}
+    pending = memoryview(stdin or b"")
     with selectors.DefaultSelector() as sel:
         for fd in buffers:
             sel.register(fd, selectors.EVENT_READ)
+        if proc.stdin is not None:
+            os.set_blocking(proc.stdin.fileno(), False)
+            sel.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
         while sel.get_map():
             left = deadline - time.monotonic()
             if left <= 0:
-                return bytes(buffers[proc.stdout.fileno()]), b"", "timeout"
+                return b"", b"", "timeout"
             for key, _ in sel.select(timeout=left):
+                if key.fd not in buffers:  # stdin is writable
+                    pending = _feed(key.fd, pending, sel, proc)
+                    continue
                 chunk = os.read(key.fd, _CHUNK)
                 if not chunk:
                     sel.unregister(key.fd)
                     continue
                 buffers[key.fd] += chunk
-                if len(buffers[key.fd]) > caps[key.fd]:
-                    return b"", b"", f"{caps[key.fd]} bytes on {names[key.fd]}"
-    return bytes(buffers[proc.stdout.fileno()]), bytes(buffers[proc.stderr.fileno()]), None
+                cap, name = limits[key.fd]
+                if len(buffers[key.fd]) > cap:
+                    return b"", b"", f"{cap} bytes on {name}"
+    return bytes(buffers[out]), bytes(buffers[err]), None
+
+
+def _feed(
+    fd: int, pending: memoryview, sel: selectors.BaseSelector, proc: subprocess.Popen[bytes]
+) -> memoryview:
+    """Write what the pipe takes of ``pending``; close stdin once all is written (or the
+    child stopped reading)."""
+    try:
+        pending = pending[os.write(fd, pending[:_CHUNK]) :] if pending else pending
+    except BrokenPipeError:
+        pending = pending[:0]
+    if not pending:
+        sel.unregister(fd)
+        assert proc.stdin is not None
+        proc.stdin.close()
+    return pending

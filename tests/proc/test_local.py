@@ -76,3 +76,15 @@ def test_the_deadline_kills_a_stuck_command(tmp_path: Path) -> None:
 def test_argv_must_be_a_list_of_strings(tmp_path: Path, argv: object) -> None:
     with pytest.raises(TypeError):
         run_local(argv, cwd=tmp_path)  # type: ignore[arg-type]
+
+
+def test_stdin_bytes_reach_the_child_even_past_a_pipe_buffer(tmp_path: Path) -> None:
+    data = bytes(range(256)) * 4096  # 1 MiB: more than a pipe holds, so it is fed in turns
+    code = "import sys, hashlib; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())"
+    done = run_local([PY, "-c", code], cwd=tmp_path, stdin=data)
+    import hashlib
+
+    assert done.stdout.strip().decode() == hashlib.sha256(data).hexdigest()
+    # twin: a child that does not read its input still ends normally
+    quiet = run_local([PY, "-c", "pass"], cwd=tmp_path, stdin=data)
+    assert quiet.returncode == 0
