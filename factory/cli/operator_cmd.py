@@ -193,8 +193,7 @@ def _forge(args: argparse.Namespace, *, token_required: bool = False) -> Any:
 
 
 def plan(args: argparse.Namespace) -> int:
-    from factory.operator.forge import check_label
-    from factory.operator.run_flow import read_forge
+    from factory.operator.forge import check_label, read_forge
 
     check_label(args.label)
     with _forge(args) as forge:

@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from factory.errors import Failure, Refused
-from factory.operator.intent import IssueRecord
+from factory.operator.intent import IssueRecord, RunIntent, run_intent, snapshot
 
 DEFAULT_FORGE: Final = "https://api.github.com"
 MAX_PAGES: Final = 100
@@ -356,3 +356,9 @@ class Forge:
         payload = {"title": title, "head": head, "base": base, "body": body}
         response = self._send("POST", url, what, json=payload)
         return pull_request(self._json(response, what, ok=(201,)))
+
+
+def read_forge(forge: Forge, repository: str, label: str) -> RunIntent:
+    """One complete read of the forge, as the run intent it yields (``plan``'s core)."""
+    items = forge.open_issues(repository, label)
+    return run_intent(snapshot(forge.base_url, repository, label, items))

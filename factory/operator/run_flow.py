@@ -17,9 +17,9 @@ from factory.agent.admission import AgentRequest, admit
 from factory.canonical import sha256_hex
 from factory.errors import ExitCode
 from factory.operator import dialog
-from factory.operator.forge import Forge
+from factory.operator.forge import Forge, read_forge
 from factory.operator.grant import SignedGrant
-from factory.operator.intent import IntentRefused, PublishIntent, RunIntent, run_intent, snapshot
+from factory.operator.intent import IntentRefused, PublishIntent, RunIntent
 from factory.operator.receipt import AgentRunRef, Command, ErrorRecord
 from factory.operator.session import Outcome
 
@@ -30,12 +30,6 @@ AgentRunner = Callable[[AgentRequest], tuple[int, bytes]]
 def agent_receipt_path(out: Path) -> Path:
     """Where ``operator run`` writes the agent receipt: beside OUT, ``<OUT>.agent.json``."""
     return out.with_name(out.name + ".agent.json")
-
-
-def read_forge(forge: Forge, repository: str, label: str) -> RunIntent:
-    """One complete read of the forge, as the run intent it yields (``plan``'s core)."""
-    items = forge.open_issues(repository, label)
-    return run_intent(snapshot(forge.base_url, repository, label, items))
 
 
 @dataclass

@@ -106,6 +106,17 @@ class ControllingTerminal:
             return self._read_until_newline().removesuffix(b"\r")
 
 
+def _controlling_tty_number() -> int | None:
+    """The device number of the controlling terminal (Linux ``/proc/self/stat`` field 7),
+    or ``None`` where it cannot be read (then only the ``/dev/tty`` open decides)."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            stat = fh.read()
+        return int(stat[stat.rindex(b")") + 2 :].split()[4])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def open_terminal(stdin_fd: int = 0) -> ControllingTerminal:
     """The controlling terminal, after checking that stdin is that terminal.
 
@@ -118,11 +129,8 @@ def open_terminal(stdin_fd: int = 0) -> ControllingTerminal:
         fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
         raise _refuse("the process has no controlling terminal") from None
-    try:
-        same = os.fstat(fd).st_rdev == os.fstat(stdin_fd).st_rdev
-    except OSError:
-        same = False
-    if not same:
+    controlling = _controlling_tty_number()
+    if controlling is not None and controlling != os.fstat(stdin_fd).st_rdev:
         os.close(fd)
         raise _refuse("standard input is not the controlling terminal")
     return ControllingTerminal(fd)

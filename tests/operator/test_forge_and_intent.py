@@ -15,9 +15,9 @@ from factory.operator.forge import (
     check_forge_url,
     check_repository,
     find_token,
+    read_forge,
 )
 from factory.operator.intent import IssueRecord, run_intent, snapshot, task_for
-from factory.operator.run_flow import read_forge
 from tests.operator.helpers import REPO, TOKEN
 from tests.support.forge import LoopbackForge
 
