@@ -86,7 +86,7 @@ class CandidateBody(StrictModel):
     patch base tree → candidate tree (new untracked files included).
     """
 
-    schema_: Literal["factory.candidate-identity/1"] = Field(
+    schema_id: Literal["factory.candidate-identity/1"] = Field(
         default=CANDIDATE_SCHEMA, alias="schema"
     )
     base_commit: str
@@ -198,7 +198,7 @@ class AgentReceipt(StrictModel):
     ``factory.rehearsal-log/1``, SPEC P-5); absent on the subscription route.
     """
 
-    schema_: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
+    schema_id: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
     status: Status
     exit_code: int | None
     execution: str
