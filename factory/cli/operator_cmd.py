@@ -131,7 +131,6 @@ def _print_json(value: Any) -> None:
 
 
 def keygen(args: argparse.Namespace) -> int:
-    from factory.errors import Refused
     from factory.operator import dialog, keys
     from factory.operator.tty import open_terminal
 
@@ -147,9 +146,7 @@ def keygen(args: argparse.Namespace) -> int:
         keys.check_passphrase(first)
         second = dialog.ask_passphrase(terminal, "Same passphrase again: ")
         if first != second:
-            raise Refused(
-                "the two passphrases differ; nothing was created", code="passphrase-mismatch"
-            )
+            raise dialog.PASSPHRASE_MISMATCH("the two passphrases differ")
         del second
         terminal.write("Encrypting the key...\n")
         print_ = keys.generate(pair, first)
@@ -168,9 +165,9 @@ def keygen(args: argparse.Namespace) -> int:
 
 
 def _forge(args: argparse.Namespace, *, token_required: bool = False) -> Any:
-    from factory.errors import Refused
     from factory.operator.forge import (
         DEFAULT_FORGE,
+        FORGE_TOKEN_MISSING,
         Forge,
         check_forge_url,
         check_repository,
@@ -183,9 +180,8 @@ def _forge(args: argparse.Namespace, *, token_required: bool = False) -> Any:
     for name in ("GH_TOKEN", "GITHUB_TOKEN"):
         os.environ.pop(name, None)  # no child process of ours can inherit it
     if token is None and token_required:
-        raise Refused(
-            "no forge token: set GH_TOKEN (or GITHUB_TOKEN), or log in with 'gh auth login'",
-            code="forge-token-missing",
+        raise FORGE_TOKEN_MISSING(
+            "no forge token: set GH_TOKEN (or GITHUB_TOKEN), or log in with 'gh auth login'"
         )
     if token is None:
         say("factory operator: no forge token found; reading the forge anonymously")
@@ -242,17 +238,15 @@ def _finish(result: Any) -> int:
 
 
 def _check_out(out: Path, worktree: Path | None) -> None:
-    from factory.errors import Refused
-    from factory.fsio import physically_inside
+    from factory.fsio import OUTPUT_EXISTS, physically_inside
+    from factory.operator.session import OUT_INSIDE_WORKTREE, OUTPUT_FOLDER_MISSING
 
     if worktree is not None and worktree.is_dir() and physically_inside(out, worktree):
-        raise Refused("--out lies inside the worktree; put it outside", code="out-inside-worktree")
+        raise OUT_INSIDE_WORKTREE("--out lies inside the worktree")
     if os.path.lexists(out):
-        raise Refused("--out already exists; choose a new path", code="output-exists")
+        raise OUTPUT_EXISTS("--out already exists")
     if not out.parent.is_dir():
-        raise Refused(
-            "the folder of --out does not exist; create it first", code="output-folder-missing"
-        )
+        raise OUTPUT_FOLDER_MISSING("the folder of --out does not exist")
 
 
 def agent_runner(request: Any) -> tuple[int, bytes]:

@@ -44,13 +44,43 @@ _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 class AdapterRefused(Refused):
     """Observation says publishing would not be safe; nothing was spent (exit 2)."""
 
-    default_code = "publish-refused"
-
 
 class AdapterFailure(Failure):
     """A publication step failed after the grant was spent (exit 4)."""
 
-    default_code = "publish-failed"
+
+_ref = AdapterRefused.define
+_NOT_PUBLISHED = "nothing was published; resolve it, then authorize again"
+BRANCH_EXISTS = _ref("branch-exists", "pick another receipt or delete that remote branch first")
+CANDIDATE_OBJECTS_MISSING = _ref(
+    "candidate-objects-missing", "run the agent again in this repository"
+)
+GIT_IDENTITY_INVALID = _ref("git-identity-invalid", "set a plain user.name and user.email")
+GIT_IDENTITY_MISSING = _ref("git-identity-missing", "set it with git config, then retry")
+LOCAL_BRANCH_EXISTS = _ref(
+    "local-branch-exists", "delete that local branch (git branch -D) or keep it and stop"
+)
+PULL_REQUEST_EXISTS = _ref(
+    "pull-request-exists", "close or rename that pull request's branch, then retry"
+)
+REMOTE_INVALID = _ref("remote-invalid", "pass the name of a configured git remote (e.g. origin)")
+REMOTE_MISSING = _ref("remote-missing", "see 'git remote -v' and pass one of those names")
+REMOTE_UNREACHABLE = _ref(
+    "remote-unreachable", "check --remote, the network and your git credentials"
+)
+WORKTREE_GONE = _ref("worktree-gone", _NOT_PUBLISHED)
+_fail = AdapterFailure.define
+_SPENT = "the grant is spent: see design/operator.md (residuals) to recover"
+COMMIT_FAILED = _fail("commit-failed", _SPENT)
+COMMIT_MISMATCH = _fail("commit-mismatch", _SPENT)
+PULL_REQUEST_UNEXPECTED = _fail("pull-request-unexpected", "check the pull request on the forge")
+PUSH_REJECTED = _fail(
+    "push-rejected", "nothing was overwritten; look at the remote branch, then authorize again"
+)
+PUSH_UNCONFIRMED = _fail("push-unconfirmed", _SPENT)
+PULL_REQUEST_CONFLICT = _fail(
+    "pull-request-conflict", "look at the pull requests for the branch on the forge"
+)
 
 
 def _safety(remote: str | None = None) -> list[str]:
@@ -66,10 +96,7 @@ def _safety(remote: str | None = None) -> list[str]:
 def check_remote_name(name: str) -> str:
     """A plain remote name (no URL, no option), else ``remote-invalid`` (exit 2)."""
     if not _REMOTE_NAME.fullmatch(name):
-        raise AdapterRefused(
-            "--remote must be the name of a configured git remote (e.g. origin)",
-            code="remote-invalid",
-        )
+        raise REMOTE_INVALID("--remote must be the name of a configured git remote (e.g. origin)")
     return name
 
 
@@ -80,10 +107,7 @@ def remote_url(root: Path, remote: str) -> str:
     )
     url = out.decode("utf-8", "surrogateescape").strip()
     if code != 0 or not url:
-        raise AdapterRefused(
-            "--remote is not a configured remote of the worktree's repository; see 'git remote -v'",
-            code="remote-missing",
-        )
+        raise REMOTE_MISSING("--remote is not a configured remote of the worktree's repository")
     return url
 
 
@@ -94,14 +118,12 @@ def git_identity(root: Path) -> tuple[str, str]:
         code, out = try_git(root, ["config", "--get", key])
         value = out.decode("utf-8", "surrogateescape").strip()
         if code != 0 or not value:
-            raise AdapterRefused(
-                f"git config {key} is not set; set it (git config {key} ...) and retry",
-                code="git-identity-missing",
+            raise GIT_IDENTITY_MISSING(
+                f"git config {key} is not set; set it (git config {key} ...) and retry"
             )
         if any(c in value for c in "<>\n\x00") or value != value.strip():
-            raise AdapterRefused(
-                f"git config {key} contains characters a commit header cannot hold",
-                code="git-identity-invalid",
+            raise GIT_IDENTITY_INVALID(
+                f"git config {key} contains characters a commit header cannot hold"
             )
         values.append(value)
     return values[0], values[1]
@@ -129,7 +151,7 @@ def _hash_commit(root: Path, data: bytes, *, write: bool) -> str:
         out = run_git(root, [*_safety(), *args], what="git hash-object")
     oid = out.decode("ascii").strip()
     if not _OID.fullmatch(oid):
-        raise AdapterFailure("git hash-object returned no object id", code="commit-failed")
+        raise COMMIT_FAILED("git hash-object returned no object id")
     return oid
 
 
@@ -149,10 +171,7 @@ def remote_branch(root: Path, remote: str, branch: str) -> str | None:
     ref = f"refs/heads/{branch}"
     code, out = try_git(root, [*_safety(remote), "ls-remote", "--refs", remote, ref])
     if code != 0:
-        raise AdapterRefused(
-            "the remote could not be read (git ls-remote failed); check --remote and access",
-            code="remote-unreachable",
-        )
+        raise REMOTE_UNREACHABLE("the remote could not be read (git ls-remote failed)")
     for line in out.decode("utf-8", "surrogateescape").splitlines():
         oid, _, name = line.partition("\t")
         if name == ref:
@@ -189,10 +208,7 @@ def matching_pull(
             and pr.body == plan.body
         ):
             return pr
-    raise AdapterRefused(
-        "a different pull request already exists for the branch; nothing was published",
-        code="pull-request-exists",
-    )
+    raise PULL_REQUEST_EXISTS("a different pull request already exists for the branch")
 
 
 def observe(root: Path, intent: PublishIntent, forge: Forge) -> Observation:
@@ -206,25 +222,18 @@ def observe(root: Path, intent: PublishIntent, forge: Forge) -> Observation:
     if _object_type(root, cand.candidate_tree) != "tree" or (
         _object_type(root, cand.base_commit) != "commit"
     ):
-        raise AdapterRefused(
-            "the candidate tree or base commit is not in the repository's object store",
-            code="candidate-objects-missing",
+        raise CANDIDATE_OBJECTS_MISSING(
+            "the candidate tree or base commit is not in the repository's object store"
         )
     commit = _hash_commit(
         root, commit_bytes(cand.candidate_tree, cand.base_commit, intent.commit), write=False
     )
     local = local_branch(root, intent.branch)
     if local not in (None, commit):
-        raise AdapterRefused(
-            "a local branch of that name already names another commit; nothing was published",
-            code="local-branch-exists",
-        )
+        raise LOCAL_BRANCH_EXISTS("a local branch of that name already names another commit")
     remote = remote_branch(root, intent.remote.name, intent.branch)
     if remote not in (None, commit):
-        raise AdapterRefused(
-            "the branch already exists on the remote at another commit; nothing was published",
-            code="branch-exists",
-        )
+        raise BRANCH_EXISTS("the branch already exists on the remote at another commit")
     pr = matching_pull(forge.pulls_for_head(intent.repository, intent.branch), intent, commit)
     return Observation(
         commit=commit,
@@ -240,16 +249,14 @@ def commit(root: Path, intent: PublishIntent, expected: str) -> Literal["created
     data = commit_bytes(cand.candidate_tree, cand.base_commit, intent.commit)
     oid = _hash_commit(root, data, write=True)
     if oid != expected:
-        raise AdapterFailure("the commit differs from the one authorized", code="commit-mismatch")
+        raise COMMIT_MISMATCH("the commit differs from the one authorized")
     ref = f"refs/heads/{intent.branch}"
     current = local_branch(root, intent.branch)
     if current == oid:
         return "reused"
     code, _ = try_git(root, [*_safety(), "update-ref", ref, oid, ZERO_OID])
     if code != 0:
-        raise AdapterFailure(
-            "the local branch could not be created (it appeared meanwhile?)", code="commit-failed"
-        )
+        raise COMMIT_FAILED("the local branch could not be created (it appeared meanwhile?)")
     return "created"
 
 
@@ -272,16 +279,13 @@ def push(root: Path, intent: PublishIntent, oid: str) -> Literal["pushed", "reus
     code, out = try_git(root, args)
     rejected = any(line.startswith("!") for line in out.decode("utf-8", "replace").splitlines())
     if code != 0 or rejected:
-        raise AdapterFailure(
+        raise PUSH_REJECTED(
             "the push was refused: the branch appeared on the remote since it was observed "
-            "(the lease held) or the remote refused it; nothing was overwritten",
-            code="push-rejected",
+            "(the lease held), or the remote refused it"
         )
     after = remote_branch(root, remote, intent.branch)
     if after != oid:
-        raise AdapterFailure(
-            "after the push the remote branch does not name the commit", code="push-unconfirmed"
-        )
+        raise PUSH_UNCONFIRMED("after the push the remote branch does not name the commit")
     return "pushed"
 
 
@@ -294,7 +298,7 @@ def open_pull_request(forge: Forge, intent: PublishIntent, oid: str) -> tuple[Pu
     try:
         existing = matching_pull(pulls, intent, oid)
     except AdapterRefused as exc:
-        raise AdapterFailure(exc.message, code=exc.code) from None
+        raise PULL_REQUEST_CONFLICT(exc.fact) from None
     if existing is not None:
         return existing, True
     plan = intent.pull_request
@@ -302,9 +306,8 @@ def open_pull_request(forge: Forge, intent: PublishIntent, oid: str) -> tuple[Pu
         intent.repository, head=intent.branch, base=plan.base, title=plan.title, body=plan.body
     )
     if pr.head_ref != intent.branch or pr.base_ref != plan.base or pr.state != "open":
-        raise AdapterFailure(
-            "the forge's new pull request does not have the requested head and base",
-            code="pull-request-unexpected",
+        raise PULL_REQUEST_UNEXPECTED(
+            "the forge's new pull request does not have the requested head and base"
         )
     return pr, False
 
@@ -313,5 +316,5 @@ def worktree_root(path: str) -> Path:
     """The receipt's worktree as an existing folder."""
     root = Path(path)
     if not root.is_dir():
-        raise AdapterRefused("the receipt's worktree no longer exists", code="worktree-gone")
+        raise WORKTREE_GONE("the receipt's worktree no longer exists")
     return Path(os.path.realpath(root))

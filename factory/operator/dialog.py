@@ -27,7 +27,17 @@ UNTRUSTED: Final = "(untrusted: data from {source}, not instructions)"
 class PromptRefused(Refused):
     """The operator did not authorize at a prompt (exit 2)."""
 
-    default_code = "prompt-refused"
+
+_NOTHING = "nothing was authorized; run the command again to retry"
+CONFIRMATION_CLOSED = PromptRefused.define("confirmation-closed", _NOTHING)
+CONFIRMATION_MISMATCH = PromptRefused.define(
+    "confirmation-mismatch", "type the whole revision exactly as shown (sha256:…)"
+)
+PASSPHRASE_CLOSED = PromptRefused.define("passphrase-closed", _NOTHING)
+PROMPT_CANCELLED = PromptRefused.define("prompt-cancelled", _NOTHING)
+PASSPHRASE_MISMATCH = PromptRefused.define(
+    "passphrase-mismatch", "nothing was created; type the same passphrase twice"
+)
 
 
 def field(label: str, value: object) -> str:
@@ -121,19 +131,11 @@ def confirm(terminal: Terminal, revision: str) -> None:
     try:
         typed = terminal.read_line("Type the full intent revision to authorize it: ")
     except PromptClosed:
-        raise PromptRefused(
-            "the terminal closed at the revision prompt; nothing was authorized",
-            code="confirmation-closed",
-        ) from None
+        raise CONFIRMATION_CLOSED("the terminal closed at the revision prompt") from None
     except KeyboardInterrupt:
-        raise PromptRefused(
-            "cancelled at the revision prompt; nothing was authorized", code="prompt-cancelled"
-        ) from None
+        raise PROMPT_CANCELLED("cancelled at the revision prompt") from None
     if typed.strip() != revision:
-        raise PromptRefused(
-            "the typed revision is not exactly the intent revision shown; nothing was authorized",
-            code="confirmation-mismatch",
-        )
+        raise CONFIRMATION_MISMATCH("the typed revision is not exactly the intent revision shown")
 
 
 def ask_passphrase(terminal: Terminal, prompt: str = "Passphrase (not shown): ") -> bytes:
@@ -145,12 +147,6 @@ def ask_passphrase(terminal: Terminal, prompt: str = "Passphrase (not shown): ")
     try:
         return terminal.read_secret(prompt)
     except PromptClosed:
-        raise PromptRefused(
-            "the terminal closed at the passphrase prompt; nothing was authorized",
-            code="passphrase-closed",
-        ) from None
+        raise PASSPHRASE_CLOSED("the terminal closed at the passphrase prompt") from None
     except KeyboardInterrupt:
-        raise PromptRefused(
-            "cancelled at the passphrase prompt; nothing was authorized",
-            code="prompt-cancelled",
-        ) from None
+        raise PROMPT_CANCELLED("cancelled at the passphrase prompt") from None

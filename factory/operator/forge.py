@@ -46,39 +46,52 @@ _LABEL_MAX = 100
 class ForgeRefused(Refused):
     """A forge argument is refused before anything is read (exit 2)."""
 
-    default_code = "forge-refused"
-
 
 class ForgeFailure(Failure):
     """The forge could not be read or answered something unusable (exit 4)."""
 
-    default_code = "forge-failed"
+
+_FORM = "see 'factory operator plan --help' for the accepted form"
+FORGE_URL_REFUSED = ForgeRefused.define(
+    "forge-url-refused", "pass https://HOST[/PATH], or http:// to a literal loopback IP"
+)
+LABEL_INVALID = ForgeRefused.define("label-invalid", _FORM)
+REPOSITORY_INVALID = ForgeRefused.define("repository-invalid", _FORM)
+FORGE_TOKEN_MISSING = ForgeRefused.define(
+    "forge-token-missing", "set GH_TOKEN (or GITHUB_TOKEN), or log in with 'gh auth login'"
+)
+_RETRY = "check --forge-url, the token and the network, then retry"
+FORGE_PROTOCOL = ForgeFailure.define(
+    "forge-protocol", "check --forge-url points at a GitHub REST v3 API root"
+)
+FORGE_READ_INCOMPLETE = ForgeFailure.define(
+    "forge-read-incomplete", "narrow the label, or check --forge-url"
+)
+FORGE_UNREACHABLE = ForgeFailure.define("forge-unreachable", _RETRY)
+FORGE_AUTH = ForgeFailure.define("forge-auth", "check the token (GH_TOKEN) and its scopes")
+FORGE_STATUS = ForgeFailure.define("forge-status", _RETRY)
 
 
 def check_repository(text: str) -> str:
     """``OWNER/NAME`` as GitHub spells names, else ``repository-invalid`` (exit 2)."""
     if not _REPO.fullmatch(text) or text.endswith((".", "/..")) or "/." in text:
-        raise ForgeRefused(
-            "--repository must be OWNER/NAME (letters, digits, '-', '_', '.')",
-            code="repository-invalid",
-        )
+        raise REPOSITORY_INVALID("--repository must be OWNER/NAME (letters, digits, '-', '_', '.')")
     return text
 
 
 def check_label(text: str) -> str:
     """A non-empty label without control characters."""
     if not text.strip() or len(text) > _LABEL_MAX or any(ord(c) < 0x20 for c in text):
-        raise ForgeRefused("--label must be a short, non-empty label", code="label-invalid")
+        raise LABEL_INVALID("--label must be a short, non-empty label")
     return text
 
 
 def check_forge_url(text: str) -> str:
     """The API root without a trailing slash (see the module docstring for the rules)."""
     parts = urlsplit(text)
-    bad = ForgeRefused(
+    bad = FORGE_URL_REFUSED(
         "--forge-url must be https://HOST[/PATH] (http:// only for a literal loopback "
-        "address), without user info, query or fragment",
-        code="forge-url-refused",
+        "address), without user info, query or fragment"
     )
     if parts.username or parts.password or parts.query or parts.fragment or not parts.hostname:
         raise bad
@@ -160,9 +173,7 @@ class PullRequest:
 
 
 def _protocol(what: str) -> ForgeFailure:
-    return ForgeFailure(
-        f"the forge's answer to {what} is not what GitHub's API returns", code="forge-protocol"
-    )
+    return FORGE_PROTOCOL(f"the forge's answer to {what} is not what GitHub's API returns")
 
 
 def _str(value: Any, what: str) -> str:
@@ -272,21 +283,16 @@ class Forge:
         try:
             response = self._client.request(method, url, **kw)
         except httpx.HTTPError as exc:
-            raise ForgeFailure(
+            raise FORGE_UNREACHABLE(
                 f"the forge did not answer {what} ({type(exc).__name__}); check --forge-url "
-                "and the network",
-                code="forge-unreachable",
+                "and the network"
             ) from None
         return response
 
     def _json(self, response: httpx.Response, what: str, ok: tuple[int, ...] = (200,)) -> Any:
         if response.status_code not in ok:
-            code = "forge-auth" if response.status_code in (401, 403) else "forge-status"
-            raise ForgeFailure(
-                f"the forge answered {what} with HTTP {response.status_code}"
-                + ("; check the token (GH_TOKEN)" if code == "forge-auth" else ""),
-                code=code,
-            )
+            code = FORGE_AUTH if response.status_code in (401, 403) else FORGE_STATUS
+            raise code(f"the forge answered {what} with HTTP {response.status_code}")
         try:
             return response.json()
         except ValueError:
@@ -306,14 +312,12 @@ class Forge:
             if not nxt:
                 return items
             if not self._same_origin(nxt):
-                raise ForgeFailure(
-                    f"the forge's next page of {what} points to another origin; read refused",
-                    code="forge-read-incomplete",
+                raise FORGE_READ_INCOMPLETE(
+                    f"the forge's next page of {what} points to another origin; read refused"
                 )
             url, query = nxt, None
-        raise ForgeFailure(
-            f"{what} has more than {MAX_PAGES} pages; a partial read is never a snapshot",
-            code="forge-read-incomplete",
+        raise FORGE_READ_INCOMPLETE(
+            f"{what} has more than {MAX_PAGES} pages; a partial read is never a snapshot"
         )
 
     def _repo_path(self, repository: str) -> str:

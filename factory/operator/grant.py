@@ -52,7 +52,17 @@ Clock = Callable[[], _dt.datetime]
 class GrantRefused(Refused):
     """The grant cannot be consumed; nothing was spent (exit 2)."""
 
-    default_code = "grant-refused"
+
+_AGAIN = "run the command again to authorize anew: nothing was spent"
+CLOCK_NOT_SANE = GrantRefused.define("clock-not-sane", "fix the system clock, then authorize again")
+GRANT_EXPIRED = GrantRefused.define("grant-expired", _AGAIN)
+GRANT_MALFORMED = GrantRefused.define("grant-malformed", _AGAIN)
+GRANT_SCOPE_MISMATCH = GrantRefused.define("grant-scope-mismatch", _AGAIN)
+GRANT_SIGNATURE_INVALID = GrantRefused.define(
+    "grant-signature-invalid", "check --public-key is the pair of --private-key"
+)
+GRANT_TTL_INVALID = GrantRefused.define("grant-ttl-invalid", _AGAIN)
+TTL_OUT_OF_RANGE = GrantRefused.define("ttl-out-of-range", "pass --ttl-seconds between 1 and 900")
 
 
 class GrantScope(StrictModel):
@@ -148,9 +158,7 @@ def parse_utc(text: str) -> _dt.datetime:
     try:
         return _dt.datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=_dt.UTC)
     except ValueError:
-        raise GrantRefused(
-            "the grant's times are not RFC 3339 UTC", code="grant-malformed"
-        ) from None
+        raise GRANT_MALFORMED("the grant's times are not RFC 3339 UTC") from None
 
 
 def system_clock() -> _dt.datetime:
@@ -161,10 +169,7 @@ def system_clock() -> _dt.datetime:
 def check_ttl(ttl_s: int) -> int:
     """``--ttl-seconds`` within 1–900, else ``ttl-out-of-range`` (exit 2)."""
     if not TTL_MIN_S <= ttl_s <= TTL_MAX_S:
-        raise GrantRefused(
-            f"--ttl-seconds must be between {TTL_MIN_S} and {TTL_MAX_S}",
-            code="ttl-out-of-range",
-        )
+        raise TTL_OUT_OF_RANGE(f"--ttl-seconds must be between {TTL_MIN_S} and {TTL_MAX_S}")
     return ttl_s
 
 
@@ -193,9 +198,7 @@ def _signature_bytes(text: str) -> bytes:
     except ValueError:
         raw = b""
     if len(raw) != 64 or base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != text:
-        raise GrantRefused(
-            "the grant's signature is not canonical base64url", code="grant-malformed"
-        )
+        raise GRANT_MALFORMED("the grant's signature is not canonical base64url")
     return raw
 
 
@@ -203,27 +206,19 @@ def check_time(grant: Grant, now: _dt.datetime) -> None:
     """Step 3 of :func:`consume`: a sane clock, a bounded lifetime, not expired."""
     issued, expires = parse_utc(grant.issued_at), parse_utc(grant.expires_at)
     if now < CLOCK_FLOOR or now < issued - _dt.timedelta(seconds=CLOCK_SKEW_S):
-        raise GrantRefused(
-            "the clock reads earlier than the grant was issued (or before 2025); fix the "
-            "system clock and authorize again",
-            code="clock-not-sane",
-        )
+        raise CLOCK_NOT_SANE("the clock reads earlier than the grant was issued (or before 2025)")
     lifetime = (expires - issued).total_seconds()
     if not TTL_MIN_S <= lifetime <= TTL_MAX_S:
-        raise GrantRefused("the grant's lifetime is outside 1–900 s", code="grant-ttl-invalid")
+        raise GRANT_TTL_INVALID("the grant's lifetime is outside 1–900 s")
     if now >= expires:
-        raise GrantRefused(
-            "the grant expired before it was used; authorize again", code="grant-expired"
-        )
+        raise GRANT_EXPIRED("the grant expired before it was used")
 
 
 def check_grant(
     value: Any, expected: Expected, public_key: Ed25519PublicKey, clock: Clock = system_clock
 ) -> SignedGrant:
     """Steps 1–4 of :func:`consume` (everything but the ledger claim)."""
-    signed = parse_model(
-        SignedGrant, value, error=GrantRefused, what="the grant", code="grant-malformed"
-    )
+    signed = parse_model(SignedGrant, value, code=GRANT_MALFORMED, what="the grant")
     grant = signed.grant
     if (
         grant.intent_revision != expected.intent_revision
@@ -231,20 +226,16 @@ def check_grant(
         or grant.repository != expected.repository
         or grant.scope != expected.scope
     ):
-        raise GrantRefused(
-            "the grant covers a different intent, action, repository or scope",
-            code="grant-scope-mismatch",
+        raise GRANT_SCOPE_MISMATCH(
+            "the grant covers a different intent, action, repository or scope"
         )
     check_time(grant, clock())
     if grant.key != fingerprint(public_key):
-        raise GrantRefused(
-            "the grant names a different signing key", code="grant-signature-invalid"
-        )
+        raise GRANT_SIGNATURE_INVALID("the grant names a different signing key")
     try:
         public_key.verify(_signature_bytes(signed.signature), grant.signed_message())
     except InvalidSignature:
-        raise GrantRefused(
-            "the grant's signature does not verify with --public-key",
-            code="grant-signature-invalid",
+        raise GRANT_SIGNATURE_INVALID(
+            "the grant's signature does not verify with --public-key"
         ) from None
     return signed

@@ -37,7 +37,24 @@ OPERATIONS: Final = ("commit", "push-with-lease", "open-pull-request")
 class IntentRefused(Refused):
     """The intent cannot be built from what was observed; nothing was spent (exit 2)."""
 
-    default_code = "intent-refused"
+
+_AGENT_AGAIN = "run the agent again (factory agent or operator run) and publish that receipt"
+REHEARSAL_RECEIPT = IntentRefused.define(
+    "rehearsal-receipt", "run the agent on the subscription route; a rehearsal is never published"
+)
+RECEIPT_NOT_COMPLETED = IntentRefused.define(
+    "receipt-not-completed", "only a completed, approved candidate is published"
+)
+RECEIPT_NOT_VERIFIED = IntentRefused.define(
+    "receipt-not-verified", "run 'factory receipt verify' on it to see why"
+)
+CANDIDATE_MISSING = IntentRefused.define("candidate-missing", _AGENT_AGAIN)
+CANDIDATE_CONVERSIONS_DIFFER = IntentRefused.define(
+    "candidate-conversions-differ",
+    "publish only candidates whose checked-out bytes are the committed ones",
+)
+CANDIDATE_CHANGED = IntentRefused.define("candidate-changed", _AGENT_AGAIN)
+NO_READY_WORK = IntentRefused.define("no-ready-work", "label an open issue, then run again")
 
 
 class IssueRecord(StrictModel):
@@ -244,42 +261,33 @@ class PublishInputs:
 Precondition = Callable[[PublishInputs], None]
 
 
-def _refuse(code: str, message: str) -> IntentRefused:
-    return IntentRefused(message, code=code)
-
-
 def check_receipt(inputs: PublishInputs) -> Any:
     """The receipt-side refusals of :func:`publish_intent`; returns the final candidate."""
     receipt = inputs.receipt
     if receipt.route == "rehearsal":
-        raise _refuse(
-            "rehearsal-receipt",
+        raise REHEARSAL_RECEIPT(
             "the receipt comes from a rehearsal (scripted model); a rehearsal is never "
             "published — run the agent on the subscription route",
         )
     if receipt.status != "completed" or receipt.verdict != "APPROVE":
-        raise _refuse(
-            "receipt-not-completed",
+        raise RECEIPT_NOT_COMPLETED(
             "the agent receipt is not 'completed' with a final APPROVE; only an approved "
             "candidate can be published",
         )
     if not inputs.verified:
-        raise _refuse(
-            "receipt-not-verified",
+        raise RECEIPT_NOT_VERIFIED(
             "the agent receipt does not verify (run 'factory receipt verify' to see why)",
         )
     candidate = receipt.final_candidate()
     if candidate is None or receipt.base is None:
-        raise _refuse("candidate-missing", "the agent receipt binds no candidate")
+        raise CANDIDATE_MISSING("the agent receipt binds no candidate")
     if getattr(candidate, "conversions_differ", False) is True:
-        raise _refuse(
-            "candidate-conversions-differ",
+        raise CANDIDATE_CONVERSIONS_DIFFER(
             "the receipt says the repository's conversions (filters, eol, attributes) make "
             "the checked-out bytes differ from the committed ones; publish refused",
         )
     if inputs.live_identity != candidate.identity:
-        raise _refuse(
-            "candidate-changed",
+        raise CANDIDATE_CHANGED(
             "the worktree no longer re-derives the receipt's candidate (it changed after "
             "the run); run the agent again",
         )

@@ -49,7 +49,26 @@ KEY_FILE_LIMIT: Final = 64 << 10
 class KeyRefused(Refused):
     """A key file cannot be created, read or used; nothing was spent (exit 2)."""
 
-    default_code = "key-refused"
+
+_KEYGEN = "create a key pair with 'factory operator keygen'"
+KEY_EXISTS = KeyRefused.define("key-exists", "choose new paths; keygen never overwrites a key")
+KEY_FOLDER_MISSING = KeyRefused.define("key-folder-missing", "create the folder first")
+KEY_MISSING = KeyRefused.define("key-missing", _KEYGEN)
+KEY_NOT_ED25519 = KeyRefused.define("key-not-ed25519", _KEYGEN)
+KEY_NOT_ENCRYPTED = KeyRefused.define("key-not-encrypted", _KEYGEN)
+KEY_PAIR_MISMATCH = KeyRefused.define(
+    "key-pair-mismatch", "pass the public key made with this private key"
+)
+KEY_PATHS_EQUAL = KeyRefused.define("key-paths-equal", "give the two keys different paths")
+KEY_UNREADABLE = KeyRefused.define("key-unreadable", "pass the regular PEM file keygen wrote")
+KEY_ROUND_TRIP = KeyRefused.define("key-round-trip", "nothing was kept; run keygen again")
+_PHRASE = f"choose a passphrase of {PASSPHRASE_MIN} to {PASSPHRASE_MAX} bytes of UTF-8"
+PASSPHRASE_INVALID = KeyRefused.define("passphrase-invalid", _PHRASE)
+PASSPHRASE_TOO_LONG = KeyRefused.define("passphrase-too-long", _PHRASE)
+PASSPHRASE_TOO_SHORT = KeyRefused.define("passphrase-too-short", _PHRASE)
+PASSPHRASE_WRONG = KeyRefused.define(
+    "passphrase-wrong", "nothing was authorized; run the command again and retype it"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,33 +119,26 @@ def check_passphrase(passphrase: bytes) -> None:
     try:
         length = len(passphrase.decode("utf-8"))
     except UnicodeDecodeError:
-        raise KeyRefused(
-            "the passphrase is not valid UTF-8; type it again", code="passphrase-invalid"
-        ) from None
+        raise PASSPHRASE_INVALID("the passphrase is not valid UTF-8") from None
     if length < PASSPHRASE_MIN:
-        raise KeyRefused(
-            f"the passphrase is shorter than {PASSPHRASE_MIN} characters; choose a longer one",
-            code="passphrase-too-short",
+        raise PASSPHRASE_TOO_SHORT(
+            f"the passphrase is shorter than {PASSPHRASE_MIN} characters; choose a longer one"
         )
     if len(passphrase) > PASSPHRASE_MAX:
-        raise KeyRefused(
-            f"the passphrase is longer than {PASSPHRASE_MAX} bytes; choose a shorter one",
-            code="passphrase-too-long",
+        raise PASSPHRASE_TOO_LONG(
+            f"the passphrase is longer than {PASSPHRASE_MAX} bytes; choose a shorter one"
         )
 
 
 def check_new_paths(pair: KeyPair) -> None:
     """Refuse before asking anything when either path is taken or its folder is missing."""
     if os.path.abspath(pair.private) == os.path.abspath(pair.public):
-        raise KeyRefused("--private-key and --public-key must differ", code="key-paths-equal")
+        raise KEY_PATHS_EQUAL("--private-key and --public-key must differ")
     for flag, path in (("--private-key", pair.private), ("--public-key", pair.public)):
         if os.path.lexists(path):
-            raise KeyRefused(f"{flag} already exists; choose a new path", code="key-exists")
+            raise KEY_EXISTS(f"{flag} already exists; choose a new path")
         if not path.parent.is_dir():
-            raise KeyRefused(
-                f"the folder of {flag} does not exist; create it first",
-                code="key-folder-missing",
-            )
+            raise KEY_FOLDER_MISSING(f"the folder of {flag} does not exist; create it first")
 
 
 def generate(pair: KeyPair, passphrase: bytes, *, iterations: int = KDF_ITERATIONS) -> str:
@@ -145,22 +157,18 @@ def generate(pair: KeyPair, passphrase: bytes, *, iterations: int = KDF_ITERATIO
     # The written private key must unlock with this passphrase before it is trusted.
     loaded = serialization.load_pem_private_key(private_pem, passphrase)
     if not isinstance(loaded, Ed25519PrivateKey) or loaded.public_key() != key.public_key():
-        raise KeyRefused("the encrypted key did not round-trip; nothing was kept")
+        raise KEY_ROUND_TRIP("the encrypted key did not decrypt to the same key")
     try:
         write_exclusive(pair.private, private_pem, mode=0o600)
     except OutputExists:
-        raise KeyRefused(
-            "--private-key already exists; choose a new path", code="key-exists"
-        ) from None
+        raise KEY_EXISTS("--private-key already exists") from None
     try:
         write_exclusive(pair.public, public_pem, mode=0o600)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(pair.private)
         if isinstance(exc, OutputExists):
-            raise KeyRefused(
-                "--public-key already exists; choose a new path", code="key-exists"
-            ) from None
+            raise KEY_EXISTS("--public-key already exists") from None
         raise
     return fingerprint(key.public_key())
 
@@ -169,19 +177,17 @@ def _read_key_file(path: Path, flag: str) -> bytes:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
-        raise KeyRefused(f"{flag} does not exist", code="key-missing") from None
+        raise KEY_MISSING(f"{flag} does not exist") from None
     except OSError:
-        raise KeyRefused(
-            f"{flag} cannot be opened (a symlink or unreadable)", code="key-unreadable"
-        ) from None
+        raise KEY_UNREADABLE(f"{flag} cannot be opened (a symlink or unreadable)") from None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise KeyRefused(f"{flag} is not a regular file", code="key-unreadable")
+            raise KEY_UNREADABLE(f"{flag} is not a regular file")
         data = os.read(fd, KEY_FILE_LIMIT + 1)
     finally:
         os.close(fd)
     if len(data) > KEY_FILE_LIMIT:
-        raise KeyRefused(f"{flag} is too large to be a key", code="key-unreadable")
+        raise KEY_UNREADABLE(f"{flag} is too large to be a key")
     return data
 
 
@@ -195,9 +201,9 @@ def load_public(path: Path) -> Ed25519PublicKey:
     try:
         key = serialization.load_pem_public_key(data)
     except ValueError:
-        raise KeyRefused("--public-key is not a PEM public key", code="key-unreadable") from None
+        raise KEY_UNREADABLE("--public-key is not a PEM public key") from None
     if not isinstance(key, Ed25519PublicKey):
-        raise KeyRefused("--public-key is not an Ed25519 key", code="key-not-ed25519")
+        raise KEY_NOT_ED25519("--public-key is not an Ed25519 key")
     return key
 
 
@@ -205,11 +211,7 @@ def read_private(path: Path) -> bytes:
     """The encrypted private key file's bytes (checked for shape, not yet decrypted)."""
     data = _read_key_file(path, "--private-key")
     if b"-----BEGIN ENCRYPTED PRIVATE KEY-----" not in data:
-        raise KeyRefused(
-            "--private-key is not an encrypted PKCS#8 PEM; create one with "
-            "'factory operator keygen'",
-            code="key-not-encrypted",
-        )
+        raise KEY_NOT_ENCRYPTED("--private-key is not an encrypted PKCS#8 PEM")
     return data
 
 
@@ -222,16 +224,11 @@ def unlock(private_pem: bytes, passphrase: bytes, public: Ed25519PublicKey) -> E
     try:
         key = serialization.load_pem_private_key(private_pem, passphrase)
     except (ValueError, TypeError):
-        raise KeyRefused(
-            "the passphrase does not unlock --private-key; nothing was authorized",
-            code="passphrase-wrong",
-        ) from None
+        raise PASSPHRASE_WRONG("the passphrase does not unlock --private-key") from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise KeyRefused("--private-key is not an Ed25519 key", code="key-not-ed25519")
+        raise KEY_NOT_ED25519("--private-key is not an Ed25519 key")
     if key.public_key() != public:
-        raise KeyRefused(
-            "--private-key and --public-key are not one pair", code="key-pair-mismatch"
-        )
+        raise KEY_PAIR_MISMATCH("--private-key and --public-key are not one pair")
     return key
 
 

@@ -43,7 +43,17 @@ ENTRY_LIMIT: Final = 64 << 10
 class LedgerRefused(Refused):
     """The ledger folder cannot be used; nothing was spent (exit 2)."""
 
-    default_code = "ledger-refused"
+
+GRANT_CONSUMED = GrantRefused.define(
+    "grant-consumed", "a grant is spent once: run the command again to authorize anew"
+)
+LEDGER_FOLDER_MISSING = LedgerRefused.define(
+    "ledger-folder-missing", "create the folder that holds --ledger first"
+)
+LEDGER_ENTRY_INVALID = LedgerRefused.define(
+    "ledger-entry-invalid", "the ledger entry was edited: keep it as evidence"
+)
+LEDGER_NOT_A_FOLDER = LedgerRefused.define("ledger-not-a-folder", "pass a folder as --ledger")
 
 
 class LedgerEntry(StrictModel):
@@ -89,18 +99,12 @@ def open_ledger(path: Path) -> Path:
         st = os.lstat(folder)
     except FileNotFoundError:
         if not folder.parent.is_dir():
-            raise LedgerRefused(
-                "the folder holding --ledger does not exist; create it first",
-                code="ledger-folder-missing",
-            ) from None
+            raise LEDGER_FOLDER_MISSING("the folder holding --ledger does not exist") from None
         with contextlib.suppress(FileExistsError):
             os.mkdir(folder, 0o700)
         st = os.lstat(folder)
     if not stat.S_ISDIR(st.st_mode):
-        raise LedgerRefused(
-            "--ledger is not a folder (a file or a symlink); pass a folder",
-            code="ledger-not-a-folder",
-        )
+        raise LEDGER_NOT_A_FOLDER("--ledger is not a folder (a file or a symlink)")
     return folder
 
 
@@ -132,9 +136,7 @@ def consume(
     try:
         write_exclusive(path, canonical_bytes(entry.to_json_value()) + b"\n", mode=0o600)
     except OutputExists:
-        raise GrantRefused(
-            "this grant was already used once; authorize again", code="grant-consumed"
-        ) from None
+        raise GRANT_CONSUMED("this grant was already used once") from None
     return signed, entry, path
 
 
@@ -149,6 +151,6 @@ def read_entry(path: Path) -> LedgerEntry | None:
     finally:
         os.close(fd)
     try:
-        return parse_model(LedgerEntry, json.loads(data), error=GrantRefused)
-    except (ValueError, GrantRefused):
+        return parse_model(LedgerEntry, json.loads(data), code=LEDGER_ENTRY_INVALID)
+    except (ValueError, LedgerRefused):
         return None

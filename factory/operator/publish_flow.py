@@ -24,7 +24,7 @@ from factory.agent.receipt import AgentReceipt
 from factory.agent.verify import load_receipt, verify
 from factory.canonical import sha256_hex
 from factory.display import inert
-from factory.errors import FactoryError, Refused
+from factory.errors import Code, FactoryError, Refused
 from factory.operator import adapter, dialog
 from factory.operator.forge import Forge
 from factory.operator.grant import SignedGrant
@@ -37,7 +37,7 @@ from factory.operator.intent import (
     publish_intent,
 )
 from factory.operator.receipt import Command, ErrorRecord, PublishResult, PullRequestRef
-from factory.operator.session import Outcome, StaleIntent
+from factory.operator.session import INTENT_STALE, Outcome, StaleIntent
 from factory.operator.verify import integrity_ok, verify_operator_receipt
 
 Verifier = Callable[[Path], dict[str, Any]]
@@ -46,7 +46,14 @@ Verifier = Callable[[Path], dict[str, Any]]
 class SourceRefused(Refused):
     """``--receipt`` is not something a publication can stand on (exit 2)."""
 
-    default_code = "receipt-refused"
+
+_SOURCE = "pass an agent receipt, or the receipt of an executed 'operator run'"
+OPERATOR_RECEIPT_NOT_EXECUTED = SourceRefused.define("operator-receipt-not-executed", _SOURCE)
+PUBLISH_RECEIPT_INVALID = SourceRefused.define("publish-receipt-invalid", _SOURCE)
+PUBLISH_RECEIPT_MISSING = SourceRefused.define("publish-receipt-missing", _SOURCE)
+RECEIPT_REPOSITORY_MISMATCH = SourceRefused.define(
+    "receipt-repository-mismatch", "pass the --repository the run was for"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,22 +69,20 @@ def resolve_source(path: Path, repository: str) -> Source:
     try:
         value = json.loads(path.read_bytes())
     except FileNotFoundError:
-        raise SourceRefused("--receipt does not exist", code="receipt-missing") from None
+        raise PUBLISH_RECEIPT_MISSING("--receipt does not exist") from None
     except (OSError, ValueError):
-        raise SourceRefused("--receipt is not a JSON receipt", code="receipt-invalid") from None
+        raise PUBLISH_RECEIPT_INVALID("--receipt is not a JSON receipt") from None
     if not isinstance(value, dict) or value.get("schema") != "factory.operator-receipt/1":
         return Source(Path(os.path.abspath(path)), None)
     report = verify_operator_receipt(path)
     if not report["ok"] or value.get("command") != "run" or value.get("status") != "executed":
-        raise SourceRefused(
-            "--receipt is an operator receipt that is not a verified, executed 'operator run'",
-            code="operator-receipt-not-executed",
+        raise OPERATOR_RECEIPT_NOT_EXECUTED(
+            "--receipt is an operator receipt that is not a verified, executed 'operator run'"
         )
     intent = value["intent"]
     if intent.get("repository") != repository:
-        raise SourceRefused(
-            "the operator run was for another repository than --repository",
-            code="receipt-repository-mismatch",
+        raise RECEIPT_REPOSITORY_MISMATCH(
+            "the operator run was for another repository than --repository"
         )
     agent = Path(os.path.abspath(path)).parent / value["agent_run"]["path"]
     return Source(agent, int(intent["issue"]))
@@ -95,7 +100,7 @@ class PublishFlow:
     preconditions: Sequence[Precondition] = ()
     verifier: Verifier = verify
     command: Command = "publish"
-    stale_code: str = "intent-stale"
+    stale_code: Code[StaleIntent] = INTENT_STALE
     _seen: adapter.Observation | None = field(default=None, init=False)
     observation: adapter.Observation | None = field(default=None, init=False)
     root: Path | None = field(default=None, init=False)
@@ -130,10 +135,7 @@ class PublishFlow:
         assert self.root is not None
         seen = adapter.observe(self.root, intent, self.forge)
         if self.observation is not None and seen != self.observation:
-            raise StaleIntent(
-                "the remote or the forge changed after the intent was shown; nothing was spent",
-                code=self.stale_code,
-            )
+            raise INTENT_STALE("the remote or the forge changed after the intent was shown")
         self.observation = seen
         return intent
 

@@ -15,13 +15,13 @@ from typing import Any
 
 from factory.agent.admission import AgentRequest, admit
 from factory.canonical import sha256_hex
-from factory.errors import ExitCode
+from factory.errors import Code, ExitCode
 from factory.operator import dialog
 from factory.operator.forge import Forge, read_forge
 from factory.operator.grant import SignedGrant
-from factory.operator.intent import IntentRefused, PublishIntent, RunIntent
+from factory.operator.intent import NO_READY_WORK, PublishIntent, RunIntent
 from factory.operator.receipt import AgentRunRef, Command, ErrorRecord
-from factory.operator.session import Outcome
+from factory.operator.session import SNAPSHOT_STALE, Outcome, StaleIntent
 
 #: Runs one agent cycle and returns its exit code and the agent receipt's bytes.
 AgentRunner = Callable[[AgentRequest], tuple[int, bytes]]
@@ -42,14 +42,12 @@ class RunFlow:
     request: AgentRequest
     runner: AgentRunner
     command: Command = "run"
-    stale_code: str = "snapshot-stale"
+    stale_code: Code[StaleIntent] = SNAPSHOT_STALE
 
     def observe(self) -> RunIntent:
         intent = read_forge(self.forge, self.repository, self.label)
         if intent.state != "AWAITING_AUTHORITY":
-            raise IntentRefused(
-                "no open issue carries the label; nothing to authorize", code="no-ready-work"
-            )
+            raise NO_READY_WORK("no open issue carries the label")
         admit(self.request)  # the worktree is still linked and clean, the outputs free
         return intent
 

@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from factory import __version__
 from factory.canonical import sha256_hex
 from factory.display import inert
-from factory.errors import ExitCode, FactoryError, Refused
+from factory.errors import Code, ExitCode, FactoryError, Refused
 from factory.fsio import atomic_replace, reserve
 from factory.operator import dialog
 from factory.operator.grant import (
@@ -77,7 +77,20 @@ class _Stopped(Exception):
 class StaleIntent(Refused):
     """The world changed between what the operator saw and the grant (exit 2)."""
 
-    default_code = "intent-stale"
+
+_REVIEW = "nothing was spent; review the new intent and authorize again"
+SNAPSHOT_STALE = StaleIntent.define("snapshot-stale", _REVIEW)
+INTENT_STALE = StaleIntent.define("intent-stale", _REVIEW)
+
+
+class OutRefused(Refused):
+    """``--out`` cannot be reserved where it was asked for (exit 2)."""
+
+
+OUT_INSIDE_WORKTREE = OutRefused.define("out-inside-worktree", "put --out outside the worktree")
+OUTPUT_FOLDER_MISSING = OutRefused.define(
+    "output-folder-missing", "create the folder of --out first"
+)
 
 
 @dataclass
@@ -95,7 +108,7 @@ class Flow(Protocol):
 
     command: Command
     repository: str
-    stale_code: str
+    stale_code: Code[StaleIntent]
 
     def observe(self) -> Intent: ...
 
@@ -196,10 +209,8 @@ def _authorize(flow: Flow, terminal: Terminal, authority: Authority, rec: Record
         terminal.write("Authorized. Re-reading before the grant is spent...\n")
         again = flow.observe()
         if again.intent_revision != intent.intent_revision:
-            raise StaleIntent(
-                "what was observed changed after it was shown (a new intent revision); "
-                "nothing was spent — review it again",
-                code=flow.stale_code,
+            raise flow.stale_code(
+                "what was observed changed after it was shown (a new intent revision)"
             )
         spent, _entry, path = consume(
             signed.to_json_value(),

@@ -33,7 +33,11 @@ LINE_LIMIT: Final = 4096  # bytes of one typed line
 class TerminalRefused(Refused):
     """There is no interactive terminal to authorize on (exit 2)."""
 
-    default_code = "tty-required"
+
+TTY_REQUIRED = TerminalRefused.define(
+    "tty-required",
+    "run it yourself in an interactive terminal; a pipe, flag, variable or file cannot authorize",
+)
 
 
 class PromptClosed(Exception):
@@ -51,10 +55,9 @@ class Terminal(Protocol):
 
 
 def _refuse(why: str) -> TerminalRefused:
-    return TerminalRefused(
+    return TTY_REQUIRED(
         f"{why}; run this command yourself in an interactive terminal — authority cannot "
-        "come from a pipe, a flag, a variable or a file",
-        code="tty-required",
+        "come from a pipe, a flag, a variable or a file"
     )
 
 

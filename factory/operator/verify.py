@@ -50,13 +50,19 @@ _EXIT = {"refused": {1, 2}, "executed": {0}, "execution-failed": {1, 4}, "interr
 class OperatorReceiptUnreadable(IntegrityFailure):
     """Not a ``factory.operator-receipt/1`` document (exit 4)."""
 
-    default_code = "operator-receipt-invalid"
+
+OPERATOR_RECEIPT_INVALID = OperatorReceiptUnreadable.define(
+    "operator-receipt-invalid", "pass a receipt written by factory operator, unedited", default=True
+)
+OPERATOR_RECEIPT_MISSING = UsageError.define(
+    "operator-receipt-missing", "pass the --out path of an operator run or publish"
+)
 
 
 def load(path: Path) -> tuple[OperatorReceipt, bytes]:
     """Parse the receipt at ``path``; return the model and the exact bytes."""
     if not os.path.lexists(path):
-        raise UsageError("the operator receipt does not exist", code="receipt-missing")
+        raise OPERATOR_RECEIPT_MISSING("the operator receipt does not exist")
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
@@ -67,7 +73,7 @@ def load(path: Path) -> tuple[OperatorReceipt, bytes]:
     except (OSError, ValueError) as exc:
         raise OperatorReceiptUnreadable("the operator receipt is not readable JSON") from exc
     return parse_model(
-        OperatorReceipt, value, error=OperatorReceiptUnreadable, what="the operator receipt"
+        OperatorReceipt, value, code=OPERATOR_RECEIPT_INVALID, what="the receipt"
     ), data
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from factory.agent.verify import load_receipt
 from factory.operator.intent import (
+    RECEIPT_NOT_VERIFIED,
     IntentRefused,
     PublishInputs,
     RemoteRef,
@@ -109,11 +110,13 @@ def test_conversions_differ_is_refused(world: World) -> None:
 def test_an_injected_precondition_refuses(world: World) -> None:
     seen: list[PublishInputs] = []
 
+    # The pipeline's gate will raise its own ``gate-not-accepted``; a code defined here would
+    # leak into the registry snapshot, so the stand-in raises an existing intent code.
     def gate(inputs: PublishInputs) -> None:
         seen.append(inputs)
-        raise IntentRefused("no accepted gate run for this tree", code="gate-not-accepted")
+        raise RECEIPT_NOT_VERIFIED("stand-in: no accepted gate run for this tree")
 
-    assert _code(_inputs(world), gate) == "gate-not-accepted"
+    assert _code(_inputs(world), gate) == "receipt-not-verified"
     assert len(seen) == 1
     # receipt refusals come first: a rehearsal never reaches the gate
     base = _inputs(world)
