@@ -324,3 +324,24 @@ def test_hostile_forge_strings_render_inert(
     assert len(first) < 600  # capped
     if name == "huge":
         assert b"more)" in first
+
+
+def test_ctrl_c_during_the_authorized_run_is_interrupted(desk: Desk) -> None:
+    desk.fakes.mode(claude="retry-storm", codex="ok")  # the worker never finishes by itself
+    desk.forge.state.add_issue(REPO, 3, "Something")
+    out = desk.tmp / "out" / "op.json"
+    screen = Screen(desk.run_args(out), desk.env())
+    screen.expect(REV_PROMPT)
+    screen.child.sendline(screen.revision())
+    screen.expect(PASS_PROMPT)
+    screen.child.sendline(PASSPHRASE)
+    screen.expect("Authorized.")
+    desk.fakes.wait_records("run", 1, timeout=30)
+    screen.child.send("\x03")
+    assert screen.finish() == 130
+    doc = receipt(out)
+    assert doc["status"] == "interrupted" and doc["exit_code"] == 130
+    assert doc["grant"] is not None  # the grant was spent: the receipt says so
+    assert doc["agent_run"]["status"] == "interrupted"  # type: ignore[index]
+    assert TOKEN.encode() not in screen.text
+    assert desk.fakes.survivors() == []
