@@ -3,6 +3,8 @@
 The scan parses every module of ``factory/`` and ``providers/`` and fails on any identifier
 that names a merge, any string literal (docstrings aside) that is a merge endpoint
 (``…/merge``, ``…/merges``), a ``merge`` git argument or a GraphQL ``mergePullRequest``.
+Read-only queries that only name merges (``git merge-base``, unmerged index entries) are
+no capability and pass.
 The loopback forge separately fails any test that calls a merge endpoint.
 """
 
@@ -13,7 +15,9 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_BAD_STRING = re.compile(r"(^|/|\s)merges?($|/|\s|\?)|mergePullRequest|merge-base", re.IGNORECASE)
+_BAD_STRING = re.compile(r"(^|/|\s)merges?($|/|\s|\?)|mergePullRequest", re.IGNORECASE)
+# Read-only queries that only *name* merges are no capability.
+_READ_ONLY = re.compile(r"merge_base|merge-base|unmerged", re.IGNORECASE)
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -41,7 +45,7 @@ def merge_mentions(source: str) -> list[str]:
             names.append(node.name)
         elif isinstance(node, ast.arg):
             names.append(node.arg)
-        names = [n for n in names if "merge" in n.lower()]
+        names = [n for n in names if "merge" in n.lower() and not _READ_ONLY.search(n)]
         found += names
         if (
             isinstance(node, ast.Constant)
@@ -77,3 +81,4 @@ def other(run):
     assert "merge_pull" in hits
     assert "merge" in hits and "/repos/o/r/merges" in hits
     assert not any("Docstrings" in h for h in hits)
+    assert merge_mentions('run(["git", "merge-base", "a", "b"])\nmerge_base = 1\n') == []
