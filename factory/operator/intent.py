@@ -281,7 +281,7 @@ def check_receipt(inputs: PublishInputs) -> Any:
     candidate = receipt.final_candidate()
     if candidate is None or receipt.base is None:
         raise CANDIDATE_MISSING("the agent receipt binds no candidate")
-    if getattr(candidate, "conversions_differ", False) is True:
+    if candidate.conversions_differ:
         raise CANDIDATE_CONVERSIONS_DIFFER(
             "the receipt says the repository's conversions (filters, eol, attributes) make "
             "the checked-out bytes differ from the committed ones; publish refused",

@@ -91,8 +91,8 @@ def test_refusals_by_name(world: World) -> None:
 
 
 def test_conversions_differ_is_refused(world: World) -> None:
-    # agent-git adds ``conversions_differ`` to each candidate record; a receipt carrying it
-    # as true must be refused (and as false, accepted).
+    # ``conversions_differ`` (per candidate record, from the raw-bytes snapshot): true is
+    # refused, false accepted.
     base = _inputs(world)
     receipt = base.receipt
     for flag, refused in ((True, True), (False, False)):
