@@ -1,10 +1,11 @@
 """SPEC O-4: no merge capability exists anywhere in factory's code.
 
 The scan parses every module of ``factory/`` and ``providers/`` and fails on any identifier
-that names a merge, any string literal (docstrings aside) that is a merge endpoint
-(``…/merge``, ``…/merges``), a ``merge`` git argument or a GraphQL ``mergePullRequest``.
-Read-only queries that only name merges (``git merge-base``, unmerged index entries) are
-no capability and pass.
+that names a merge, a string literal (docstrings aside) that is a merge endpoint
+(``…/merge``, ``…/merges``), GraphQL's ``mergePullRequest`` or a ``git merge`` command
+line, and an argv list holding a merging git subcommand (``merge``, ``merge-tree``, …).
+Text that only *names* merges — ``git merge-base`` queries, the admission's
+``merge-in-progress`` refusal — is no capability and passes.
 The loopback forge separately fails any test that calls a merge endpoint.
 """
 
@@ -15,7 +16,13 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_BAD_STRING = re.compile(r"(^|/|\s)merges?($|/|\s|\?)|mergePullRequest", re.IGNORECASE)
+# A merge endpoint (``/pulls/N/merge``, ``/merges``), GraphQL's mutation, or a git command
+# line written as one string.
+_BAD_STRING = re.compile(
+    r"/merges?($|/|\?)|mergePullRequest|\bgit\s+merge\b(?!-base)", re.IGNORECASE
+)
+# git subcommands that merge, as an argv element (``run_git(root, ["merge", ...])``).
+_MERGE_ARGV = frozenset({"merge", "merge-tree", "merge-file", "merge-index", "merge-one-file"})
 # Read-only queries that only *name* merges are no capability.
 _READ_ONLY = re.compile(r"merge_base|merge-base|unmerged", re.IGNORECASE)
 
@@ -47,6 +54,14 @@ def merge_mentions(source: str) -> list[str]:
             names.append(node.arg)
         names = [n for n in names if "merge" in n.lower() and not _READ_ONLY.search(n)]
         found += names
+        if isinstance(node, ast.List | ast.Tuple):
+            found += [
+                e.value
+                for e in node.elts
+                if isinstance(e, ast.Constant)
+                and isinstance(e.value, str)
+                and e.value in _MERGE_ARGV
+            ]
         if (
             isinstance(node, ast.Constant)
             and isinstance(node.value, str)
@@ -82,3 +97,5 @@ def other(run):
     assert "merge" in hits and "/repos/o/r/merges" in hits
     assert not any("Docstrings" in h for h in hits)
     assert merge_mentions('run(["git", "merge-base", "a", "b"])\nmerge_base = 1\n') == []
+    assert merge_mentions('STATES = {"merge-in-progress": "merge"}\n') == []
+    assert merge_mentions('run_git(root, ["merge", "--ff-only", "x"])\n') == ["merge"]
