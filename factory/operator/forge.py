@@ -24,9 +24,9 @@ import ipaddress
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
@@ -34,6 +34,7 @@ import httpx
 
 from factory.errors import Failure, Refused
 from factory.operator.intent import IssueRecord, RunIntent, run_intent, snapshot
+from factory.proc.local import CommandFailure, run_local
 
 DEFAULT_FORGE: Final = "https://api.github.com"
 MAX_PAGES: Final = 100
@@ -133,28 +134,29 @@ def find_token(
 
 
 def gh_auth_token(host: str) -> str | None:
-    """The GitHub CLI's token for ``host``, or ``None`` (no ``gh``, not logged in)."""
+    """The GitHub CLI's token for ``host``, or ``None`` (no ``gh``, not logged in).
+
+    Runs through the one short-command wrapper (allow-listed environment, bounded output,
+    a deadline); ``GH_CONFIG_DIR`` is passed on when set, so ``gh`` finds its login.
+    """
     exe = shutil.which("gh")
     if exe is None:
         return None
-    env = {
-        k: os.environ[k]
-        for k in ("PATH", "HOME", "XDG_CONFIG_HOME", "GH_CONFIG_DIR")
-        if k in os.environ
-    }
+    extra = (
+        {"GH_CONFIG_DIR": os.environ["GH_CONFIG_DIR"]} if "GH_CONFIG_DIR" in os.environ else None
+    )
     try:
-        proc = subprocess.run(
+        done = run_local(
             [exe, "auth", "token", "--hostname", host],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=15,
-            check=False,
+            cwd=Path(os.path.abspath(os.sep)),
+            env_extra=extra,
+            timeout_s=15,
+            stdout_cap=64 << 10,
         )
-    except (OSError, subprocess.TimeoutExpired):
+    except CommandFailure:
         return None
-    token = proc.stdout.decode("utf-8", "replace").strip()
-    return token if proc.returncode == 0 and token and "\n" not in token else None
+    token = done.stdout.decode("utf-8", "replace").strip()
+    return token if done.returncode == 0 and token and "\n" not in token else None
 
 
 @dataclass(frozen=True, slots=True)
