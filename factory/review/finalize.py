@@ -41,7 +41,7 @@ from factory.review.judgement import (
     ValidatorInput,
     parse_input,
 )
-from factory.review.names import LENS_ROLE_PREFIX, TERMINAL, LensName
+from factory.review.names import LENS_ROLE_PREFIX, RECEIPTED, TERMINAL, LensName
 from factory.review.results import LensResult, LensSource, build_lens_result
 from factory.review.service import Context, lineage_policy, resolve_lineage
 from factory.review.snapshot import measure_fix
@@ -422,7 +422,7 @@ def finalize(ctx: Context, args: FinalizeArgs) -> tuple[dict[str, Any], int]:
         applied.append("finish")
         plan.consumed.append("--evidence-run")
     receipt = None
-    if loaded.state.state in TERMINAL:
+    if loaded.state.state in RECEIPTED:
         receipt = ctx.store.write_receipt(loaded)
     view = finalize_view(loaded, applied, plan.unused, receipt)
     code = ExitCode.REJECTED if loaded.state.state == "escalated" else ExitCode.OK

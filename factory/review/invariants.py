@@ -113,7 +113,7 @@ def _lens_problems(s: ReviewState) -> list[str]:
 def _review_problems(s: ReviewState) -> list[str]:
     if s.review is None:
         abandoned = s.escalation is not None and s.escalation.reason == "declared_failed"
-        if s.state == "reviewing" or (s.state == "escalated" and abandoned):
+        if s.state in ("reviewing", "invalidated") or (s.state == "escalated" and abandoned):
             return []
         return ["a state past reviewing needs its admitted review"]
     if s.state == "reviewing":
@@ -243,8 +243,29 @@ def _escalation_problems(s: ReviewState) -> list[str]:
     return [] if holds else [f"escalation reason {esc.reason} does not hold for this state"]
 
 
+def _invalidation_problems(s: ReviewState) -> list[str]:
+    """``invalidated`` ends only a pristine reviewing lineage, and records why (issue 13)."""
+    if (s.state == "invalidated") != (s.invalidation is not None):
+        return ["only an invalidated state records an invalidation, and it always does"]
+    if s.state != "invalidated":
+        return []
+    assert s.invalidation is not None
+    if (
+        s.lens_results
+        or s.review is not None
+        or s.final_evidence is not None
+        or (s.correction.attempts or s.correction.forecast is not None)
+    ):
+        return ["invalidated needs a pristine lineage (no result, finding, attempt or evidence)"]
+    if not s.invalidation.reason.strip():
+        return ["an invalidation records a non-empty reason"]
+    return []
+
+
 def _state_problems(s: ReviewState) -> list[str]:
     corr, fe = s.correction, s.final_evidence
+    if s.state == "invalidated" or s.invalidation is not None:
+        return _invalidation_problems(s)
     if s.state != "escalated" and s.escalation is not None:
         return ["only an escalated state records an escalation"]
     if fe is not None and s.state not in ("approved", "escalated"):

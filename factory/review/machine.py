@@ -22,8 +22,9 @@ from typing import Literal
 
 from factory.display import inert
 from factory.errors import Code
+from factory.review import nextcmd
 from factory.review.admission import FollowUp, NeedsRefuter, admit
-from factory.review.canon import EMPTY_HASH
+from factory.review.canon import EMPTY_HASH, STATE_TAG, digest_of
 from factory.review.errors import (
     BINDING_MISMATCH,
     FIX_DELTA_MISMATCH,
@@ -40,6 +41,7 @@ from factory.review.errors import (
     ReviewInputInvalid,
     ReviewRefused,
 )
+from factory.review.gate_errors import NOT_PRISTINE
 from factory.review.invariants import check_hash, state_problems, validation_hash
 from factory.review.judgement import CheckInput, RefuterInput, ValidatorInput
 from factory.review.names import MAX_FAILED_ATTEMPTS, EscalationReason, LensName, StateName
@@ -52,6 +54,8 @@ from factory.review.state import (
     Correction,
     Escalation,
     FinalEvidence,
+    Invalidation,
+    Predecessor,
     ReviewState,
     Snapshot,
 )
@@ -68,6 +72,16 @@ class Create:
     snapshot: Snapshot
     risk: Risk
     changed_lines: int
+    #: A recovered successor (issue 13): generation + 1 and the predecessor it replaces.
+    generation: int = 1
+    predecessor: Predecessor | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Invalidate:
+    """``review invalidate``: a pristine reviewing lineage ends invalidated (issue 13)."""
+
+    reason: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +129,11 @@ class Abandon:
     evidence: FinalEvidence | None
 
 
-Operation = Create | RecordLens | CompleteReview | Forecast | CompleteFix | Finish | Abandon
+Operation = (
+    Create | RecordLens | CompleteReview | Forecast | CompleteFix | Finish | Abandon | Invalidate
+)
 OPERATION_NAMES: dict[type, str] = {
+    Invalidate: "invalidate",
     Create: "start",
     RecordLens: "record-lens",
     CompleteReview: "complete-review",
@@ -142,7 +159,9 @@ def next_commands(state: ReviewState | None) -> tuple[str, ...]:
         if missing:
             names = " ".join(missing)
             runs = tuple(f"factory review lens --lineage {lid} --lens {lens}" for lens in missing)
-            return (*runs, _cmd(state, f"--result FILE… (one per lens, in order: {names})"), failed)
+            runs = (*runs, _cmd(state, f"--result FILE… (one per lens, in order: {names})"))
+            extra = (nextcmd.invalidate(lid, _revision(state)),) if pristine(state) else ()
+            return (*runs, failed, *extra)
         pending = admit_pending(state)
         if pending:
             return (_cmd(state, f"--refuter FILE (outcomes for {', '.join(pending)})"), failed)
@@ -153,10 +172,33 @@ def next_commands(state: ReviewState | None) -> tuple[str, ...]:
         return (_cmd(state, "--validation FILE (after editing within the genesis paths)"), failed)
     if state.state == "validating":
         return (*evidence, failed)
-    show = f"factory review show --lineage {lid}"
+    return _terminal_commands(state)
+
+
+def _revision(state: ReviewState) -> str:
+    return digest_of(STATE_TAG, state.to_json_value())
+
+
+def pristine(state: ReviewState) -> bool:
+    """Nothing judged, corrected or evidenced yet: the only state invalidate applies to."""
+    c = state.correction
+    return state.state == "reviewing" and not (
+        state.lens_results or state.review or c.attempts or c.forecast or state.final_evidence
+    )
+
+
+def _terminal_commands(state: ReviewState) -> tuple[str, ...]:
+    """Terminal states (issue 13): gates for an approval, recovery for the others."""
+    lid, show = state.lineage_id, nextcmd.show(state.lineage_id)
     if state.state == "approved":
-        return (show,)
-    return (show, "factory review start (after changing the candidate: a new lineage)")
+        return (*(nextcmd.validate(g) for g in nextcmd.GATE_ORDER), show)
+    if state.state == "invalidated":
+        return (nextcmd.recover(lid, _revision(state), "invalidated"), show)
+    return (
+        nextcmd.recover(lid, _revision(state), "escalated"),
+        show,
+        "factory review start (after changing the candidate: a new lineage)",
+    )
 
 
 def admit_pending(state: ReviewState) -> tuple[str, ...]:
@@ -198,8 +240,8 @@ def _create(state: ReviewState | None, op: Create) -> ReviewState:
     return ReviewState(
         schema_id=STATE_SCHEMA,
         lineage_id=op.lineage_id,
-        generation=1,
-        predecessor=None,
+        generation=op.generation,
+        predecessor=op.predecessor,
         state="reviewing",
         policy_hash=op.policy_hash,
         focus=op.focus,
@@ -409,6 +451,22 @@ def _finish(state: ReviewState | None, op: Finish) -> ReviewState:
     )
 
 
+def _invalidate(state: ReviewState | None, op: Invalidate) -> ReviewState:
+    s = _require(state, "reviewing", op="invalidate")
+    if not pristine(s):
+        raise refuse(
+            s,
+            f"lineage {s.lineage_id} already recorded judgement; invalidate applies only to a "
+            "pristine reviewing lineage",
+            NOT_PRISTINE,
+        )
+    if not op.reason.strip():
+        raise ReviewInputInvalid("--reason must not be empty")
+    return s.model_copy(
+        update={"state": "invalidated", "invalidation": Invalidation(reason=op.reason)}
+    )
+
+
 def _abandon(state: ReviewState | None, op: Abandon) -> ReviewState:
     if state is not None and state.state == "validating" and op.evidence is not None:
         return _finish(state, Finish(op.evidence))
@@ -441,6 +499,7 @@ def apply(state: ReviewState | None, op: Operation) -> ReviewState:
         CompleteFix: _complete_fix,
         Finish: _finish,
         Abandon: _abandon,
+        Invalidate: _invalidate,
     }
     new: ReviewState = handlers[type(op)](state, op)  # type: ignore[operator]
     if new is state:

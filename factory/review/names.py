@@ -35,8 +35,13 @@ CANDIDATE_CAUSAL: Final = frozenset({"introduced", "behavior-activated", "worsen
 RefuterOutcome = Literal["corroborated", "refuted", "inconclusive"]
 Outcome = Literal["corroborated", "refuted", "inconclusive", "info"]
 
-StateName = Literal["reviewing", "correction_required", "validating", "approved", "escalated"]
-TERMINAL: Final = frozenset({"approved", "escalated"})
+StateName = Literal[
+    "reviewing", "correction_required", "validating", "approved", "escalated", "invalidated"
+]
+#: States with no successor. ``invalidated`` (issue 13) ends a pristine reviewing lineage.
+TERMINAL: Final = frozenset({"approved", "escalated", "invalidated"})
+#: Terminal states that have a receipt (``factory.review-receipt/1`` names only these two).
+RECEIPTED: Final = frozenset({"approved", "escalated"})
 RiskLevel = Literal["low", "medium", "high"]
 RiskCode = Literal[
     "empty_change",

@@ -183,6 +183,14 @@ class Predecessor(StrictModel):
     disposition: Literal["scope_changed", "invalidated", "escalated"]
     reason: str
     actor: str
+    #: SHA-256 of the maintainer authorization bytes (escalated recoveries; issue 13).
+    authorization_sha256: str | None = None
+
+
+class Invalidation(StrictModel):
+    """Why a pristine reviewing lineage was invalidated (issue 13)."""
+
+    reason: str
 
 
 class ReviewState(StrictModel):
@@ -209,6 +217,8 @@ class ReviewState(StrictModel):
     fix_delta_hash: str
     final_evidence: FinalEvidence | None
     escalation: Escalation | None
+    #: Set only in the terminal ``invalidated`` state (issue 13; absent in older records).
+    invalidation: Invalidation | None = None
 
     def findings(self) -> tuple[Finding, ...]:
         """Every finding, lens results concatenated in selected order."""

@@ -47,7 +47,7 @@ from factory.review.errors import (
 )
 from factory.review.invariants import state_problems
 from factory.review.lock import StoreLock
-from factory.review.names import TERMINAL, valid_lineage
+from factory.review.names import RECEIPTED, valid_lineage
 from factory.review.receipt import RECEIPT_FILE, derive_receipt, receipt_bytes, receipt_problem
 from factory.review.state import ReviewState
 from factory.review.successor import successor_problem
@@ -244,10 +244,10 @@ class ReviewStore:
         try:
             data = _read_nofollow(path, 1 << 20)
         except FileNotFoundError:
-            return "missing" if state.state in TERMINAL else "none"
+            return "missing" if state.state in RECEIPTED else "none"
         except OSError as exc:
             raise _corrupt(state.lineage_id, f"{RECEIPT_FILE} cannot be read ({exc})") from None
-        if state.state not in TERMINAL:
+        if state.state not in RECEIPTED:
             raise _corrupt(state.lineage_id, f"a {state.state} lineage has a receipt")
         problem = receipt_problem(data, state)
         if problem is not None:
@@ -315,7 +315,7 @@ class ReviewStore:
                 atomic_replace(path, data, mode=0o600)
                 write_hook("replace:after")
             receipt: Literal["ok", "missing", "none"] = "none"
-            if new.state in TERMINAL:
+            if new.state in RECEIPTED:
                 receipt = "missing"
             return Committed(Loaded(new.lineage_id, revision, new, receipt), written=True)
 

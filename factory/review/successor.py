@@ -25,6 +25,7 @@ EDGES: Final[frozenset[tuple[StateName, StateName]]] = frozenset(
         ("correction_required", "escalated"),
         ("validating", "approved"),
         ("validating", "escalated"),
+        ("reviewing", "invalidated"),
     }
 )
 FROZEN: Final = (

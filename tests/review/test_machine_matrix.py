@@ -73,6 +73,10 @@ def _escalated_inconclusive() -> ReviewState:
     return machine.apply(s, machine.CompleteReview(None))
 
 
+def _invalidated() -> ReviewState:
+    return machine.apply(b.started(), machine.Invalidate("the start was abandoned"))
+
+
 STATES: dict[str, Callable[[], ReviewState]] = {  # cached: states are immutable
     "reviewing/empty": _reviewing_empty,
     "reviewing/partial": _reviewing_partial,
@@ -85,6 +89,7 @@ STATES: dict[str, Callable[[], ReviewState]] = {  # cached: states are immutable
     "approved": _approved,
     "escalated/verification": _escalated,
     "escalated/inconclusive": _escalated_inconclusive,
+    "invalidated": _invalidated,
 }
 STATES = {name: functools.cache(make) for name, make in STATES.items()}
 
@@ -127,6 +132,7 @@ OPERATIONS: dict[str, Callable[[ReviewState], machine.Operation]] = {
     "complete-fix": _fix,
     "finish": lambda s: machine.Finish(b.evidence()),
     "abandon": lambda s: machine.Abandon(None),
+    "invalidate": lambda s: machine.Invalidate("stuck"),
 }
 
 
@@ -166,7 +172,18 @@ def _op_for(command: str, s: ReviewState) -> machine.Operation | None:
         return machine.CompleteReview(None)
     if "--failed" in command:
         return machine.Abandon(None)
-    assert command.startswith(("factory review show", "factory review start")), command
+    if command.startswith("factory review invalidate"):
+        return machine.Invalidate("stuck")
+    # Gates and recovery act on the store, not on this lineage's state: they are walked by
+    # tests/review/test_gate_matrix.py and test_recovery.py.
+    assert command.startswith(
+        (
+            "factory review show",
+            "factory review start",
+            "factory review validate",
+            "factory review recover",
+        )
+    ), command
     return None
 
 
@@ -185,6 +202,6 @@ def test_each_named_next_command_is_accepted_in_that_state(state_name: str) -> N
 def test_no_state_is_wedged_every_non_terminal_state_can_reach_a_terminal_one() -> None:
     for name, make in STATES.items():
         s = make()
-        if s.state in ("approved", "escalated"):
+        if s.state in ("approved", "escalated", "invalidated"):
             continue
         assert machine.apply(s, machine.Abandon(None)).state == "escalated", name

@@ -1,0 +1,46 @@
+"""Typed errors of review gates, recovery, invalidation, ceremonies and hooks (SPEC F-2,
+F-3, R), registered once. The families are review's own (:mod:`factory.review.errors`):
+a refusal names the legal next commands, so none of these is a dead end.
+
+A gate *denial* is not an error: it is a verdict document (exit 3). These codes are for
+what stops a command before it can answer.
+"""
+
+from __future__ import annotations
+
+from factory.review.errors import ReviewInputInvalid, ReviewRefused
+
+_NEXT = "run one of the legal next commands it names"
+
+NOT_PRISTINE = ReviewRefused.define(
+    "review-not-pristine",
+    "only a reviewing lineage with nothing recorded can be invalidated: " + _NEXT,
+)
+RECOVER_NOT_ELIGIBLE = ReviewRefused.define(
+    "review-recover-not-eligible", "pick the disposition that fits the predecessor: " + _NEXT
+)
+RECOVER_REVISION = ReviewRefused.define(
+    "review-recover-revision-mismatch",
+    "inspect the predecessor again (factory review show) and pass its current revision",
+)
+RECOVER_FORK = ReviewRefused.define(
+    "review-recover-fork", "continue the existing successor instead of forking: " + _NEXT
+)
+AUTHORIZATION_INVALID = ReviewRefused.define(
+    "review-authorization-invalid",
+    "write exactly the expected_authorization text (LF line ends) to the file and rerun",
+)
+CEREMONY_WRONG_CLASS = ReviewRefused.define(
+    "review-ceremony-wrong-class", "use the ceremony the anomaly's class needs: " + _NEXT
+)
+CEREMONY_NOT_UNIQUE = ReviewRefused.define(
+    "review-ceremony-not-unique",
+    "a ceremony repairs one proven-unique anomaly; inspect each with 'factory review status'",
+)
+HOOK_NOT_OWNED = ReviewRefused.define(
+    "review-hook-not-owned",
+    "move your own hook aside (or chain it from a hook manager), then rerun install-hooks",
+)
+GATE_USAGE = ReviewInputInvalid.define(
+    "review-gate-usage", "see 'factory review validate --help' for which flag fits which gate"
+)
