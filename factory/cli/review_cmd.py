@@ -29,6 +29,9 @@ Review transactions: the model judges; code owns ids, hashes, budget, state and 
   factory review finalize …          apply every transition the inputs allow (CAS each)
   factory review status | show       every lineage and its next legal commands | one, readable
   factory review schema ROLE         JSON Schema of reviewer, refuter or validator input
+  factory review validate --gate G   allow or deny at pre-commit, pre-push, pre-pr, release
+  factory review invalidate | recover | reclaim | repair   exits for stuck or invalid authority
+  factory review install-hooks       plain git pre-commit and pre-push hooks (--uninstall)
 
 The store lives under the git common dir (shared by linked worktrees):
 <git-common-dir>/factory/review/v1/. Exit codes: 0 ok, 2 refused or malformed input
@@ -123,6 +126,9 @@ def register(sub: Any) -> None:
     sc = rsub.add_parser("schema", help="JSON Schema of a judgement input")
     sc.add_argument("role", choices=("reviewer", "refuter", "validator"))
     sc.set_defaults(handler=run_schema)
+    from factory.cli import review_gates_cmd
+
+    review_gates_cmd.register(rsub)
 
 
 def _emit(doc: dict[str, Any]) -> None:
@@ -144,6 +150,9 @@ def _guard(operation: str, body: Callable[[], int]) -> int:
         preserved = getattr(exc, "preserved", None)
         if preserved is not None:
             doc["preserved"] = preserved
+        expected = getattr(exc, "expected", None)  # the maintainer authorization binding
+        if expected is not None:
+            doc["expected_authorization"] = expected
         _emit(doc)
         raise
 

@@ -1,0 +1,269 @@
+"""The gate decision as pure functions of the store's graph and the live target (SPEC R).
+
+:func:`decide` takes the recovery graph of a scan, the lineage named by ``--lineage`` (or
+None for discovery), what the gate derived from git (:class:`Live`) and a *base check* —
+the one receipt-dependent derivation (does the live boundary keep the receipt's base?),
+injected so this module runs no git — and returns a :class:`~factory.review.gates.result.
+Verdict` plus the lineage it judged. Order, each step failing closed:
+
+1. the authority: any record that does not validate, or a recovery graph that does not
+   hold, stops discovery (``receipt-discovery/authority-corrupted``) and an explicit
+   ``--lineage`` too (the graph cannot be trusted to say what is superseded); the lineage
+   must be a valid, non-superseded leaf;
+2. discovery without ``--lineage``: the unique terminal leaf whose final candidate tree is
+   the live candidate (several: the one whose base is the live base), else ``missing``,
+   ``scope-changed`` (the live change touches a reviewed path), ``unrelated`` or
+   ``ambiguous``;
+3. the lineage's state: not terminal, invalidated, receipt file missing, rehearsal-derived,
+   or escalated (``escalated`` — no git comparison applies);
+4. the binding: a derivation problem of the gate itself (empty commit, boundary
+   unavailable, …), the candidate tree (``scope-changed``), the base (``invalidated``),
+   pre-commit's staged tree, the paths;
+5. allow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from factory.review import nextcmd
+from factory.review.gates.result import GateName, Verdict, deny
+from factory.review.graph import LineageGraph, rehearsal_approved
+from factory.review.machine import next_commands
+from factory.review.names import TERMINAL
+from factory.review.state import ReviewState
+from factory.review.store import Loaded
+
+#: The receipt-dependent part of a gate's derivation: None when the live boundary keeps
+#: the lineage's base, else the denial.
+BaseCheck = Callable[[ReviewState], Verdict | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """What a gate derived from git, before looking at any lineage."""
+
+    gate: GateName
+    kind: str
+    natural_base: str | None
+    candidate_tree: str
+    paths: tuple[str, ...]
+    head_commit: str | None
+    head_tree: str | None
+    staged_tree: str | None
+    delivery: tuple[str, ...]
+    problem: Verdict | None
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    verdict: Verdict
+    chosen: Loaded | None
+    considered: tuple[str, ...]
+
+
+def _corrupt_next(graph: LineageGraph, classes: dict[str, str]) -> tuple[str, ...]:
+    out = []
+    for lid in sorted(graph.corrupt):
+        cls = classes.get(lid, "invalid-record")
+        out.append(nextcmd.reclaim(lid) if cls == "incomplete-entry" else nextcmd.repair(lid, cls))
+    for p in graph.problems:
+        out.append(nextcmd.repair(p.lineage_id, "invalid-recovery-edge"))
+    return tuple(dict.fromkeys(out)) or ("factory review status",)
+
+
+def _authority(
+    graph: LineageGraph, classes: dict[str, str], lineage: str | None, gate: str
+) -> Verdict | None:
+    if graph.corrupt or graph.problems:
+        bad = sorted({*graph.corrupt, *(p.lineage_id for p in graph.problems)})
+        what = f"{len(bad)} lineage(s) of the store cannot be trusted ({', '.join(bad[:3])})"
+        code = "receipt-discovery/authority-corrupted"
+        if lineage is not None:
+            code = (
+                "receipt-validation/corrupted"
+                if lineage in graph.corrupt
+                else ("receipt-validation/graph-invalid")
+            )
+        return deny(code, f"{what}: the recovery graph cannot say what is authority", *(
+            _corrupt_next(graph, classes)
+        ))  # fmt: skip
+    if lineage is None:
+        return None
+    if lineage not in graph.valid:
+        return deny(
+            "receipt-validation/unknown-lineage",
+            f"there is no review lineage {lineage}",
+            "factory review status",
+            nextcmd.validate(gate),
+        )
+    if graph.superseded(lineage):
+        successors = graph.successor_of(lineage)
+        problem = graph.authority_problem(lineage) or "superseded"
+        return deny(
+            "receipt-validation/superseded",
+            problem,
+            *(nextcmd.validate(gate, s) for s in successors),
+        )
+    return None
+
+
+def _discover(graph: LineageGraph, live: Live) -> tuple[Loaded | Verdict, tuple[str, ...]]:
+    leaves = graph.leaves()
+    receipted = [x for x in leaves if x.state.state in ("approved", "escalated")]
+    considered = tuple(x.lineage_id for x in receipted)
+    matches = [
+        x for x in receipted if x.state.current_snapshot.candidate_tree == live.candidate_tree
+    ]
+    if len(matches) > 1:
+        same_base = [x for x in matches if x.state.initial_snapshot.base_tree == live.natural_base]
+        matches = same_base if len(same_base) == 1 else matches
+    if len(matches) == 1:
+        return matches[0], considered
+    if matches:
+        ids = ", ".join(x.lineage_id for x in matches)
+        return deny(
+            "receipt-discovery/ambiguous",
+            f"{len(matches)} terminal lineages cover this candidate tree ({ids})",
+            *(nextcmd.validate(live.gate, x.lineage_id) for x in matches),
+        ), considered
+    open_ = [x for x in leaves if x.state.state not in TERMINAL]
+    same = [x for x in open_ if x.state.current_snapshot.candidate_tree == live.candidate_tree]
+    if same:
+        s = same[0].state
+        return deny(
+            "receipt-discovery/missing",
+            f"lineage {s.lineage_id} reviews this candidate but is still {s.state}",
+            *next_commands(s),
+        ), considered
+    touched = set(live.paths)
+    overlap = [x for x in receipted if touched & set(x.state.genesis_paths)]
+    if overlap:
+        first = overlap[0]
+        return deny(
+            "receipt-discovery/scope-changed",
+            f"the live change touches paths reviewed by {', '.join(x.lineage_id for x in overlap)}"
+            " but no terminal lineage covers this candidate",
+            *_scope_next(first),
+        ), considered
+    if receipted:
+        return deny(
+            "receipt-discovery/unrelated",
+            f"the live change touches no path any terminal lineage reviewed "
+            f"({len(receipted)} considered): it needs its own review",
+            "factory review start",
+        ), considered
+    more = next_commands(open_[0].state) if open_ else ()
+    return deny(
+        "receipt-discovery/missing",
+        "no terminal review receipt exists for this repository",
+        *(more or ("factory review start",)),
+    ), considered
+
+
+def _scope_next(x: Loaded) -> tuple[str, ...]:
+    if x.state.state == "approved":
+        return (nextcmd.recover(x.lineage_id, x.revision, "scope_changed"), "factory review start")
+    return ("factory review start", nextcmd.show(x.lineage_id))
+
+
+def _state_verdict(x: Loaded, gate: str) -> Verdict | None:
+    s, lid = x.state, x.lineage_id
+    if s.state not in TERMINAL:
+        return deny(
+            "receipt-validation/not-terminal",
+            f"lineage {lid} is {s.state}: only a terminal lineage can authorize",
+            *next_commands(s),
+        )
+    if s.state == "invalidated":
+        return deny(
+            "receipt-validation/invalidated",
+            f"lineage {lid} was invalidated",
+            nextcmd.recover(lid, x.revision, "invalidated"),
+        )
+    if x.receipt != "ok":
+        return deny(
+            "receipt-validation/receipt-missing",
+            f"lineage {lid} is {s.state} but its receipt file is missing",
+            f"factory review finalize --lineage {lid}",
+        )
+    if s.state == "escalated":
+        why = s.escalation.reason if s.escalation is not None else "escalated"
+        return deny(
+            "receipt-validation/escalated",
+            f"lineage {lid} ended escalated ({why}): a person decides what happens next",
+            nextcmd.recover(lid, x.revision, "escalated"),
+            nextcmd.show(lid),
+        )
+    if rehearsal_approved(s):
+        return deny(
+            "receipt-validation/rehearsal",
+            f"lineage {lid} was approved on lens results from the REHEARSAL route (a scripted "
+            "model): that proves the control path, not a review",
+            nextcmd.recover(lid, x.revision, "invalidated"),
+        )
+    return None
+
+
+def _binding(x: Loaded, live: Live, base_check: BaseCheck) -> Verdict:
+    s, lid = x.state, x.lineage_id
+    if live.problem is not None:
+        return live.problem
+    final = s.current_snapshot
+    if live.candidate_tree != final.candidate_tree:
+        return deny(
+            "receipt-binding/candidate-or-paths-mismatch",
+            f"the live {live.gate} candidate tree {live.candidate_tree[:12]} is not the tree "
+            f"{final.candidate_tree[:12]} lineage {lid} approved",
+            *_scope_next(x),
+        )
+    base = base_check(s)
+    if base is not None:
+        return base
+    if live.staged_tree is not None and live.staged_tree not in (
+        live.head_tree,
+        final.candidate_tree,
+    ):
+        return deny(
+            "receipt-binding/staged-tree-mismatch",
+            "the staged tree is neither HEAD's nor the approved candidate: only part of the "
+            "candidate is staged, so the commit would not be what was reviewed",
+            "git add -A -- . (stage the whole candidate), then " + nextcmd.validate(live.gate),
+        )
+    if live.natural_base == final.base_tree and tuple(sorted(live.paths)) != final.paths:
+        return deny(
+            "receipt-binding/candidate-or-paths-mismatch",
+            "the live changed paths are not the approved candidate's",
+            *_scope_next(x),
+        )
+    return Verdict(
+        None,
+        f"lineage {lid} (generation {s.generation}, approved) covers the live {live.gate} "
+        f"target: tree {final.candidate_tree[:12]} on base {final.base_tree[:12]}",
+        nextcmd.after_allow(live.gate),
+    )
+
+
+def decide(
+    graph: LineageGraph,
+    classes: dict[str, str],
+    lineage: str | None,
+    live: Live,
+    base_check: BaseCheck,
+) -> Decision:
+    """The verdict of a gate (see the module docstring); ``classes`` names the anomaly
+    class of each corrupt lineage (``incomplete-entry`` or ``invalid-record``)."""
+    problem = _authority(graph, classes, lineage, live.gate)
+    if problem is not None:
+        return Decision(problem, None, ())
+    considered: tuple[str, ...] = ()
+    if lineage is None:
+        found, considered = _discover(graph, live)
+        if isinstance(found, Verdict):
+            return Decision(found, None, considered)
+        chosen = found
+    else:
+        chosen = graph.valid[lineage]
+    verdict = _state_verdict(chosen, live.gate) or _binding(chosen, live, base_check)
+    return Decision(verdict, chosen, considered)

@@ -1,0 +1,254 @@
+"""The live target of each gate, re-derived from git every time (SPEC R).
+
+* **pre-commit** — the worktree and index: the raw-bytes candidate of the checkout against
+  ``HEAD^{tree}`` (every non-ignored untracked file a member, as at start), and the tree the
+  commit's index would record (the hook's ``GIT_INDEX_FILE``, read through a private copy);
+  intended files may be staged, provided the staged tree is the candidate exactly.
+* **pre-push** — HEAD's first-parent range: ``HEAD^{tree}`` is the candidate, the first
+  parent's tree the base (the empty tree for a root commit); an empty commit is refused.
+  See :mod:`factory.review.gates.push` for what the hook adds (pushed commits, remote).
+* **pre-pr** — the diff from the boundary (:mod:`factory.review.gates.boundary`) to the
+  checkout's candidate: base = the merge base of the boundary commit and HEAD.
+* **release** — exactly ``HEAD^{tree}``, plus the SHA-256 of every named artifact.
+
+Each derivation returns a :class:`Derived`: the receipt-independent :class:`~factory.
+review.gates.decide.Live`, the receipt-dependent base check, and what the context shows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from factory.display import inert
+from factory.gitio import snapshot as raw_snapshot
+from factory.gitio.indexcache import index_stat_cache
+from factory.gitio.rawfs import StatCache
+from factory.gitio.worktree import EMPTY_TREE, Worktree
+from factory.review import nextcmd
+from factory.review.gates import gitfacts
+from factory.review.gates.decide import BaseCheck, Live
+from factory.review.gates.result import ArtifactView, BoundaryView, GateName, Verdict, deny
+from factory.review.state import ReviewState
+
+ARTIFACT_LIMIT = 16 << 30
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    """What the caller asked for (flags and, inside a hook, the hook's facts)."""
+
+    gate: GateName
+    lineage: str | None = None
+    base_ref: str | None = None
+    artifacts: tuple[Path, ...] = ()
+    remote: str | None = None
+    pushed: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """One derivation of a gate's live target."""
+
+    live: Live
+    base_check: BaseCheck
+    boundary: BoundaryView | None = None
+    artifacts: tuple[ArtifactView, ...] = ()
+    cache: StatCache | None = None
+
+    def fingerprint(self) -> tuple[object, ...]:
+        """What must not change between the decision and the final re-check."""
+        lv = self.live
+        return (
+            lv.candidate_tree,
+            lv.natural_base,
+            lv.paths,
+            lv.head_commit,
+            lv.staged_tree,
+            lv.delivery,
+            None if lv.problem is None else lv.problem.denial,
+            self.boundary,
+            self.artifacts,
+        )
+
+
+def same_base(natural: str | None, gate: str) -> BaseCheck:
+    def check(s: ReviewState) -> Verdict | None:
+        if natural == s.initial_snapshot.base_tree:
+            return None
+        if natural == s.current_snapshot.candidate_tree and gate == "pre-commit":
+            return deny(
+                "receipt-binding/base-mismatch",
+                f"HEAD's tree is already the tree lineage {s.lineage_id} approved: the candidate "
+                "is committed and nothing under this receipt is left to commit",
+                nextcmd.validate("pre-push"),
+            )
+        return deny(
+            "receipt-binding/base-mismatch",
+            f"the live {gate} base {str(natural)[:12]} is not the base "
+            f"{s.initial_snapshot.base_tree[:12]} lineage {s.lineage_id} reviewed against",
+            "factory review start (review the candidate on today's base)",
+            nextcmd.show(s.lineage_id),
+        )
+
+    return check
+
+
+def unavailable(gate: str, why: str) -> Verdict:
+    return deny(
+        "delivery-derivation/unavailable",
+        f"the {gate} target cannot be derived: {why}",
+        nextcmd.validate(gate),
+        "git status",
+    )
+
+
+def worktree_candidate(
+    wt: Worktree, base_tree: str, cache: StatCache | None
+) -> tuple[str, tuple[str, ...], StatCache, Verdict | None]:
+    """The raw-bytes candidate tree of the checkout against ``base_tree``, its changed
+    paths, the stat cache for a later re-derivation, and a problem if it cannot be bound."""
+    if cache is None:
+        cache = index_stat_cache(wt.root, base_tree)
+    snap = raw_snapshot.snapshot(wt.root, base_tree, cache=cache)
+    paths = tuple(sorted(os.fsdecode(c.path) for c in snap.changes))
+    problem = None
+    if snap.problems:
+        first = snap.problems[0]
+        problem = unavailable(
+            "pre-commit",
+            f"{len(snap.problems)} path(s) cannot be bound faithfully (first: "
+            f"{inert(os.fsdecode(first.path))}: {first.reason})",
+        )
+    elif snap.hidden:
+        problem = unavailable(
+            "pre-commit", "the index hides files (assume-unchanged/skip-worktree)"
+        )
+    return snap.tree, paths, snap.cache, problem
+
+
+def derive_pre_commit(wt: Worktree, req: GateRequest, cache: StatCache | None) -> Derived:
+    chain = gitfacts.first_parent_chain(wt.root, 1)
+    head = chain[0] if chain else None
+    base = head.tree if head else EMPTY_TREE
+    tree, paths, cache, problem = worktree_candidate(wt, base, cache)
+    staged: str | None = None
+    try:
+        staged = gitfacts.staged_tree(wt.root, gitfacts.hook_index(wt.git_dir, dict(req.env)))
+    except gitfacts.IndexUnavailable as exc:
+        problem = problem or unavailable("pre-commit", str(exc))
+    live = Live(
+        gate="pre-commit",
+        kind="current-changes",
+        natural_base=base,
+        candidate_tree=tree,
+        paths=paths,
+        head_commit=head.commit if head else None,
+        head_tree=base,
+        staged_tree=staged,
+        delivery=(),
+        problem=problem,
+    )
+    return Derived(live, ancestry_check(wt, "pre-commit", base), cache=cache)
+
+
+def ancestry_check(wt: Worktree, gate: str, natural: str) -> BaseCheck:
+    """Base check for a worktree candidate: a current-changes receipt needs HEAD's tree as
+    its base; a base-diff receipt, a base that is the tree of HEAD or a first-parent
+    ancestor of it (HEAD still descends from what was reviewed)."""
+    same = same_base(natural, gate)
+
+    def check(s: ReviewState) -> Verdict | None:
+        if s.initial_snapshot.kind == "current-changes":
+            return same(s)
+        chain = gitfacts.first_parent_chain(wt.root, gitfacts.CHAIN_LIMIT)
+        trees = {c.tree for c in chain}
+        if chain and not chain[-1].parents:
+            trees.add(EMPTY_TREE)
+        return None if s.initial_snapshot.base_tree in trees else same(s)
+
+    return check
+
+
+def derive_release(wt: Worktree, req: GateRequest) -> Derived:
+    chain = gitfacts.first_parent_chain(wt.root, 2)
+    if not chain:
+        live = _no_head("release")
+        return Derived(live, lambda s: None)
+    artifacts, problem = hash_artifacts(req.artifacts)
+    live = head_live(wt, "release", chain, problem)
+    return Derived(live, lambda s: None, artifacts=artifacts)
+
+
+def head_live(
+    wt: Worktree, gate: GateName, chain: tuple[gitfacts.ChainCommit, ...], problem: Verdict | None
+) -> Live:
+    """The live target of a gate that judges HEAD's commit: HEAD's tree on its first
+    parent's tree (the empty tree for a root commit)."""
+    head = chain[0]
+    parent = gitfacts.parent_tree(wt.root, chain, 0)
+    return Live(
+        gate=gate,
+        kind="release" if gate == "release" else "commit-range",
+        natural_base=parent,
+        candidate_tree=head.tree,
+        paths=gitfacts.changed_paths(wt.root, parent, head.tree),
+        head_commit=head.commit,
+        head_tree=head.tree,
+        staged_tree=None,
+        delivery=(head.commit,),
+        problem=problem,
+    )
+
+
+def _no_head(gate: GateName) -> Live:
+    return Live(
+        gate=gate,
+        kind="commit-range" if gate == "pre-push" else "release",
+        natural_base=None,
+        candidate_tree=EMPTY_TREE,
+        paths=(),
+        head_commit=None,
+        head_tree=None,
+        staged_tree=None,
+        delivery=(),
+        problem=unavailable(gate, "HEAD names no commit (an unborn branch): commit first"),
+    )
+
+
+def _hash_file(path: Path) -> ArtifactView:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError("not a regular file")
+        if st.st_size > ARTIFACT_LIMIT:
+            raise OSError("larger than 16 GiB")
+        h, total = hashlib.sha256(), 0
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+            total += len(chunk)
+        return ArtifactView(path=os.fspath(path), sha256=h.hexdigest(), bytes=total)
+    finally:
+        os.close(fd)
+
+
+def hash_artifacts(paths: tuple[Path, ...]) -> tuple[tuple[ArtifactView, ...], Verdict | None]:
+    """SHA-256 and size of each named release artifact (regular files, symlinks refused)."""
+    out = []
+    for p in paths:
+        try:
+            out.append(_hash_file(p))
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            return tuple(out), deny(
+                "release-evidence/artifact-unreadable",
+                f"release artifact {inert(os.fspath(p))} cannot be hashed ({why})",
+                "build the artifact, then " + nextcmd.validate("release"),
+            )
+    return tuple(out), None
