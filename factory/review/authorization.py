@@ -23,8 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
-from factory.review.errors import ReviewInputInvalid, ReviewRefused
-from factory.review.gate_errors import AUTHORIZATION_INVALID
+from factory.review.errors import ReviewInputInvalid
+from factory.review.gate_errors import AuthorizationRefused
 
 AUTHORIZATION_SCHEMA: Final = "factory.review-recovery-authorization/1"
 AUTHORIZATION_LIMIT = 4096
@@ -89,14 +89,6 @@ def check_binding(given: bytes, expected: bytes) -> str | None:
             name = exp.split("=", 1)[0] if i else "the first line"
             return f"line {i + 1} ({name}) does not match the binding for this action"
     return "the authorization does not match the binding for this action"
-
-
-class AuthorizationRefused(ReviewRefused):
-    """A refusal that also carries the exact authorization text the action needs."""
-
-    def __init__(self, fact: str, *, expected: bytes, next: tuple[str, ...]) -> None:
-        super().__init__(fact, code=AUTHORIZATION_INVALID, next=next)
-        self.expected = expected.decode("utf-8")
 
 
 def require_authorization(path: Path | None, expected: bytes, action: str, again: str) -> bytes:

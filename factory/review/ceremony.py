@@ -122,9 +122,14 @@ def inventory(folder: Path) -> list[dict[str, Any]]:
             else:
                 data, kind = b"", "special"
             out.append(
-                {"path": rel, "kind": kind, "bytes": len(data), "sha256": sha256_hex(data),
-                 "mode": stat.S_IMODE(st.st_mode)}
-            )  # fmt: skip
+                {
+                    "path": rel,
+                    "kind": kind,
+                    "bytes": len(data),
+                    "sha256": sha256_hex(data),
+                    "mode": stat.S_IMODE(st.st_mode),
+                }
+            )
     return sorted(out, key=lambda e: e["path"])
 
 

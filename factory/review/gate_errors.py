@@ -8,7 +8,19 @@ what stops a command before it can answer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from factory.review.errors import ReviewInputInvalid, ReviewRefused
+
+
+class AuthorizationRefused(ReviewRefused):
+    """The maintainer authorization binding is missing or not exact (exit 2); the refusal
+    carries the exact text the action needs (``expected``)."""
+
+    def __init__(self, fact: str, *, expected: bytes, next: Sequence[str]) -> None:
+        super().__init__(fact, code=AUTHORIZATION_INVALID, next=next)
+        self.expected = expected.decode("utf-8")
+
 
 _NEXT = "run one of the legal next commands it names"
 
@@ -26,7 +38,7 @@ RECOVER_REVISION = ReviewRefused.define(
 RECOVER_FORK = ReviewRefused.define(
     "review-recover-fork", "continue the existing successor instead of forking: " + _NEXT
 )
-AUTHORIZATION_INVALID = ReviewRefused.define(
+AUTHORIZATION_INVALID = AuthorizationRefused.define(
     "review-authorization-invalid",
     "write exactly the expected_authorization text (LF line ends) to the file and rerun",
 )

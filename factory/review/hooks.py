@@ -77,8 +77,8 @@ def hooks_dir(wt: Worktree) -> Path:
         what="git config",
     )
     found: str | None = None
-    for rec in out.split(b"\0"):
-        scope, _, value = rec.partition(b"\n")
+    fields = out.split(b"\0")
+    for scope, value in zip(fields[0::2], fields[1::2], strict=False):
         if value and scope != b"command":
             found = os.fsdecode(value)
     if found is None:
@@ -202,6 +202,9 @@ def _report(operation: str, folder: Path, plan: list[dict[str, Any]]) -> dict[st
         "hooks_dir": str(folder),
         "hooks": hooks,
         "left_alone": len(left),
-        "next": ["factory review install-hooks --uninstall" if "uninstall" not in operation
-                 else "factory review install-hooks"],
-    }  # fmt: skip
+        "next": [
+            "factory review install-hooks --uninstall"
+            if "uninstall" not in operation
+            else "factory review install-hooks"
+        ],
+    }

@@ -146,9 +146,14 @@ def _graph_checks(graph: LineageGraph, pred: Loaded, expected: str) -> None:
 
 
 def _successor(
-    ctx: Context, pred: Loaded, disposition: str, reason: str, actor: str, live: LiveTarget,
+    ctx: Context,
+    pred: Loaded,
+    disposition: str,
+    reason: str,
+    actor: str,
+    live: LiveTarget,
     authorization: bytes | None,
-) -> ReviewState:  # fmt: skip
+) -> ReviewState:
     s, snap = pred.state, live.snapshot
     predecessor = Predecessor(
         lineage_id=pred.lineage_id,

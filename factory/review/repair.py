@@ -80,18 +80,26 @@ def _anomaly(ctx: Context, lineage: str, wanted: str) -> tuple[Anomaly, list[Ano
             f"lineage {lineage} is {have}, not {wanted}",
             code=CEREMONY_WRONG_CLASS,
             next=tuple(
-                nextcmd.reclaim(lineage) if a.anomaly_class == "incomplete-entry"
+                nextcmd.reclaim(lineage)
+                if a.anomaly_class == "incomplete-entry"
                 else nextcmd.repair(lineage, a.anomaly_class)
                 for a in mine
-            ) or ("factory review status",),
-        )  # fmt: skip
+            )
+            or ("factory review status",),
+        )
     return mine[0], found
 
 
 def _intent(
-    kind: str, anomaly: Anomaly, found: list[Anomaly], lineage: str, items: list[dict[str, Any]],
-    actor: str, reason: str, authorization: bytes | None,
-) -> dict[str, Any]:  # fmt: skip
+    kind: str,
+    anomaly: Anomaly,
+    found: list[Anomaly],
+    lineage: str,
+    items: list[dict[str, Any]],
+    actor: str,
+    reason: str,
+    authorization: bytes | None,
+) -> dict[str, Any]:
     from factory.review.ceremony import _now
 
     proof = proof_of(anomaly, found, items)
@@ -158,9 +166,12 @@ def repair(
         items = inventory(ctx.store.folder(lineage))
         intent = _intent("repair", anomaly, found, lineage, items, actor, reason, None)
         expected = binding_text(
-            lineage, record_revision(items), intent["proof"]["proof_digest"],
-            actor, reason,
-        )  # fmt: skip
+            lineage,
+            record_revision(items),
+            intent["proof"]["proof_digest"],
+            actor,
+            reason,
+        )
         again = nextcmd.repair(lineage, anomaly_class)
         given = require_authorization(authorization, expected, "a repair ceremony", again)
         intent["authorization_sha256"] = sha256_hex(given)

@@ -86,9 +86,11 @@ def _authority(
                 if lineage in graph.corrupt
                 else ("receipt-validation/graph-invalid")
             )
-        return deny(code, f"{what}: the recovery graph cannot say what is authority", *(
-            _corrupt_next(graph, classes)
-        ))  # fmt: skip
+        return deny(
+            code,
+            f"{what}: the recovery graph cannot say what is authority",
+            *(_corrupt_next(graph, classes)),
+        )
     if lineage is None:
         return None
     if lineage not in graph.valid:

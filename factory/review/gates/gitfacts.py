@@ -156,8 +156,19 @@ def history_paths(root: Path, head: str) -> set[str]:
     """Every path any commit of ``head``'s history added, changed or deleted."""
     out = run_git(
         root,
-        ["log", "--root", "--no-renames", "--no-ext-diff", "--no-textconv", "--format=",
-         "--name-only", "-z", "--no-show-signature", head, "--"],
+        [
+            "log",
+            "--root",
+            "--no-renames",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--format=",
+            "--name-only",
+            "-z",
+            "--no-show-signature",
+            head,
+            "--",
+        ],
         what="git log --name-only",
-    )  # fmt: skip
+    )
     return {os.fsdecode(p.strip(b"\n")) for p in out.split(b"\0") if p.strip(b"\n")}

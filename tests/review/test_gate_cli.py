@@ -1,0 +1,68 @@
+"""``factory review validate`` as a process (issue 13): exactly the seven fields of
+``factory.review-gate-result/1``, exit 0 allow / 3 denial / 2 usage / 4 failure, and the
+decision gate's ``review-gate`` provider reading it with its default runner."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from factory.gate.providers import review_gate
+from factory.review.lock import StoreLock
+from tests.review.conftest import review, store_root
+from tests.review.gates_support import approve
+
+
+def _approved(repo: Path, tmp: Path) -> None:
+    (repo / "docs" / "guide.md").write_text("# guide\n\nreviewed words\n")
+    approve(repo, tmp)
+
+
+def test_allow_and_denial_exit_codes_and_exact_fields(repo: Path, tmp_path: Path) -> None:
+    _approved(repo, tmp_path)
+    ok = review("validate", "--gate", "pre-commit", "--cwd", str(repo / "docs"), cwd=tmp_path)
+    assert ok.code == 0, ok.stderr
+    assert list(ok.doc) == ["schema", "result", "allowed", "action", "reason", "denial", "context"]
+    assert ok.doc["result"] == "allow" and ok.doc["denial"] is None
+    assert "ALLOW at pre-commit" in ok.stderr
+    (repo / "docs" / "guide.md").write_text("# guide\n\nedited\n")
+    no = review("validate", "--gate", "pre-commit", "--cwd", str(repo), cwd=repo)
+    assert no.code == 3 and no.doc["allowed"] is False
+    assert no.doc["denial"] == {"stage": "receipt-discovery", "code": "scope-changed"}
+    assert no.doc["context"]["next"][0] in no.stderr
+
+
+def test_usage_is_exit_2_and_a_typed_failure_is_exit_4(repo: Path, tmp_path: Path) -> None:
+    usage = review("validate", "--gate", "pre-commit", "--base-ref", "main", cwd=repo)
+    assert usage.code == 2 and "review-gate-usage" in usage.stderr and usage.stdout == b""
+    bad_gate = review("validate", "--gate", "post-apply", cwd=repo)
+    assert bad_gate.code == 2
+    not_repo = review("validate", "--gate", "pre-commit", "--cwd", str(tmp_path), cwd=tmp_path)
+    assert not_repo.code == 2
+    _approved(repo, tmp_path)
+    with StoreLock(store_root(repo) / "LOCK", command="test holds the store"):
+        busy = review("validate", "--gate", "pre-commit", cwd=repo)
+    assert busy.code == 4 and "review-store-busy" in busy.stderr and busy.stdout == b""
+
+
+def test_help_answers() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "factory", "review", "validate", "--help"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0 and "pre-commit" in out.stdout and "Exit 0 allow" in out.stdout
+
+
+async def test_the_decision_gates_provider_reads_the_real_command(
+    repo: Path, tmp_path: Path
+) -> None:
+    _approved(repo, tmp_path)
+    acquire = review_gate.make()  # the default runner: python -m factory review validate
+    seen = await acquire({"gate": "pre-commit", "repo": str(repo)})
+    assert seen.failure is None and seen.document["allowed"] is True
+    (repo / "docs" / "guide.md").write_text("# guide\n\nedited\n")
+    denied = await acquire({"gate": "pre-commit", "repo": str(repo)})
+    assert denied.failure is None and denied.document["result"] == "scope-changed"
