@@ -4,10 +4,17 @@ Each bounded output is written once as ``<role>-<sha256 hex>`` (mode 0600, ``O_E
 into the run's own evidence folder, then read back and checked for size and digest before
 the receipt refers to it. The receipt binds path, size, SHA-256, media type and the policy
 label ``local-sensitive-content-addressed``; the bytes themselves never enter the receipt.
+
+A provider's stdout and stderr are spooled into this folder while the CLI runs
+(``<role>.spool``, see :class:`~factory.provider_api.Spool`); :meth:`EvidenceStore.adopt`
+then links the spool file under its content-addressed name — no copy, no memory — and
+checks it by re-hashing. A stream longer than its cap is kept as captured and marked
+``truncated`` with its true length (``stream_bytes``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import stat
@@ -17,6 +24,7 @@ from factory.agent.receipt import EVIDENCE_POLICY, EvidenceRef
 from factory.canonical import sha256_hex
 from factory.errors import IntegrityFailure
 from factory.fsio import OutputExists, claim_dir, fsync_dir, write_exclusive
+from factory.proc import Captured
 
 TEXT = "text/plain; charset=utf-8"
 JSONL = "application/x-ndjson"
@@ -90,16 +98,67 @@ class EvidenceStore:
             ) from exc
         if len(back) != len(data) or sha256_hex(back) != sha:
             raise EvidenceFailure("evidence did not read back as written; check the disk")
-        ref = EvidenceRef(
+        ref = self._ref(role, path, len(data), sha, media_type)
+        self.refs.append(ref)
+        return ref
+
+    def adopt(self, role: str, captured: Captured, media_type: str) -> EvidenceRef:
+        """Store a captured stream as ``<role>-<sha256>``: a spooled one by linking its
+        spool file under that name (then removing the spool name), an in-memory one as
+        :meth:`put` does. Truncation is recorded with the stream's true length.
+
+        Raises:
+            EvidenceFailure: the file could not be linked, or does not re-hash as captured.
+        """
+        if captured.spool is None:
+            ref = self.put(role, captured.data, media_type)
+            self.refs.remove(ref)
+        else:
+            if not _ROLE.fullmatch(role):
+                raise ValueError(f"evidence role must be kebab-case: {role!r}")
+            path = self.folder / f"{role}-{captured.sha256}"
+            try:
+                os.link(captured.spool, path, follow_symlinks=False)
+                os.unlink(captured.spool)
+                fsync_dir(self.folder)
+                size, sha = _rehash(path)
+            except OSError as exc:
+                raise EvidenceFailure(
+                    "a provider's output could not be stored as evidence; check the evidence folder"
+                ) from exc
+            if (size, sha) != (captured.kept_bytes, captured.sha256):
+                raise EvidenceFailure("evidence did not read back as captured; check the disk")
+            ref = self._ref(role, path, size, sha, media_type)
+        total = captured.total_bytes if captured.truncated else None
+        ref = ref.model_copy(update={"truncated": captured.truncated, "stream_bytes": total})
+        self.refs.append(ref)
+        return ref
+
+    def _ref(self, role: str, path: Path, size: int, sha: str, media_type: str) -> EvidenceRef:
+        return EvidenceRef(
             role=role,
             path=self._shown_path(path),
-            bytes=len(data),
+            bytes=size,
             sha256=sha,
             media_type=media_type,
             policy=EVIDENCE_POLICY,
         )
-        self.refs.append(ref)
-        return ref
+
+
+def _rehash(path: Path) -> tuple[int, str]:
+    """Size and SHA-256 of a regular file, streamed (a spooled stream may be large)."""
+    h = hashlib.sha256()
+    size = 0
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        while chunk := os.read(fd, 1 << 20):
+            h.update(chunk)
+            size += len(chunk)
+    finally:
+        os.close(fd)
+    return size, h.hexdigest()
 
 
 def resolve_evidence_path(ref: EvidenceRef, receipt_path: Path) -> Path:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from factory.canonical import digest
 from factory.models import StrictModel
@@ -60,6 +60,22 @@ class EvidenceRef(StrictModel):
     sha256: str
     media_type: str
     policy: Literal["local-sensitive-content-addressed"] = EVIDENCE_POLICY
+    truncated: bool = False
+    """A provider stream longer than its cap: the file holds its first ``bytes`` bytes."""
+    stream_bytes: int | None = None
+    """With ``truncated``: the stream's true length in bytes (what the child wrote)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_untruncated(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> Any:
+        # The two fields appear only on a truncated stream, so every other reference keeps
+        # the bytes (and receipts their revision) it had before they existed.
+        value = handler(self)
+        if isinstance(value, dict) and not self.truncated and self.stream_bytes is None:
+            value.pop("truncated", None)
+            value.pop("stream_bytes", None)
+        return value
 
 
 class ChangedPath(StrictModel):
@@ -138,6 +154,9 @@ class PhaseRecord(StrictModel):
 
     ``outcome`` is ``ok`` (worker/repair), the verdict (reviews) or a failure code.
     ``observed_postcondition`` names what code checked afterwards and what it saw.
+    ``swept_processes``: descendants of the CLI still alive when its leader exited (or
+    was stopped), frozen and killed before anything was bound — what they wrote before
+    that is in the worktree; None when no CLI run got that far (SPEC P-1).
     Times: ``started_at``/``ended_at`` UTC RFC 3339 strings, ``duration_ms`` milliseconds.
     """
 
@@ -157,6 +176,7 @@ class PhaseRecord(StrictModel):
     started_at: str
     ended_at: str
     duration_ms: int
+    swept_processes: int | None = None
 
 
 class BaseRecord(StrictModel):
@@ -178,6 +198,16 @@ class ErrorRecord(StrictModel):
     message: str
 
 
+class FactoryProcess(StrictModel):
+    """The factory process that writes the receipt (``pid``, its start time in clock ticks
+    after boot, and the boot id): a ``running`` receipt whose process is gone was
+    abandoned — killed before it could write its terminal record."""
+
+    pid: int
+    start_ticks: int
+    boot_id: str
+
+
 class Timings(StrictModel):
     """Wall-clock bounds of the run (UTC RFC 3339) and its duration in milliseconds."""
 
@@ -196,6 +226,8 @@ class AgentReceipt(StrictModel):
     verify`` can re-derive the candidate. ``route_evidence`` is what the route itself
     recorded (on the rehearsal route: the scripted model's log of every request it served,
     ``factory.rehearsal-log/1``, SPEC P-5); absent on the subscription route.
+    ``factory_process`` identifies the process that wrote the receipt, so a ``running``
+    reservation left by a killed factory reads as abandoned.
     """
 
     schema_: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
@@ -216,14 +248,17 @@ class AgentReceipt(StrictModel):
     residuals: list[str]
     timings: Timings
     route_evidence: EvidenceRef | None = None
+    factory_process: FactoryProcess | None = None
     revision: str | None = None
 
     def to_json_value(self) -> dict[str, Any]:
-        """The JSON value; ``route_evidence`` is left out when absent, so receipts written
-        before the field existed keep their exact bytes and revision."""
+        """The JSON value; ``route_evidence`` and ``factory_process`` are left out when
+        absent, so receipts written before the fields existed keep their exact bytes and
+        revision."""
         value = super().to_json_value()
-        if value.get("route_evidence") is None:
-            value.pop("route_evidence", None)
+        for optional in ("route_evidence", "factory_process"):
+            if value.get(optional) is None:
+                value.pop(optional, None)
         return value
 
     def body_value(self) -> dict[str, Any]:

@@ -123,6 +123,8 @@ def _summary(r: AgentReceipt) -> Table:
     grid.add_column()
     status_style = _STATUS_STYLE.get(r.status, "bold")
     grid.add_row("status", _t(r.status, status_style))
+    if r.status == "running":
+        grid.add_row("liveness", _liveness(r))
     grid.add_row("exit code", _t("-" if r.exit_code is None else r.exit_code))
     grid.add_row("verdict", _t(r.verdict or "-", _VERDICT_STYLE.get(r.verdict or "", "")))
     if r.error is not None:
@@ -147,6 +149,22 @@ def _summary(r: AgentReceipt) -> Table:
     return grid
 
 
+def _liveness(r: AgentReceipt) -> Text:
+    from factory.agent.verify import liveness
+
+    state = liveness(r)
+    pid = r.factory_process.pid if r.factory_process is not None else None
+    if state == "abandoned":
+        return _t(
+            f"ABANDONED: the factory process that wrote it (pid {pid}) is gone; this run will "
+            "never finish",
+            "bold red",
+        )
+    if state == "running":
+        return _t(f"in progress: the factory process (pid {pid}) is still running", "cyan")
+    return _t("unknown: the receipt names no process this system can check", "dim")
+
+
 def _phases(phases: list[PhaseRecord]) -> Group:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
@@ -161,6 +179,14 @@ def _phases(phases: list[PhaseRecord]) -> Group:
             "\n",
             _t(f"observed: {p.observed_postcondition}", "dim"),
         )
+        if p.swept_processes:
+            line.append_text(
+                _t(
+                    f"\nswept: {p.swept_processes} leftover process(es) of the CLI were frozen "
+                    "and killed after it ended; what they wrote before is in the worktree",
+                    "yellow",
+                )
+            )
         grid.add_row(_t(p.phase), line)
     if not phases:
         grid.add_row(_t("-"), _t("no phase ran"))
@@ -217,7 +243,10 @@ def _evidence(r: AgentReceipt) -> Group:
     everything = _all_evidence(r)
     rows, left_out = _capped(everything)
     for _, e in rows:
-        table.add_row(_t(evidence_file(e)), _t(format_bytes(e.bytes)), _t(short_digest(e.sha256)))
+        size = _t(format_bytes(e.bytes))
+        if e.truncated:
+            size.append_text(_t(f"\nTRUNCATED: {format_bytes(e.stream_bytes)} written", "yellow"))
+        table.add_row(_t(evidence_file(e)), size, _t(short_digest(e.sha256)))
     if not rows:
         table.add_row(*(_t("-") for _ in range(3)))
     media = sorted({e.media_type for _, e in everything})

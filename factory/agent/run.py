@@ -23,6 +23,7 @@ filesystem work runs in worker threads so observers' timers keep ticking.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -61,6 +62,7 @@ from factory.agent.receipt import (
     Candidates,
     ErrorRecord,
     EvidenceRef,
+    FactoryProcess,
     PhaseName,
     PhaseRecord,
     RoleName,
@@ -72,7 +74,16 @@ from factory.errors import ExitCode, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
 from factory.gitio.worktree import Worktree, head_commit, head_ref, index_tree
-from factory.provider_api import AgentProfile, ProviderResult, ReviewerProfile, Route
+from factory.proc import Captured
+from factory.proc.procfs import boot_id, read_stat
+from factory.provider_api import (
+    AgentProfile,
+    ProviderResult,
+    ProviderRunFailure,
+    ReviewerProfile,
+    Route,
+    Spool,
+)
 
 T = TypeVar("T")
 
@@ -232,6 +243,7 @@ class _Run:
                 "error": error,
                 "residuals": list(DECLARED_RESIDUALS),
                 "route_evidence": self.route_ref,
+                "factory_process": _this_process(),
                 "timings": Timings(
                     started_at=self.started_at,
                     ended_at=self.deps.utc_now() if terminal else None,
@@ -293,6 +305,7 @@ class _Run:
                 requested_authority=r.requested_authority if r else "",
                 argv_shape=list(r.argv_shape) if r else [],
                 process_exit_code=r.exit_code if r else None,
+                swept_processes=r.swept_processes if r else None,
                 observed_postcondition=ph.postcondition,
                 outcome=ph.outcome,
                 verdict=ph.verdict,
@@ -313,12 +326,30 @@ class _Run:
     async def io(self, fn: Callable[[], T]) -> T:
         return await trio.to_thread.run_sync(fn)
 
+    def spool(self, ph: _Phase) -> Spool:
+        """Where the phase's CLI streams its stdout/stderr as they arrive (evidence folder)."""
+        return Spool(self.a.evidence, _EVIDENCE_PREFIX[ph.phase])
+
     def store_outputs(self, ph: _Phase, result: ProviderResult) -> None:
         prefix = _EVIDENCE_PREFIX[ph.phase]
-        for name in sorted(result.outputs):
+        named: list[tuple[str, bytes | Captured]] = [*result.streams.items()]
+        named += result.outputs.items()
+        for name, output in sorted(named, key=lambda item: item[0]):
             media = _MEDIA.get(name, "application/octet-stream")
             role = f"{prefix}-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-            ph.evidence.append(self.store.put(role, result.outputs[name], media))
+            if isinstance(output, bytes):
+                ph.evidence.append(self.store.put(role, output, media))
+            else:
+                ph.evidence.append(self.store.adopt(role, output, media))
+
+    def keep_partial(self, ph: _Phase, failure: BaseException | None) -> None:
+        """A failed invocation still leaves its CLI version, argv shape and captured
+        streams in the phase record (SPEC A-7); storing them never hides the failure."""
+        if not isinstance(failure, ProviderRunFailure) or failure.partial is None:
+            return
+        ph.result = failure.partial
+        with contextlib.suppress(ev.EvidenceFailure):
+            self.store_outputs(ph, failure.partial)
 
     async def entry_state_unchanged(self) -> bool:
         """HEAD (commit and the branch it names) and the index tree equal their entry values."""
@@ -345,13 +376,18 @@ class _Run:
         role: RoleName = "worker" if phase == "worker" else "repair"
         ph = self.open_phase(phase, role, self.deps.agent.name)
         try:
-            result = await self.deps.agent.run_agent(
-                role=role,
-                worktree=self.wt.root,
-                prompt=prompt,
-                timeout_ms=self.a.request.timeout_ms,
-                route=self.deps.route,
-            )
+            try:
+                result = await self.deps.agent.run_agent(
+                    role=role,
+                    worktree=self.wt.root,
+                    prompt=prompt,
+                    timeout_ms=self.a.request.timeout_ms,
+                    route=self.deps.route,
+                    spool=self.spool(ph),
+                )
+            except BaseException as exc:
+                self.keep_partial(ph, None if interrupted(exc) else typed_error(exc))
+                raise
             ph.result = result
             self.store_outputs(ph, result)
             if not await self.entry_state_unchanged():
@@ -410,11 +446,13 @@ class _Run:
                     timeout_ms=self.a.request.timeout_ms,
                     route=self.deps.route,
                     scratch=scratch,
+                    spool=self.spool(ph),
                 )
                 ph.result = result
                 self.store_outputs(ph, result)
             except BaseException as exc:
                 typed = None if interrupted(exc) else typed_error(exc)
+                self.keep_partial(ph, typed)
                 if not isinstance(typed, ProviderFailure):
                     raise
                 failure = typed
@@ -530,6 +568,15 @@ class _Run:
         if final == "APPROVE":
             return self.finish("completed", int(ExitCode.OK), None)
         return self.finish("rejected", int(ExitCode.REJECTED), None)
+
+
+def _this_process() -> FactoryProcess | None:
+    """This process's identity for the receipt (None where ``/proc`` is missing)."""
+    st = read_stat(os.getpid())
+    boot = boot_id()
+    return (
+        FactoryProcess(pid=st.pid, start_ticks=st.starttime, boot_id=boot) if st and boot else None
+    )
 
 
 async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:

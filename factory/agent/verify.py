@@ -8,6 +8,8 @@
    regular file, is named ``<role>-<sha256>``, and has the bound size and SHA-256.
 4. When the worktree still exists, the candidate the authoritative verdict judged is
    re-derived from it and compared by identity ("still matches" or not).
+5. A ``running`` receipt is not verified; ``liveness`` says whether the factory process
+   that wrote it still runs or the run was ``abandoned`` (that process is gone).
 
 The result is a JSON value (schema ``factory.receipt-verification/1``); ``ok`` is true only
 when all of the above hold (a worktree that is gone is reported, not failed).
@@ -147,6 +149,21 @@ def consistency_problems(receipt: AgentReceipt) -> list[str]:
     return problems
 
 
+def liveness(receipt: AgentReceipt) -> str | None:
+    """For a ``running`` receipt: ``running`` while the factory process that wrote it is
+    alive, ``abandoned`` once it is gone (killed before its terminal record), ``unknown``
+    when the receipt names no process or this system cannot tell. None when terminal."""
+    if receipt.status != "running":
+        return None
+    proc = receipt.factory_process
+    if proc is None:
+        return "unknown"
+    from factory.proc.procfs import alive
+
+    state = alive(proc.pid, proc.start_ticks, proc.boot_id)
+    return "unknown" if state is None else ("running" if state else "abandoned")
+
+
 def verify(path: Path) -> dict[str, Any]:
     """Verify the receipt at ``path`` (see the module docstring for the checks)."""
     receipt, data = load_receipt(path)
@@ -175,6 +192,9 @@ def verify(path: Path) -> dict[str, Any]:
         "route": receipt.route,
         "execution": receipt.execution,
         "terminal": terminal,
+        # A reservation whose factory is gone will never be finished: say so, rather than
+        # let it read as a run in progress.
+        "liveness": liveness(receipt),
         "revision": {"ok": revision_ok, "stored": receipt.revision, "computed": computed},
         "canonical_bytes": exact,
         "consistency_problems": problems,

@@ -66,7 +66,15 @@ def failed_checks(report: dict[str, Any]) -> list[str]:
     if not report["canonical_bytes"]:
         failed.append("bytes are not the canonical form")
     if not report["terminal"]:
-        failed.append("the run never finished (status running)")
+        if report.get("liveness") == "abandoned":
+            failed.append(
+                "abandoned: the factory process that wrote it is gone, the run will never "
+                "finish (status running)"
+            )
+        elif report.get("liveness") == "running":
+            failed.append("the run is still in progress (status running)")
+        else:
+            failed.append("the run never finished (status running)")
     failed.extend(f"inconsistent: {p}" for p in report["consistency_problems"])
     failed.extend(
         f"evidence {e['role']}: {e['problem']}" for e in report["evidence"] if not e["ok"]
