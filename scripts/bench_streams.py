@@ -73,10 +73,12 @@ sys.path.insert(0, sys.argv[1])
 case = sys.argv[2]
 if case == "runner":
     import trio
+    from pathlib import Path
     from factory.proc import RunSpec, run
-    code = "import sys\nchunk = b'y' * 1_000_000\nfor _ in range(50):\n    sys.stdout.buffer.write(chunk)\n"
-    res = trio.run(run, RunSpec(argv=[sys.executable, "-c", code], env={}, timeout_s=120,
-                                stdout_cap=64 << 20, stdout_spool=__import__("pathlib").Path(sys.argv[3])))
+    code = "import sys\nfor _ in range(50):\n    sys.stdout.buffer.write(b'y' * 1_000_000)\n"
+    spec = RunSpec(argv=[sys.executable, "-c", code], env={}, timeout_s=120,
+                   stdout_cap=64 << 20, stdout_spool=Path(sys.argv[3]))
+    res = trio.run(run, spec)
     assert res.out.kept_bytes == 50_000_000 and not res.out.truncated, res.out
     rc = 0
 else:
