@@ -12,11 +12,13 @@ recorded by identity, re-scanning until none is left, and exits.
 The guard stays in the factory's session (so no tree ever claims it as an escaped orphan)
 but in its own process group (so a terminal's Ctrl-C does not reach it), and ignores
 SIGINT, SIGTERM and SIGHUP: only the end of the pipe ends it. Writes to the pipe never
-block the factory; if the guard is gone they are dropped.
+block the factory; if the guard is gone they are dropped. At a normal interpreter exit
+the factory closes the pipe and waits for the guard to end.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import errno
 import os
@@ -48,6 +50,8 @@ while True:
             procs = {k: v for k, v in procs.items() if v != sid}
         elif len(f) == 4 and f[0] == b"p":
             procs[(int(f[2]), int(f[3]))] = int(f[1])
+if not sessions and not procs:
+    raise SystemExit(0)  # every tree ended before the factory did
 me = os.getpid()
 def targets():
     out = {}
@@ -115,7 +119,21 @@ def _start() -> int | None:
         os.close(r)
     os.set_blocking(w, False)
     _pipe = w
+    atexit.register(_stop)
     return w
+
+
+def _stop() -> None:
+    """At a normal exit: end the pipe and wait (briefly) for the guard to finish, so the
+    factory leaves no process behind it."""
+    global _pipe
+    with _lock:
+        if _pipe is not None:
+            os.close(_pipe)
+            _pipe = None
+    if _guard is not None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            _guard.wait(timeout=5)
 
 
 def _send(line: str) -> None:
