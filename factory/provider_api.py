@@ -24,14 +24,33 @@ from factory.proc.capture import Captured
 Role = Literal["worker", "repair", "reviewer"]
 VerdictValue = Literal["APPROVE", "REQUEST_CHANGES"]
 
-PROVIDER_FAILURE_CODES = (
+# The P-4 codes: the one set every profile maps its failures onto.
+_define = ProviderFailure.define
+PROVIDER_NOT_FOUND = _define(
     "provider-not-found",
+    "install the pinned CLIs with ./scripts/setup, or put the CLI on PATH (see factory doctor)",
+)
+PROVIDER_AUTH_REQUIRED = _define(
     "provider-auth-required",
+    "log in with the CLI itself (claude: /login; codex: codex login) and check with factory "
+    "doctor; on the rehearsal route, rerun: the scripted server refused the CLI",
+)
+PROVIDER_NETWORK = _define(
     "provider-network",
-    "provider-timeout",
-    "provider-output-limit",
-    "provider-protocol",
-    "provider-failed",
+    "check the network and rerun; on the rehearsal route, the CLI could not reach the "
+    "scripted loopback server",
+)
+PROVIDER_TIMEOUT = _define(
+    "provider-timeout", "raise --timeout-ms (at most 1800000) or narrow the task"
+)
+PROVIDER_OUTPUT_LIMIT = _define(
+    "provider-output-limit", "narrow the task so the CLI prints less, then rerun"
+)
+PROVIDER_PROTOCOL = _define(
+    "provider-protocol", "check the CLI's version against the pin with factory doctor"
+)
+PROVIDER_FAILED = _define(
+    "provider-failed", "read the phase's stderr evidence, then rerun", default=True
 )
 
 REHEARSAL_EXECUTION = (
@@ -137,14 +156,18 @@ class ProviderResult:
     swept_processes: int | None = None
 
 
-class ProviderRunFailure(ProviderFailure):
-    """A :class:`~factory.errors.ProviderFailure` that keeps what the invocation left
-    behind (``partial``: CLI version, argv shape, the captured streams, exit status,
-    sweep), so a failed phase is recorded with its evidence (SPEC A-7, P-4)."""
+def with_partial(error: ProviderFailure, partial: ProviderResult | None) -> ProviderFailure:
+    """``error`` carrying what its invocation left behind (CLI version, argv shape, the
+    captured streams, exit status, sweep), so the failed phase is recorded with its
+    evidence (SPEC A-7, P-4). Returns ``error`` itself."""
+    error.partial = partial
+    return error
 
-    def __init__(self, message: str, *, code: str, partial: ProviderResult | None) -> None:
-        super().__init__(message, code=code)
-        self.partial = partial
+
+def partial_of(error: BaseException | None) -> ProviderResult | None:
+    """The partial result a profile attached to a provider failure, if any."""
+    partial = getattr(error, "partial", None) if isinstance(error, ProviderFailure) else None
+    return partial if isinstance(partial, ProviderResult) else None
 
 
 class AgentProfile(Protocol):
@@ -170,7 +193,7 @@ class AgentProfile(Protocol):
 
         Raises:
             ProviderFailure: with a P-4 code, after every child process is gone (a
-                :class:`ProviderRunFailure` carries the partial result).
+                its :func:`partial_of` is the partial result).
         """
         ...
 
@@ -200,6 +223,6 @@ class ReviewerProfile(Protocol):
         Raises:
             ProviderFailure: ``provider-protocol`` for a missing or schema-violating verdict,
                 or another P-4 code, after every child process is gone (a
-                :class:`ProviderRunFailure` carries the partial result).
+                its :func:`partial_of` is the partial result).
         """
         ...

@@ -26,17 +26,29 @@ import trio
 
 from factory.errors import ProviderFailure
 from factory.proc import MIB, ProcessFailure
-from factory.provider_api import ProviderResult, RehearsalRoute, Role, Route, Spool
+from factory.proc.runner import TIMEOUT
+from factory.provider_api import (
+    PROVIDER_AUTH_REQUIRED,
+    PROVIDER_FAILED,
+    PROVIDER_NETWORK,
+    PROVIDER_PROTOCOL,
+    ProviderResult,
+    RehearsalRoute,
+    Role,
+    Route,
+    Spool,
+)
 from providers.common import (
     ClosedProfile,
     Invocation,
+    Problem,
     caller_base,
     iter_json_lines,
     probe_version,
-    process_failure_code,
+    problem_failure,
+    process_failure,
     rehearsal_home,
     route_home,
-    route_message,
     run_within_deadline,
     shape,
     stderr_tail,
@@ -71,9 +83,7 @@ SUBSCRIPTION_RETRIES = "3"
 def build_argv(binary: Path, role: Role) -> list[str]:
     """The exact argv for ``role`` (``worker`` or ``repair``); the prompt goes on stdin."""
     if role not in ROLES:
-        raise ProviderFailure(
-            f"claude has no role {role!r}; it runs worker and repair", code="provider-failed"
-        )
+        raise PROVIDER_FAILED(f"claude has no role {role!r}; it runs worker and repair only")
     return [
         str(binary),
         "-p",
@@ -161,7 +171,7 @@ def parse_stream(stdout: bytes | Iterable[bytes]) -> Stream:
     return out
 
 
-def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] | None:
+def classify(stream: Stream, exit_code: int, stderr: bytes) -> Problem | None:
     """None for a usable run, else ``(P-4 code, one-line message)``.
 
     Usable means: a ``result`` event with ``is_error`` exactly ``false``, subtype
@@ -170,10 +180,10 @@ def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] |
     res = stream.result
     if res is None:
         if stream.auth_failed:
-            return "provider-auth-required", "claude is not logged in; run 'claude' and /login"
+            return PROVIDER_AUTH_REQUIRED, "claude is not logged in"
         if exit_code == 0:
-            return "provider-protocol", "claude exited 0 without a result event"
-        return "provider-failed", f"claude exited {exit_code} without a result: " + stderr_tail(
+            return PROVIDER_PROTOCOL, "claude exited 0 without a result event"
+        return PROVIDER_FAILED, f"claude exited {exit_code} without a result: " + stderr_tail(
             stderr
         )
     text = str(res.get("result", ""))
@@ -181,31 +191,28 @@ def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] |
     if res.get("is_error") is True:
         status = res.get("api_error_status")
         if text.startswith("Not logged in") or stream.auth_failed or status in (401, 403):
-            return "provider-auth-required", (
-                f"claude: {first or 'authentication failed'}; log in with 'claude' (/login) "
-                "and check with 'factory doctor'"
-            )
+            return PROVIDER_AUTH_REQUIRED, (f"claude: {first or 'authentication failed'}")
         if res.get("api_error") == "connection_failed" or text.startswith(
             ("API Error: Connection", "API Error: Unable to connect")
         ):
-            return "provider-network", f"claude could not reach its API: {first}"
-        return "provider-failed", f"claude reported an error ({res.get('terminal_reason')}): " + (
+            return PROVIDER_NETWORK, f"claude could not reach its API: {first}"
+        return PROVIDER_FAILED, f"claude reported an error ({res.get('terminal_reason')}): " + (
             first or str(res.get("subtype"))
         )
     if res.get("is_error") is not False:
-        return "provider-protocol", (
+        return PROVIDER_PROTOCOL, (
             f"claude's result event has is_error={res.get('is_error')!r}, not a boolean"
         )
     subtype = str(res.get("subtype", ""))
     if subtype != "success":
-        return "provider-failed", f"claude stopped: {subtype} ({res.get('terminal_reason')})"
+        return PROVIDER_FAILED, f"claude stopped: {subtype} ({res.get('terminal_reason')})"
     reason = res.get("terminal_reason", "completed")
     if reason != "completed":
-        return "provider-failed", f"claude ended with terminal_reason {reason!r}: " + (
+        return PROVIDER_FAILED, f"claude ended with terminal_reason {reason!r}: " + (
             first or "no text"
         )
     if exit_code != 0:
-        return "provider-protocol", f"claude exited {exit_code} after a successful result"
+        return PROVIDER_PROTOCOL, f"claude exited {exit_code} after a successful result"
     return None
 
 
@@ -240,8 +247,8 @@ class ClaudeProfile(ClosedProfile):
 
         Raises:
             ProviderFailure: a P-4 code, after every child process is gone; once the
-                binary is resolved, a :class:`~factory.provider_api.ProviderRunFailure`
-                with what the invocation left behind.
+                binary is resolved it carries what the invocation left behind
+                (:func:`~factory.provider_api.partial_of`).
         """
         started = trio.current_time()
         resolved = self.resolve()
@@ -256,18 +263,13 @@ class ClaudeProfile(ClosedProfile):
         try:
             call.cli_version = await probe_version(resolved.path, env, self._fx.runner)
         except ProviderFailure as exc:
-            raise call.failed(exc, None) from exc
+            call.failed(exc, None)  # what is known so far: the argv shape
+            raise
         if not isinstance(route, RehearsalRoute):
             status = await self.auth_status(resolved, env)
             if status.get("loggedIn") is False:
-                raise call.failed(
-                    ProviderFailure(
-                        "claude has no subscription login here; run 'claude' and /login, "
-                        "then 'factory doctor'",
-                        code="provider-auth-required",
-                    ),
-                    None,
-                )
+                failure = PROVIDER_AUTH_REQUIRED("claude has no subscription login here")
+                raise call.failed(failure, None)
         res = await run_within_deadline(
             self._fx,
             argv=argv,
@@ -283,20 +285,16 @@ class ClaudeProfile(ClosedProfile):
         )
         problem = classify(parse_stream(res.out.lines()), res.exit_code, res.err.tail(4096))
         if problem is not None:
-            code = problem[0]
-            raise call.failed(ProviderFailure(route_message(route, *problem), code=code), res)
+            raise call.failed(problem_failure(route, problem), res)
         return call.result(res)
 
     @staticmethod
     def _from_process_failure(exc: ProcessFailure) -> ProviderFailure:
         res = exc.result
-        if exc.code == "timeout" and res is not None:
+        if exc.spec is TIMEOUT and res is not None:
             stream = parse_stream(res.out.lines())
             if stream.retries and stream.last_type == "system/api_retry":
-                return ProviderFailure(
-                    f"claude kept retrying its API ({stream.retries} retries) until the "
-                    "deadline; check the network",
-                    code="provider-network",
+                return PROVIDER_NETWORK(
+                    f"claude kept retrying its API ({stream.retries} retries) until the deadline"
                 )
-            return ProviderFailure(f"claude: {exc.message}", code="provider-timeout")
-        return ProviderFailure(f"claude: {exc.message}", code=process_failure_code(exc))
+        return process_failure(exc, NAME)

@@ -28,17 +28,29 @@ from pydantic import ValidationError
 from factory.errors import ProviderFailure
 from factory.models import StrictModel
 from factory.proc import MIB, ProcessFailure
-from factory.provider_api import ProviderResult, RehearsalRoute, Route, Spool, Verdict
+from factory.proc.runner import TIMEOUT
+from factory.provider_api import (
+    PROVIDER_AUTH_REQUIRED,
+    PROVIDER_FAILED,
+    PROVIDER_NETWORK,
+    PROVIDER_PROTOCOL,
+    ProviderResult,
+    RehearsalRoute,
+    Route,
+    Spool,
+    Verdict,
+)
 from providers.common import (
     ClosedProfile,
     Invocation,
+    Problem,
     caller_base,
     iter_json_lines,
     probe_version,
-    process_failure_code,
+    problem_failure,
+    process_failure,
     rehearsal_home,
     route_home,
-    route_message,
     run_within_deadline,
     shape,
     stderr_tail,
@@ -186,7 +198,7 @@ def parse_verdict(data: bytes) -> Verdict:
             a duplicated key, or a summary that is not valid Unicode (lone surrogate).
     """
     if not data.strip():
-        raise ProviderFailure("codex wrote no verdict (empty -o file)", code="provider-protocol")
+        raise PROVIDER_PROTOCOL("codex wrote no verdict (empty -o file)")
     try:
         doc = json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
         parsed = _VerdictDoc.model_validate(doc)
@@ -204,9 +216,7 @@ def parse_verdict(data: bytes) -> Verdict:
             reason = "nested too deeply"
         else:
             reason = "not JSON"
-        raise ProviderFailure(
-            f"codex verdict violates the verdict schema: {reason}", code="provider-protocol"
-        ) from exc
+        raise PROVIDER_PROTOCOL(f"codex verdict violates the verdict schema: {reason}") from exc
     return Verdict(verdict=parsed.verdict, summary=parsed.summary)
 
 
@@ -225,11 +235,11 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def classify(events: Events, exit_code: int, stderr: bytes) -> tuple[str, str] | None:
+def classify(events: Events, exit_code: int, stderr: bytes) -> Problem | None:
     """None when the turn completed, else ``(P-4 code, one-line message)``."""
     if events.terminal == "completed":
         if exit_code != 0:
-            return "provider-protocol", (
+            return PROVIDER_PROTOCOL, (
                 f"codex exited {exit_code} after turn.completed: {stderr_tail(stderr)}"
             )
         return None
@@ -237,18 +247,15 @@ def classify(events: Events, exit_code: int, stderr: bytes) -> tuple[str, str] |
         msg = events.failure[:200]
         low = msg.lower()
         if "401" in msg or "403" in msg or "unauthorized" in low or "not logged in" in low:
-            return "provider-auth-required", (
-                f"codex was refused by its API ({msg}); log in with 'codex login' and check "
-                "with 'factory doctor'"
-            )
+            return PROVIDER_AUTH_REQUIRED, (f"codex was refused by its API ({msg})")
         if "connection" in low or "network" in low or "stream disconnected" in low:
-            return "provider-network", f"codex could not reach its API: {msg}"
-        return "provider-failed", f"codex turn failed: {msg}"
+            return PROVIDER_NETWORK, f"codex could not reach its API: {msg}"
+        return PROVIDER_FAILED, f"codex turn failed: {msg}"
     if b"Not logged in" in stderr:
-        return "provider-auth-required", "codex is not logged in; run 'codex login'"
+        return PROVIDER_AUTH_REQUIRED, "codex is not logged in"
     if exit_code == 0:
-        return "provider-protocol", "codex exited 0 without a turn.completed event"
-    return "provider-failed", f"codex exited {exit_code}: {stderr_tail(stderr)}"
+        return PROVIDER_PROTOCOL, "codex exited 0 without a turn.completed event"
+    return PROVIDER_FAILED, f"codex exited {exit_code}: {stderr_tail(stderr)}"
 
 
 class CodexProfile(ClosedProfile):
@@ -282,8 +289,8 @@ class CodexProfile(ClosedProfile):
 
         Raises:
             ProviderFailure: a P-4 code, after every child process is gone; once the
-                binary is resolved, a :class:`~factory.provider_api.ProviderRunFailure`
-                with what the invocation left behind.
+                binary is resolved it carries what the invocation left behind
+                (:func:`~factory.provider_api.partial_of`).
         """
         started = trio.current_time()
         resolved = self.resolve()
@@ -308,18 +315,13 @@ class CodexProfile(ClosedProfile):
         try:
             call.cli_version = await probe_version(resolved.path, env, self._fx.runner)
         except ProviderFailure as exc:
-            raise call.failed(exc, None) from exc
+            call.failed(exc, None)  # what is known so far: the argv shape
+            raise
         if not isinstance(route, RehearsalRoute):
             logged_in, message = await self.login_status(resolved, env)
             if not logged_in:
-                raise call.failed(
-                    ProviderFailure(
-                        f"codex has no login here ({message}); run 'codex login', "
-                        "then 'factory doctor'",
-                        code="provider-auth-required",
-                    ),
-                    None,
-                )
+                failure = PROVIDER_AUTH_REQUIRED(f"codex has no login here ({message})")
+                raise call.failed(failure, None)
         schema_file.write_text(json.dumps(VERDICT_SCHEMA, sort_keys=True))
         res = await run_within_deadline(
             self._fx,
@@ -336,29 +338,27 @@ class CodexProfile(ClosedProfile):
         )
         problem = classify(parse_events(res.out.lines()), res.exit_code, res.err.read())
         if problem is not None:
-            code = problem[0]
-            raise call.failed(ProviderFailure(route_message(route, *problem), code=code), res)
+            raise call.failed(problem_failure(route, problem), res)
         try:
             raw = _read_capped(verdict_file)
             call.outputs["verdict"] = raw
             verdict = parse_verdict(raw)
         except ProviderFailure as exc:
-            raise call.failed(exc, res) from exc
+            call.failed(exc, res)
+            raise
         return call.result(res, verdict=verdict)
 
     @staticmethod
     def _from_process_failure(exc: ProcessFailure) -> ProviderFailure:
         res = exc.result
-        if exc.code == "timeout" and res is not None:
+        if exc.spec is TIMEOUT and res is not None:
             events = parse_events(res.out.lines())
             if events.reconnects:
-                return ProviderFailure(
+                return PROVIDER_NETWORK(
                     f"codex was still reconnecting at the deadline ({events.reconnects} "
-                    "'Reconnecting' events); check the network",
-                    code="provider-network",
+                    "'Reconnecting' events)"
                 )
-            return ProviderFailure(f"codex: {exc.message}", code="provider-timeout")
-        return ProviderFailure(f"codex: {exc.message}", code=process_failure_code(exc))
+        return process_failure(exc, NAME)
 
 
 def _read_capped(path: Path) -> bytes:
@@ -366,13 +366,9 @@ def _read_capped(path: Path) -> bytes:
         with path.open("rb") as fh:
             data = fh.read(VERDICT_CAP + 1)
     except FileNotFoundError:
-        raise ProviderFailure("codex left no verdict file", code="provider-protocol") from None
+        raise PROVIDER_PROTOCOL("codex left no verdict file") from None
     except OSError as exc:  # a folder, FIFO or unreadable file where the verdict should be
-        raise ProviderFailure(
-            f"codex's verdict file is not readable ({exc.strerror})", code="provider-protocol"
-        ) from None
+        raise PROVIDER_PROTOCOL(f"codex's verdict file is not readable ({exc.strerror})") from None
     if len(data) > VERDICT_CAP:
-        raise ProviderFailure(
-            f"codex verdict is larger than {VERDICT_CAP} bytes", code="provider-protocol"
-        )
+        raise PROVIDER_PROTOCOL(f"codex verdict is larger than {VERDICT_CAP} bytes")
     return data

@@ -38,7 +38,10 @@ _ROLE = re.compile(r"^[a-z][a-z0-9-]*$")
 class EvidenceFailure(IntegrityFailure):
     """Evidence could not be stored or did not read back as written (exit 4)."""
 
-    default_code = "evidence-replay-failed"
+
+EVIDENCE_STORE_FAILED = EvidenceFailure.define(
+    "evidence-replay-failed", "check free space, permissions and the disk of the evidence folder"
+)
 
 
 def read_nofollow(path: Path, limit: int | None = None) -> bytes:
@@ -92,12 +95,9 @@ class EvidenceStore:
             write_exclusive(path, data, mode=0o600)
             back = read_nofollow(path)
         except (OSError, OutputExists) as exc:
-            raise EvidenceFailure(
-                "evidence could not be stored; check free space and permissions of the "
-                "evidence folder"
-            ) from exc
+            raise EVIDENCE_STORE_FAILED("evidence could not be stored") from exc
         if len(back) != len(data) or sha256_hex(back) != sha:
-            raise EvidenceFailure("evidence did not read back as written; check the disk")
+            raise EVIDENCE_STORE_FAILED("evidence did not read back as written")
         ref = self._ref(role, path, len(data), sha, media_type)
         self.refs.append(ref)
         return ref
@@ -123,11 +123,9 @@ class EvidenceStore:
                 fsync_dir(self.folder)
                 size, sha = _rehash(path)
             except OSError as exc:
-                raise EvidenceFailure(
-                    "a provider's output could not be stored as evidence; check the evidence folder"
-                ) from exc
+                raise EVIDENCE_STORE_FAILED("a provider's output could not be stored") from exc
             if (size, sha) != (captured.kept_bytes, captured.sha256):
-                raise EvidenceFailure("evidence did not read back as captured; check the disk")
+                raise EVIDENCE_STORE_FAILED("evidence did not read back as captured")
             ref = self._ref(role, path, size, sha, media_type)
         total = captured.total_bytes if captured.truncated else None
         ref = ref.model_copy(update={"truncated": captured.truncated, "stream_bytes": total})

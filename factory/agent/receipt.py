@@ -102,7 +102,7 @@ class CandidateBody(StrictModel):
     patch base tree → candidate tree (new untracked files included).
     """
 
-    schema_: Literal["factory.candidate-identity/1"] = Field(
+    schema_id: Literal["factory.candidate-identity/1"] = Field(
         default=CANDIDATE_SCHEMA, alias="schema"
     )
     base_commit: str
@@ -230,7 +230,7 @@ class AgentReceipt(StrictModel):
     reservation left by a killed factory reads as abandoned.
     """
 
-    schema_: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
+    schema_id: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
     status: Status
     exit_code: int | None
     execution: str

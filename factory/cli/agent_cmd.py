@@ -175,16 +175,15 @@ def rehearsal_report(session: Any) -> Any:
     problem when the CLIs did not follow the script exactly."""
     from factory.agent.evidence import JSON
     from factory.agent.run import RouteReport
-    from factory.rehearsal import RehearsalIncomplete
+    from factory.rehearsal import SCENARIO_UNCONSUMED
 
     problem = None
     problems = session.problems()
     if problems:
         # The details (which may quote request paths) stay in the evidence, not the receipt.
         problem = (
-            RehearsalIncomplete.default_code,
-            f"the CLIs did not follow the rehearsal scenario ({len(problems)} problem(s)); "
-            "see the rehearsal-log evidence",
+            SCENARIO_UNCONSUMED,
+            f"the CLIs did not follow the rehearsal scenario ({len(problems)} problem(s))",
         )
     return RouteReport(
         role="rehearsal-log",

@@ -15,11 +15,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Literal
 
 import trio
 
-from factory.errors import Failure, IntegrityFailure
+from factory.errors import Code, Failure, IntegrityFailure
 from factory.proc.capture import Captured, Overflow, Sink, SpoolError
 from factory.proc.procfs import Stat, become_subreaper, read_stat
 from factory.proc.spawn import Child, LaunchError, spawn
@@ -31,7 +31,6 @@ DEFAULT_GRACE_S = 2.0
 _CHUNK = 64 * 1024
 
 StopReason = Literal["timeout", "output-limit", "spool-failed"]
-FailureCode = Literal["timeout", "output-limit", "launch-failed", "sweep-incomplete"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,22 +118,37 @@ class ProcessFailure(Failure):
     captured when the child ran at all.
     """
 
-    default_code: ClassVar[str] = "launch-failed"
-
-    def __init__(self, message: str, *, code: FailureCode, result: RunResult | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: Code[ProcessFailure], result: RunResult | None = None
+    ) -> None:
         super().__init__(message, code=code)
         self.result = result
+
+
+LAUNCH_FAILED = ProcessFailure.define(
+    "launch-failed", "check that the program exists, is executable and gets valid limits"
+)
+TIMEOUT = ProcessFailure.define("timeout", "raise the time limit or find why the program hangs")
+OUTPUT_LIMIT = ProcessFailure.define(
+    "output-limit", "make the program print less, or raise its output cap"
+)
+SWEEP_INCOMPLETE = ProcessFailure.define(
+    "sweep-incomplete", "inspect the surviving processes with ps and stop them"
+)
 
 
 class SpoolFailure(IntegrityFailure):
     """A stream's spool file could not be created or written (exit 4): the child's output
     could not be kept as evidence, so the run is not used. ``result`` holds the rest."""
 
-    default_code: ClassVar[str] = "output-spool-failed"
-
     def __init__(self, message: str, *, result: RunResult | None = None) -> None:
-        super().__init__(message)
+        super().__init__(message, code=OUTPUT_SPOOL_FAILED)
         self.result = result
+
+
+OUTPUT_SPOOL_FAILED = SpoolFailure.define(
+    "output-spool-failed", "check free space and permissions of the evidence folder, then rerun"
+)
 
 
 @trio.lowlevel.enable_ki_protection
@@ -231,9 +245,9 @@ def _check_limits(spec: RunSpec) -> None:
     ]
     if bad:
         raise ProcessFailure(
-            f"invalid run limits: {', '.join(bad)}; pass finite positive "
-            "seconds and non-negative byte caps",
-            code="launch-failed",
+            f"invalid run limits: {', '.join(bad)} (seconds must be finite and positive, "
+            "byte caps non-negative)",
+            code=LAUNCH_FAILED,
         )
 
 
@@ -250,10 +264,7 @@ def _sinks(spec: RunSpec) -> tuple[Sink, Sink]:
         err.open()
     except SpoolError as exc:
         out.close()
-        raise SpoolFailure(
-            f"the child's output could not be spooled ({exc.strerror}); check free space and "
-            "permissions of the evidence folder"
-        ) from exc
+        raise SpoolFailure(f"the child's output could not be spooled ({exc.strerror})") from exc
     return out, err
 
 
@@ -268,9 +279,9 @@ def _start(spec: RunSpec, out: Sink, err: Sink) -> Child:
             reason = str(exc)
         else:
             where = f" ({exc.filename})" if exc.filename and exc.filename != spec.argv[0] else ""
-            reason = f"{exc.strerror or exc}{where}; check the path"
+            reason = f"{exc.strerror or exc}{where}"
         raise ProcessFailure(
-            f"could not start {spec.argv[0]!r}: {reason}", code="launch-failed"
+            f"could not start {spec.argv[0]!r}: {reason}", code=LAUNCH_FAILED
         ) from exc
 
 
@@ -278,28 +289,27 @@ def _raise_for(spec: RunSpec, result: RunResult, spool_error: OSError | None) ->
     name = Path(spec.argv[0]).name
     if result.sweep.survivors:
         raise ProcessFailure(
-            f"{name}: {len(result.sweep.survivors)} process(es) survived SIGKILL; inspect them "
-            "with ps",
-            code="sweep-incomplete",
+            f"{name}: {len(result.sweep.survivors)} process(es) survived SIGKILL",
+            code=SWEEP_INCOMPLETE,
             result=result,
         )
     if spool_error is not None:
         raise SpoolFailure(
             f"{name}'s output could not be written to its spool file ({spool_error.strerror}); "
-            "it and its children were stopped; check free space of the evidence folder",
+            "it and its children were stopped",
             result=result,
         )
     if result.stopped == "timeout":
         raise ProcessFailure(
             f"{name} did not finish within {spec.timeout_s:g} s; it and its children were stopped",
-            code="timeout",
+            code=TIMEOUT,
             result=result,
         )
     if result.stopped == "output-limit":
         raise ProcessFailure(
             f"{name} wrote more than its output cap (stdout {spec.stdout_cap} B, stderr "
             f"{spec.stderr_cap} B); it and its children were stopped",
-            code="output-limit",
+            code=OUTPUT_LIMIT,
             result=result,
         )
 
@@ -326,7 +336,7 @@ async def run(spec: RunSpec) -> RunResult:
     next checkpoint, inside the supervised wait.
     """
     if not spec.argv or not all(isinstance(a, str) for a in spec.argv):
-        raise ProcessFailure("argv must be a non-empty list of strings", code="launch-failed")
+        raise ProcessFailure("argv must be a non-empty list of strings", code=LAUNCH_FAILED)
     _check_limits(spec)
     become_subreaper()
     out, err = _sinks(spec)
@@ -377,8 +387,8 @@ async def run(spec: RunSpec) -> RunResult:
         raise KeyboardInterrupt
     if launch is not None:
         raise ProcessFailure(
-            f"could not start {spec.argv[0]!r}: {launch.strerror}; check the path",
-            code="launch-failed",
+            f"could not start {spec.argv[0]!r}: {launch.strerror}",
+            code=LAUNCH_FAILED,
         ) from launch
     result = RunResult(
         exit_code=child.returncode if child.returncode is not None else -9,
