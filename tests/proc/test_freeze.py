@@ -145,7 +145,12 @@ async def test_children_the_leader_starts_during_its_grace_are_frozen(tmp_path: 
 # PIDS; then both sleep. The supervisor runs it under the runner or as a plain Popen.
 SUPERVISOR = r"""
 import sys, trio
-from factory.proc import RunSpec, run
+from factory.proc import RunSpec, guard, run
+told = guard.watch_process
+def watch_process(sid, pid, start):  # readiness: the guard now knows the grandchild
+    told(sid, pid, start)
+    open(sys.argv[1] + ".told", "a").write(f"{pid}\n")
+guard.watch_process = watch_process
 CHILD = (
     "import os, sys, time\n"
     "if os.fork() == 0:\n"
@@ -178,7 +183,11 @@ def _tree_of_killed_supervisor(tmp_path: Path, how: str) -> list[int]:
         while not all(f.exists() and f.read_text() for f in files) and time.time() < deadline:
             time.sleep(0.02)
         pids = [int(f.read_text()) for f in files]
-        time.sleep(0.5)  # ten tree scans: the grandchild has been seen
+        if how == "runner":  # wait until the guard was told of the escaped grandchild
+            told = pid_file.with_name(pid_file.name + ".told")
+            while str(pids[1]) not in (told.read_text() if told.exists() else ""):
+                assert time.time() < deadline
+                time.sleep(0.02)
     finally:
         sup.kill()
         sup.wait()

@@ -157,10 +157,9 @@ if MODE == "leftover":  # a successful run leaving a daemon that writes later
         os._exit(0)
     time.sleep(0.2)
     result(); sys.exit(0)
-if MODE == "hang":  # started, then never answers (with a helper in its own session)
+if MODE == "hang":  # started, then never answers (with a helper process beside it)
     out(init)
     if os.fork() == 0:
-        os.setsid()
         record("helper")
         forever()
     forever()
