@@ -78,6 +78,7 @@ class ProcessTree:
         self.known: dict[int, int] = {}
         self.ever: set[tuple[int, int]] = set()
         self.swept: set[tuple[int, int]] = set()
+        self.guarded: set[tuple[int, int]] = set()
 
     def __enter__(self) -> ProcessTree:
         _ACTIVE[self.leader] = self
@@ -135,9 +136,11 @@ class ProcessTree:
         for pid, st in members.items():
             if pid != self.leader:
                 self.known[pid] = st.starttime
-                if (pid, st.starttime) not in self.ever and st.sid != self.sid:
-                    guard.watch_process(self.sid, pid, st.starttime)  # outside the session
                 self.ever.add((pid, st.starttime))
+                if st.sid != self.sid and (pid, st.starttime) not in self.guarded:
+                    # Outside the session (also one that left it after we first saw it).
+                    self.guarded.add((pid, st.starttime))
+                    guard.watch_process(self.sid, pid, st.starttime)
         return members
 
     def reap(self, members: dict[int, Stat]) -> None:

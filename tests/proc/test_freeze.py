@@ -141,8 +141,8 @@ async def test_children_the_leader_starts_during_its_grace_are_frozen(tmp_path: 
 
 # ---- the factory itself is SIGKILLed --------------------------------------------------------
 
-# The supervised leader starts a grandchild in a new session; each writes its pid to
-# PIDS; then both sleep. The supervisor runs it under the runner or as a plain Popen.
+# The supervised leader starts a grandchild that leaves the session after the runner's
+# scans saw it inside; each writes its pid to PIDS; then both sleep. The supervisor runs it under the runner or as a plain Popen.
 SUPERVISOR = r"""
 import sys, trio
 from factory.proc import RunSpec, guard, run
@@ -154,6 +154,7 @@ guard.watch_process = watch_process
 CHILD = (
     "import os, sys, time\n"
     "if os.fork() == 0:\n"
+    "    time.sleep(0.3)\n"  # first seen inside the session, then leaves it
     "    os.setsid()\n"
     "    open(sys.argv[1] + '.grandchild', 'w').write(str(os.getpid()))\n"
     "    time.sleep(600)\n"
