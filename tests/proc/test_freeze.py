@@ -142,7 +142,8 @@ async def test_children_the_leader_starts_during_its_grace_are_frozen(tmp_path: 
 # ---- the factory itself is SIGKILLed --------------------------------------------------------
 
 # The supervised leader starts a grandchild that leaves the session after the runner's
-# scans saw it inside; each writes its pid to PIDS; then both sleep. The supervisor runs it under the runner or as a plain Popen.
+# scans saw it inside; each writes its pid to PIDS; then both sleep. The supervisor runs
+# it under the runner or as a plain Popen.
 SUPERVISOR = r"""
 import sys, trio
 from factory.proc import RunSpec, guard, run
