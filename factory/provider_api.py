@@ -141,6 +141,8 @@ class ProviderResult:
             ``"accept-edits-in-worktree"``, ``"read-only-sandbox"``).
         swept_processes: descendants still alive when the CLI's leader exited (or was
             stopped), frozen and killed by the runner; None when no CLI run got that far.
+        env_names: the names (never the values) of the environment the CLI's process
+            got; ``None`` when the profile does not report them.
     """
 
     profile: str
@@ -154,6 +156,7 @@ class ProviderResult:
     requested_authority: str = ""
     streams: dict[str, Captured] = field(default_factory=dict)
     swept_processes: int | None = None
+    env_names: tuple[str, ...] | None = None
 
 
 def with_partial(error: ProviderFailure, partial: ProviderResult | None) -> ProviderFailure:

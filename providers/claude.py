@@ -259,6 +259,7 @@ class ClaudeProfile(ClosedProfile):
             role,
             shape(argv, {str(resolved.path): NAME, str(worktree): "<worktree>"}),
             AUTHORITY,
+            env_names=tuple(sorted(env)),
         )
         try:
             call.cli_version = await probe_version(resolved.path, env, self._fx.runner)

@@ -311,7 +311,9 @@ class CodexProfile(ClosedProfile):
         }
         if isinstance(route, RehearsalRoute):
             replacements[route.base_url.rstrip("/")] = "<rehearsal-base-url>"
-        call = Invocation(NAME, "reviewer", shape(argv, replacements), AUTHORITY)
+        call = Invocation(
+            NAME, "reviewer", shape(argv, replacements), AUTHORITY, env_names=tuple(sorted(env))
+        )
         try:
             call.cli_version = await probe_version(resolved.path, env, self._fx.runner)
         except ProviderFailure as exc:

@@ -244,6 +244,7 @@ class Invocation:
     authority: str
     cli_version: str | None = None
     outputs: dict[str, bytes] = field(default_factory=dict)
+    env_names: tuple[str, ...] | None = None
 
     def result(self, res: RunResult | None, **extra: Any) -> ProviderResult:
         return ProviderResult(
@@ -257,6 +258,7 @@ class Invocation:
             streams={"stdout": res.out, "stderr": res.err} if res is not None else {},
             requested_authority=self.authority,
             swept_processes=res.sweep.swept if res is not None else None,
+            env_names=self.env_names,
             **extra,
         )
 

@@ -29,6 +29,7 @@ from factory.agent import phases
 from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
 from factory.agent.deps import AgentDeps, RouteReport, RunOutcome, utc_now
+from factory.agent.entry import record_entry
 from factory.agent.faults import (
     ROUTE_EVIDENCE_FAILED,
     SCRATCH_UNAVAILABLE,
@@ -41,10 +42,10 @@ from factory.agent.observer import Stage, safely
 from factory.agent.prompts import repair_prompt, review_prompt, worker_prompt
 from factory.agent.receipt import (
     AgentReceipt,
-    BaseRecord,
     Binding,
     CandidateRecord,
     FactoryProcess,
+    PathCollision,
     PhaseName,
     RoleName,
     VerdictName,
@@ -54,6 +55,8 @@ from factory.agent.record import Candidate, OpenPhase, RunRecord
 from factory.errors import Code, ExitCode, FactoryError, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
+from factory.gitio.rawfs import StatCache
+from factory.gitio.snapshot import Baseline
 from factory.gitio.worktree import head_commit, head_ref, index_tree
 from factory.proc import Captured
 from factory.proc.procfs import boot_id, read_stat
@@ -87,6 +90,8 @@ class _Run:
         self.rec.factory_process = _this_process()
         self.remaining = phases.MAX_INVOCATIONS
         self.last_tree: Bound | None = None
+        self.baseline: Baseline | None = None
+        self.derive_cache: StatCache | None = None
         self.first_verdict: dict[str, str] | None = None
         self.entry_ref: str | None = None
         self.t0 = trio.current_time()
@@ -192,7 +197,10 @@ class _Run:
     async def derive(self) -> tuple[DerivedCandidate, str]:
         base = self.rec.base
         assert base is not None
-        d = await _io(partial(derive, self.wt, base.commit, base.tree))
+        d = await _io(
+            partial(derive, self.wt, base.commit, base.tree, self.baseline, cache=self.derive_cache)
+        )
+        self.derive_cache = d.cache
         return d, candidate_body(d).identity()
 
     def bind_candidate(self, label: str, d: DerivedCandidate) -> Candidate:
@@ -203,6 +211,8 @@ class _Run:
             body=body,
             status_evidence=self.store.put(f"{label}-candidate-status", d.status, ev.STATUS),
             patch_evidence=self.store.put(f"{label}-candidate-patch", d.patch, ev.PATCH),
+            conversions_differ=d.conversions_differ,
+            collisions=[PathCollision(kind=g.kind, paths=list(g.paths)) for g in d.collisions],
         )
         return Candidate(record, d.patch)
 
@@ -347,11 +357,11 @@ class _Run:
 
     async def cycle(self) -> RunOutcome:
         await _io(self.store.claim)
-        index = await _io(partial(index_tree, self.wt))
-        self.rec.base = BaseRecord(
-            commit=self.a.base_commit, tree=self.a.base_tree, index_tree=index
+        entry = await _io(
+            partial(record_entry, self.wt, self.a.base_commit, self.a.base_tree, self.store)
         )
-        self.entry_ref = await _io(partial(head_ref, self.wt))
+        self.rec.base, self.baseline = entry.record, entry.baseline
+        self.entry_ref = entry.record.branch
         task = self.a.request.task
 
         self.stage("worker_running")

@@ -16,7 +16,7 @@ from typing import Any
 
 from factory.canonical import sha256_hex
 from factory.gate.acquire_args import expand, select
-from factory.gate.evidence import SCHEMA, Evidence, admit
+from factory.gate.evidence import ACQUIRED_PREFIX, SCHEMA, Evidence, admit
 from factory.gate.jsonio import dumps
 from factory.gate.providers import Observed, command, files, git, receipt, review_gate
 from factory.gate.scenario import Condition
@@ -51,18 +51,22 @@ async def acquire(
     *,
     providers: Mapping[str, ProviderFn] | None = None,
     only: Collection[str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Evidence]:
-    """Acquire and store one record per bound condition (or those in ``only``)."""
+    """Acquire and store one record per bound condition (or those in ``only``);
+    ``progress`` hears one line before each acquisition (no provider output)."""
     chosen = providers if providers is not None else default_providers()
     out = []
     for cond in run.scenario.conditions.values():
         if cond.acquire is None or (only is not None and cond.id not in only):
             continue
+        if progress is not None:
+            progress(f"acquiring {cond.id} via {cond.acquire.provider}")
         args = {k: _expand(v, run.state.params) for k, v in cond.acquire.args.items()}
         observed = await chosen[cond.acquire.provider](args)
         payload = _document(gate, cond, args, observed)
         record = admit(
-            f"acq:{cond.id}:{sha256_hex(payload)[:24]}", payload,
+            f"{ACQUIRED_PREFIX}{cond.id}:{sha256_hex(payload)[:24]}", payload,
             conditions=run.scenario.conditions, ingress="acquired",
         )  # fmt: skip
         gate.record_acquired(run, record)
