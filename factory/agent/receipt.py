@@ -186,6 +186,10 @@ class Timings(StrictModel):
     duration_ms: int | None
 
 
+#: Optional receipt fields left out of the JSON value when they are ``None``.
+OMITTED_WHEN_ABSENT: Final = ("route_evidence", "trace_id")
+
+
 class AgentReceipt(StrictModel):
     """``factory.agent-receipt/1`` (SPEC A-8).
 
@@ -196,6 +200,8 @@ class AgentReceipt(StrictModel):
     verify`` can re-derive the candidate. ``route_evidence`` is what the route itself
     recorded (on the rehearsal route: the scripted model's log of every request it served,
     ``factory.rehearsal-log/1``, SPEC P-5); absent on the subscription route.
+    ``trace_id`` is the OpenTelemetry trace id (32 lowercase hex digits) of the run's spans
+    when ``--otel-endpoint`` was given, so a trace and its receipt can be joined.
     """
 
     schema_id: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
@@ -216,14 +222,17 @@ class AgentReceipt(StrictModel):
     residuals: list[str]
     timings: Timings
     route_evidence: EvidenceRef | None = None
+    trace_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
     revision: str | None = None
 
     def to_json_value(self) -> dict[str, Any]:
-        """The JSON value; ``route_evidence`` is left out when absent, so receipts written
-        before the field existed keep their exact bytes and revision."""
+        """The JSON value; optional fields added later (:data:`OMITTED_WHEN_ABSENT`) are
+        left out when absent, so receipts written before they existed keep their exact
+        bytes and revision."""
         value = super().to_json_value()
-        if value.get("route_evidence") is None:
-            value.pop("route_evidence", None)
+        for key in OMITTED_WHEN_ABSENT:
+            if value.get(key) is None:
+                value.pop(key, None)
         return value
 
     def body_value(self) -> dict[str, Any]:

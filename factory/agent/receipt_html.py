@@ -138,6 +138,8 @@ def _summary(r: AgentReceipt) -> list[tuple[str, str]]:
         ("duration", format_ms(r.timings.duration_ms)),
         ("timeout", f"{format_ms(r.timeout_ms)} per provider invocation"),
     ]
+    if r.trace_id is not None:
+        rows.append(("trace id", f"{r.trace_id} (OpenTelemetry)"))
     return rows
 
 

@@ -181,6 +181,8 @@ def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     grid.add_row("duration", _t(format_ms(t.duration_ms)))
     grid.add_row("timeout", _t(f"{format_ms(r.timeout_ms)} per provider invocation"))
     grid.add_row("factory", _t(r.factory_version))
+    if r.trace_id is not None:
+        grid.add_row("trace id", _t(f"{r.trace_id} (OpenTelemetry)"))
     status = Text(r.status.upper(), style=_ok(_STATUS_STYLE.get(r.status, "bold"), trusted))
     label = "factory agent receipt  " if trusted else "UNVERIFIED agent receipt  "
     title = Text.assemble((label, "bold"), status)

@@ -121,7 +121,8 @@ class AgentDeps:
     ``route_report``, when given, is called once while the terminal receipt is written
     (the route is still open); its :class:`RouteReport` is stored as evidence and bound by
     the receipt's ``route_evidence``. The CLI wires the rehearsal log here, so this core
-    never imports the rehearsal route.
+    never imports the rehearsal route. ``trace_id`` is recorded in the receipt (the
+    telemetry observer's trace, when there is one).
     """
 
     agent: AgentProfile
@@ -130,6 +131,7 @@ class AgentDeps:
     observer: RunObserver = field(default_factory=NullObserver)
     utc_now: Callable[[], str] = utc_now
     route_report: Callable[[], RouteReport | None] | None = None
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +247,7 @@ class _Run:
                 "error": error,
                 "residuals": list(DECLARED_RESIDUALS),
                 "route_evidence": self.route_ref,
+                "trace_id": self.deps.trace_id,
                 "timings": Timings(
                     started_at=self.started_at,
                     ended_at=self.deps.utc_now() if terminal else None,
@@ -282,7 +285,15 @@ class _Run:
         data = receipt_bytes(receipt)
         atomic_replace(self.a.receipt, data)
         self.stage("terminal_outcome", 0, outcome=status)
-        safely(partial(self.deps.observer.close, outcome=status, exit_code=exit_code))
+        error_code = error.code if error is not None else None
+        safely(
+            partial(
+                self.deps.observer.close,
+                outcome=status,
+                exit_code=exit_code,
+                error_code=error_code,
+            )
+        )
         return RunOutcome(receipt, data, exit_code)
 
     @staticmethod
