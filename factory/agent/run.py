@@ -28,6 +28,7 @@ from factory.agent import phases
 from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
 from factory.agent.deps import AgentDeps, RouteReport, RunOutcome, utc_now
+from factory.agent.entry import record_entry
 from factory.agent.faults import (
     ROUTE_EVIDENCE_FAILED,
     SCRATCH_UNAVAILABLE,
@@ -40,9 +41,9 @@ from factory.agent.observer import Stage, safely
 from factory.agent.prompts import repair_prompt, review_prompt, worker_prompt
 from factory.agent.receipt import (
     AgentReceipt,
-    BaseRecord,
     Binding,
     CandidateRecord,
+    PathCollision,
     PhaseName,
     RoleName,
     VerdictName,
@@ -52,6 +53,8 @@ from factory.agent.record import Candidate, OpenPhase, RunRecord
 from factory.errors import Code, ExitCode, FactoryError, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
+from factory.gitio.rawfs import StatCache
+from factory.gitio.snapshot import Baseline
 from factory.gitio.worktree import head_commit, head_ref, index_tree
 from factory.provider_api import ProviderResult
 
@@ -82,6 +85,8 @@ class _Run:
         self.rec = RunRecord(admitted, deps.route, deps.utc_now(), trace_id=deps.trace_id)
         self.remaining = phases.MAX_INVOCATIONS
         self.last_tree: Bound | None = None
+        self.baseline: Baseline | None = None
+        self.derive_cache: StatCache | None = None
         self.first_verdict: dict[str, str] | None = None
         self.entry_ref: str | None = None
         self.t0 = trio.current_time()
@@ -172,7 +177,10 @@ class _Run:
     async def derive(self) -> tuple[DerivedCandidate, str]:
         base = self.rec.base
         assert base is not None
-        d = await _io(partial(derive, self.wt, base.commit, base.tree))
+        d = await _io(
+            partial(derive, self.wt, base.commit, base.tree, self.baseline, cache=self.derive_cache)
+        )
+        self.derive_cache = d.cache
         return d, candidate_body(d).identity()
 
     def bind_candidate(self, label: str, d: DerivedCandidate) -> Candidate:
@@ -183,6 +191,8 @@ class _Run:
             body=body,
             status_evidence=self.store.put(f"{label}-candidate-status", d.status, ev.STATUS),
             patch_evidence=self.store.put(f"{label}-candidate-patch", d.patch, ev.PATCH),
+            conversions_differ=d.conversions_differ,
+            collisions=[PathCollision(kind=g.kind, paths=list(g.paths)) for g in d.collisions],
         )
         return Candidate(record, d.patch)
 
@@ -320,11 +330,11 @@ class _Run:
 
     async def cycle(self) -> RunOutcome:
         await _io(self.store.claim)
-        index = await _io(partial(index_tree, self.wt))
-        self.rec.base = BaseRecord(
-            commit=self.a.base_commit, tree=self.a.base_tree, index_tree=index
+        entry = await _io(
+            partial(record_entry, self.wt, self.a.base_commit, self.a.base_tree, self.store)
         )
-        self.entry_ref = await _io(partial(head_ref, self.wt))
+        self.rec.base, self.baseline = entry.record, entry.baseline
+        self.entry_ref = entry.record.branch
         task = self.a.request.task
 
         self.stage("worker_running")
