@@ -224,7 +224,7 @@ async def run_lens(
             reason_code=code,
             reason=reason,
             route=name,
-            cli_version=result.cli_version,
+            cli_version=result.cli_version or "unknown",
             fallback=incident_fallback,
         )
         invalid = isinstance(exc, ReviewInputInvalid)
