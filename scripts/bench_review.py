@@ -10,6 +10,9 @@
 3. load: ``ReviewStore.load`` of a lineage whose state holds 500 findings, revalidated
    completely (target: <= 20 ms), median of LOADS loads.
 4. peak RSS of each CLI run (``ru_maxrss`` of the waited child; target: < 200 MB).
+5. gates (issue 13; ``scripts/bench_review_gates.py``): ``validate --gate pre-commit`` on a
+   repository of GATE_FILES files with GATE_CHANGED changed (target: <= 150 ms, as a ratio
+   to ``git write-tree`` there) and ``--gate pre-push`` after committing (<= 200 ms).
 
 The repository is generated with ``git fast-import`` in a temporary folder and removed at
 the end (also on SIGTERM/SIGHUP).
@@ -245,6 +248,11 @@ def main() -> int:
     parser.add_argument("--changed", type=int, default=5_000, help="modified files")
     parser.add_argument("--runs", type=int, default=3, help="runs per timing")
     parser.add_argument("--loads", type=int, default=50, help="loads of the 500-finding state")
+    parser.add_argument("--gate-files", type=int, default=10_000, help="gates: committed files")
+    parser.add_argument("--gate-changed", type=int, default=100, help="gates: modified files")
+    parser.add_argument(
+        "--only", choices=("all", "transactions", "gates"), default="all", help="which part"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-review-"))
 
@@ -255,21 +263,34 @@ def main() -> int:
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _cleanup)
     try:
-        t0 = time.perf_counter()
-        repo = make_repo(tmp, args.files)
-        change(repo, args.changed)
-        setup = time.perf_counter() - t0
-        report = {
-            "schema": "factory.bench-review/1",
-            "files": args.files,
-            "changed": args.changed,
-            "setup_s": setup,
-            "start": bench_start(repo, args.runs),
-            "finalize": bench_finalize(repo, tmp, args.runs),
-            "load": bench_load(tmp, args.loads),
-            "targets": {"start_s": 2.0, "finalize_s": 0.2, "load_ms": 20.0, "peak_rss_mib": 200},
-            "load_average": list(os.getloadavg()),
-        }
+        report: dict[str, Any] = {"schema": "factory.bench-review/1"}
+        if args.only in ("all", "transactions"):
+            t0 = time.perf_counter()
+            repo = make_repo(tmp, args.files)
+            change(repo, args.changed)
+            setup = time.perf_counter() - t0
+            report.update(
+                {
+                    "files": args.files,
+                    "changed": args.changed,
+                    "setup_s": setup,
+                    "start": bench_start(repo, args.runs),
+                    "finalize": bench_finalize(repo, tmp, args.runs),
+                    "load": bench_load(tmp, args.loads),
+                    "targets": {
+                        "start_s": 2.0,
+                        "finalize_s": 0.2,
+                        "load_ms": 20.0,
+                        "peak_rss_mib": 200,
+                    },
+                }
+            )
+        if args.only in ("all", "gates"):
+            from bench_review_gates import bench_gates
+
+            this = sys.modules[__name__]
+            report["gates"] = bench_gates(this, tmp, args.gate_files, args.gate_changed, args.runs)
+        report["load_average"] = list(os.getloadavg())
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(json.dumps(report, indent=2))

@@ -32,6 +32,7 @@ from factory.gitio.worktree import EMPTY_TREE, Worktree
 from factory.review import nextcmd
 from factory.review.gates import gitfacts
 from factory.review.gates.decide import BaseCheck, Live
+from factory.review.gates.fastpath import fast_candidate
 from factory.review.gates.result import ArtifactView, BoundaryView, GateName, Verdict, deny
 from factory.review.state import ReviewState
 
@@ -113,7 +114,10 @@ def worktree_candidate(
 ) -> tuple[str, tuple[str, ...], StatCache, Verdict | None]:
     """The raw-bytes candidate tree of the checkout against ``base_tree``, its changed
     paths, the stat cache for a later re-derivation, and a problem if it cannot be bound."""
-    if cache is None:
+    fast = fast_candidate(wt, base_tree)
+    if fast is not None:
+        return fast[0], fast[1], cache or StatCache(), None
+    if cache is None or not cache.entries:
         cache = index_stat_cache(wt.root, base_tree)
     snap = raw_snapshot.snapshot(wt.root, base_tree, cache=cache)
     paths = tuple(sorted(os.fsdecode(c.path) for c in snap.changes))

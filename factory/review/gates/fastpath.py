@@ -1,0 +1,171 @@
+"""The checkout's candidate tree through git's own index, for gates that run on every
+commit — used only where it provably equals the raw-bytes snapshot, else None.
+
+:func:`factory.gitio.snapshot.snapshot` reads every path in Python (a 10,000-file
+checkout costs hundreds of milliseconds); ``git status`` compares the same paths against
+the index's stat data in C. The two give the same tree exactly when git stores raw bytes
+and sees every change the raw snapshot would, so this path is taken only if:
+
+* no conversion can apply: ``core.autocrlf`` off, ``core.fileMode`` and ``core.symlinks``
+  not false, and no path with a ``text``/``eol``/``crlf``/``filter``/``ident``/
+  ``working-tree-encoding`` attribute (``git check-attr``, only when an attributes file may
+  apply); configured filter drivers are switched off in git's environment either way;
+* no staged deletion (the raw snapshot keeps a base path bound even when an ignore rule
+  now hides it from ``git status``);
+* every index entry is a plain stage-0 entry (no assume-unchanged, skip-worktree, unmerged
+  or intent-to-add flag);
+* every changed or untracked path is a regular file (no symlink, submodule, nested
+  repository, special file) — ``git status --porcelain=v2 -z -uall`` (no fsmonitor, no
+  optional locks, no renames) says which paths changed.
+
+Then the candidate is a private copy of the index with each changed file's raw bytes
+(``hash-object -w --no-filters``), each deleted file removed and each untracked file added,
+written with ``write-tree``. Anything else returns None and the caller takes the raw
+snapshot. A test checks that both give the same tree on the states this path accepts.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+from factory.gitio.config import RepoConfig, read_config
+from factory.gitio.indexcache import _attribute_files_may_apply, _converted
+from factory.gitio.run import run_git
+from factory.gitio.worktree import Worktree
+from factory.review.gates import gitfacts
+
+ZERO = "0" * 40
+_FALSE = ("false", "no", "off", "0")
+
+
+def _no_conversions(wt: Worktree, cfg: RepoConfig, paths: list[bytes]) -> bool:
+    s = cfg.settings()
+    if (s.get("autocrlf") or "false").lower() not in _FALSE:
+        return False
+    if (s.get("filemode") or "true").lower() in _FALSE:
+        return False
+    if (s.get("symlinks") or "true").lower() in _FALSE:
+        return False
+    if paths and _attribute_files_may_apply(wt.root, paths, cfg.last("core.attributesfile")):
+        return not _converted(wt.root, paths)
+    return True
+
+
+def _plain_index(wt: Worktree) -> list[bytes] | None:
+    """Every index path, or None when an entry is flagged (``ls-files -v`` tag not H)."""
+    out = run_git(wt.root, ["ls-files", "-v", "-z"], what="git ls-files -v")
+    paths = []
+    for rec in out.split(b"\0"):
+        if not rec:
+            continue
+        if not rec.startswith(b"H "):
+            return None
+        paths.append(rec[2:])
+    return paths
+
+
+def _regular(root: Path, path: bytes) -> str | None:
+    """The raw mode of a regular file at ``path`` (None for anything else)."""
+    try:
+        st = os.lstat(os.path.join(os.fsencode(root), path))
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return "100755" if st.st_mode & 0o100 else "100644"
+
+
+def _changes(wt: Worktree, env: dict[str, str]) -> tuple[list[bytes], list[bytes]] | None:
+    """(paths whose raw bytes must be hashed, paths removed), or None to fall back."""
+    out = run_git(
+        wt.root,
+        ["status", "--porcelain=v2", "-z", "-uall", "--ignored=no", "--no-renames"],
+        env_extra=env,
+        what="git status",
+    )
+    fields, i = out.split(b"\0"), 0
+    hashed, removed = [], []
+    while i < len(fields):
+        rec, i = fields[i], i + 1
+        if not rec:
+            continue
+        kind = rec[:2]
+        if kind == b"? ":
+            path = rec[2:]
+            if path.endswith(b"/"):
+                return None  # a nested repository or an unreadable folder
+            hashed.append(path)
+            continue
+        if kind != b"1 ":
+            return None  # unmerged, renamed or anything unexpected
+        parts = rec.split(b" ", 8)
+        xy, sub, mode_w, path = parts[1], parts[2], parts[5], parts[8]
+        if (
+            sub != b"N..."
+            or xy[0:1] == b"D"  # a staged deletion may leave an ignored file bound by the base
+            or xy[1:2] in (b"A", b"T")
+            or mode_w in (b"120000", b"160000")
+        ):
+            return None
+        if mode_w == b"000000":
+            removed.append(path)
+        elif xy[1:2] != b".":
+            hashed.append(path)
+    return hashed, removed
+
+
+def fast_candidate(wt: Worktree, base_tree: str) -> tuple[str, tuple[str, ...]] | None:
+    """(candidate tree, paths changed against ``base_tree``) or None (use the snapshot)."""
+    paths = _plain_index(wt)
+    if paths is None:
+        return None
+    cfg = read_config(wt.root)
+    found = _changes(wt, cfg.no_filters_env())
+    if found is None:
+        return None
+    hashed, removed = found
+    if not _no_conversions(wt, cfg, sorted(set(paths) | set(hashed))):
+        return None
+    modes = [_regular(wt.root, p) for p in hashed]
+    if any(m is None for m in modes) or any(b"\n" in p for p in hashed):
+        return None
+    records = [f"0 {ZERO}\t".encode() + p + b"\0" for p in removed]
+    if hashed:
+        out = run_git(
+            wt.root,
+            ["hash-object", "-w", "--no-filters", "--stdin-paths"],
+            stdin=b"".join(p + b"\n" for p in hashed),
+            what="git hash-object",
+        )
+        oids = out.decode("ascii").split()
+        if len(oids) != len(hashed):
+            return None
+        records += [
+            f"{m} {o}\t".encode() + p + b"\0" for m, o, p in zip(modes, oids, hashed, strict=True)
+        ]
+    tree = _write(wt, records)
+    return tree, gitfacts.changed_paths(wt.root, base_tree, tree)
+
+
+def _write(wt: Worktree, records: list[bytes]) -> str:
+    with tempfile.TemporaryDirectory(prefix="factory-gate-cand-") as tmp:
+        index = Path(tmp) / "index"
+        try:
+            shutil.copyfile(wt.git_dir / "index", index)
+        except FileNotFoundError:
+            pass
+        env = {"GIT_INDEX_FILE": str(index)}
+        if records:
+            run_git(
+                wt.root,
+                ["update-index", "-z", "--index-info"],
+                env_extra=env,
+                stdin=b"".join(records),
+                what="git update-index",
+            )
+        out = run_git(wt.root, ["write-tree"], env_extra=env, what="git write-tree")
+    return out.decode("ascii").strip()
