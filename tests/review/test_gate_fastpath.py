@@ -30,7 +30,8 @@ def _both(repo: Path) -> tuple[tuple[str, tuple[str, ...]] | None, str, tuple[st
     head = git(repo, "rev-parse", "HEAD^{tree}").strip()
     raw = snapshot(wt.root, head)
     paths = tuple(sorted(os.fsdecode(c.path) for c in raw.changes))
-    return fast_candidate(wt, head), raw.tree, paths
+    fast = fast_candidate(wt, head)
+    return (None if fast is None else (fast.tree, fast.paths)), raw.tree, paths
 
 
 def _modify(r: Path) -> None:
@@ -177,3 +178,18 @@ def test_random_sequences_of_edits_agree(
             (repo / "a.txt").write_bytes(b"alpha\r\n")
     fast, tree, paths = _both(repo)
     assert fast is None or fast == (tree, paths)
+
+
+def test_a_rederivation_reuses_the_tree_only_while_nothing_it_rests_on_moved(
+    tmp_path: Path,
+) -> None:
+    repo = init_repo(tmp_path / "r", dict(FILES))
+    _modify(repo)
+    wt = discover(repo)
+    head = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    first = fast_candidate(wt, head)
+    assert first is not None and fast_candidate(wt, head, first) is first
+    (repo / "a.txt").write_text("alpha, changed again\n")  # the same status line: " M a.txt"
+    again = fast_candidate(wt, head, first)
+    assert again is not None and again is not first and again.tree != first.tree
+    assert again.tree == snapshot(wt.root, head).tree

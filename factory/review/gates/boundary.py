@@ -123,7 +123,7 @@ def select_boundary(wt: Worktree, base_ref: str | None) -> tuple[BoundaryView, V
     return view.model_copy(update={"commit": commit}), None
 
 
-def derive_pre_pr(wt: Worktree, req: GateRequest) -> Derived:
+def derive_pre_pr(wt: Worktree, req: GateRequest, earlier: Derived | None) -> Derived:
     chain = gitfacts.first_parent_chain(wt.root, 1)
     head = chain[0] if chain else None
     view, problem = select_boundary(wt, req.base_ref)
@@ -137,20 +137,26 @@ def derive_pre_pr(wt: Worktree, req: GateRequest) -> Derived:
             base = gitfacts.tree_of(wt.root, mb)
     if problem is None and head is None:
         view, problem = _unavailable("HEAD names no commit (an unborn branch)", view)
-    tree, paths, cache = "", tuple[str, ...](), None
+    cand = None
     if base is not None:
-        tree, paths, cache, bad = worktree_candidate(wt, base, None)
-        problem = problem or bad
+        cand = worktree_candidate(wt, base, earlier)
+        problem = problem or cand.problem
     live = Live(
         gate="pre-pr",
         kind="base-diff",
         natural_base=base,
-        candidate_tree=tree or (head.tree if head else ""),
-        paths=paths,
+        candidate_tree=cand.tree if cand else (head.tree if head else ""),
+        paths=cand.paths if cand else (),
         head_commit=head.commit if head else None,
         head_tree=head.tree if head else None,
         staged_tree=None,
         delivery=(),
         problem=problem,
     )
-    return Derived(live, same_base(base, "pre-pr"), boundary=view, cache=cache)
+    return Derived(
+        live,
+        same_base(base, "pre-pr"),
+        boundary=view,
+        cache=cand.cache if cand else None,
+        fast=cand.fast if cand else None,
+    )

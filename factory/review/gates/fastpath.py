@@ -26,12 +26,15 @@ snapshot. A test checks that both give the same tree on the states this path acc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
+from factory.canonical import sha256_hex
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.indexcache import _attribute_files_may_apply, _converted
 from factory.gitio.run import run_git
@@ -79,14 +82,17 @@ def _regular(root: Path, path: bytes) -> str | None:
     return "100755" if st.st_mode & 0o100 else "100644"
 
 
-def _changes(wt: Worktree, env: dict[str, str]) -> tuple[list[bytes], list[bytes]] | None:
-    """(paths whose raw bytes must be hashed, paths removed), or None to fall back."""
-    out = run_git(
+def _status(wt: Worktree, cfg: RepoConfig) -> bytes:
+    return run_git(
         wt.root,
         ["status", "--porcelain=v2", "-z", "-uall", "--ignored=no", "--no-renames"],
-        env_extra=env,
+        env_extra=cfg.no_filters_env(),
         what="git status",
     )
+
+
+def _changes(out: bytes) -> tuple[list[bytes], list[bytes]] | None:
+    """(paths whose raw bytes must be hashed, paths removed), or None to fall back."""
     fields, i = out.split(b"\0"), 0
     hashed, removed = [], []
     while i < len(fields):
@@ -118,14 +124,61 @@ def _changes(wt: Worktree, env: dict[str, str]) -> tuple[list[bytes], list[bytes
     return hashed, removed
 
 
-def fast_candidate(wt: Worktree, base_tree: str) -> tuple[str, tuple[str, ...]] | None:
-    """(candidate tree, paths changed against ``base_tree``) or None (use the snapshot)."""
-    paths = _plain_index(wt)
-    if paths is None:
+@dataclass(frozen=True)
+class FastCandidate:
+    """A candidate tree, its changed paths, and what it was derived from (the witness a
+    re-derivation compares instead of writing the tree again)."""
+
+    tree: str
+    paths: tuple[str, ...]
+    base_tree: str
+    witness: tuple[object, ...]
+    hashed: tuple[bytes, ...]
+    oids: tuple[str, ...]
+
+
+def _index_digest(wt: Worktree) -> str | None:
+    try:
+        return sha256_hex((wt.git_dir / "index").read_bytes())
+    except FileNotFoundError:
         return None
+
+
+def _hash(wt: Worktree, hashed: list[bytes], write: bool) -> list[str]:
+    if not hashed:
+        return []
+    out = run_git(
+        wt.root,
+        ["hash-object", *(["-w"] if write else []), "--no-filters", "--stdin-paths"],
+        stdin=b"".join(p + b"\n" for p in hashed),
+        what="git hash-object",
+    )
+    return out.decode("ascii").split()
+
+
+def _unchanged(
+    wt: Worktree, previous: FastCandidate, witness: tuple[object, ...], base_tree: str
+) -> bool:
+    if (previous.witness, previous.base_tree) != (witness, base_tree):
+        return False
+    return tuple(_hash(wt, list(previous.hashed), write=False)) == previous.oids
+
+
+def fast_candidate(
+    wt: Worktree, base_tree: str, previous: FastCandidate | None = None
+) -> FastCandidate | None:
+    """The candidate through the index, or None (use the raw snapshot). With ``previous``
+    (an earlier result), the same configuration, index bytes, ``git status`` output and
+    hashes of the changed files mean the same candidate: it is returned as it is."""
     cfg = read_config(wt.root)
-    found = _changes(wt, cfg.no_filters_env())
-    if found is None:
+    index = _index_digest(wt)
+    status = _status(wt, cfg)
+    witness = (cfg.entries, index, status)
+    if previous is not None and _unchanged(wt, previous, witness, base_tree):
+        return previous
+    paths = _plain_index(wt)
+    found = _changes(status)
+    if paths is None or found is None:
         return None
     hashed, removed = found
     if not _no_conversions(wt, cfg, sorted(set(paths) | set(hashed))):
@@ -133,31 +186,23 @@ def fast_candidate(wt: Worktree, base_tree: str) -> tuple[str, tuple[str, ...]] 
     modes = [_regular(wt.root, p) for p in hashed]
     if any(m is None for m in modes) or any(b"\n" in p for p in hashed):
         return None
+    oids = _hash(wt, hashed, write=True)
+    if len(oids) != len(hashed):
+        return None
     records = [f"0 {ZERO}\t".encode() + p + b"\0" for p in removed]
-    if hashed:
-        out = run_git(
-            wt.root,
-            ["hash-object", "-w", "--no-filters", "--stdin-paths"],
-            stdin=b"".join(p + b"\n" for p in hashed),
-            what="git hash-object",
-        )
-        oids = out.decode("ascii").split()
-        if len(oids) != len(hashed):
-            return None
-        records += [
-            f"{m} {o}\t".encode() + p + b"\0" for m, o, p in zip(modes, oids, hashed, strict=True)
-        ]
+    records += [
+        f"{m} {o}\t".encode() + p + b"\0" for m, o, p in zip(modes, oids, hashed, strict=True)
+    ]
     tree = _write(wt, records)
-    return tree, gitfacts.changed_paths(wt.root, base_tree, tree)
+    changed = gitfacts.changed_paths(wt.root, base_tree, tree)
+    return FastCandidate(tree, changed, base_tree, witness, tuple(hashed), tuple(oids))
 
 
 def _write(wt: Worktree, records: list[bytes]) -> str:
     with tempfile.TemporaryDirectory(prefix="factory-gate-cand-") as tmp:
         index = Path(tmp) / "index"
-        try:
+        with contextlib.suppress(FileNotFoundError):
             shutil.copyfile(wt.git_dir / "index", index)
-        except FileNotFoundError:
-            pass
         env = {"GIT_INDEX_FILE": str(index)}
         if records:
             run_git(

@@ -15,6 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from factory.canonical import sha256_hex
 from factory.display import inert
 from factory.gitio.run import run_git, try_git
 from factory.gitio.worktree import EMPTY_TREE
@@ -112,6 +113,16 @@ def hook_index(git_dir: Path, env: dict[str, str]) -> Path:
     if not path.is_relative_to(git_dir):
         raise IndexUnavailable(f"GIT_INDEX_FILE {inert(given)} is outside this checkout's git dir")
     return path
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of a file's bytes (None when it does not exist)."""
+    try:
+        return sha256_hex(path.read_bytes())
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise IndexUnavailable(f"the index cannot be read ({exc.strerror})") from None
 
 
 def staged_tree(root: Path, index: Path) -> str:

@@ -32,7 +32,7 @@ from factory.gitio.worktree import EMPTY_TREE, Worktree
 from factory.review import nextcmd
 from factory.review.gates import gitfacts
 from factory.review.gates.decide import BaseCheck, Live
-from factory.review.gates.fastpath import fast_candidate
+from factory.review.gates.fastpath import FastCandidate, fast_candidate
 from factory.review.gates.result import ArtifactView, BoundaryView, GateName, Verdict, deny
 from factory.review.state import ReviewState
 
@@ -61,6 +61,8 @@ class Derived:
     boundary: BoundaryView | None = None
     artifacts: tuple[ArtifactView, ...] = ()
     cache: StatCache | None = None
+    fast: FastCandidate | None = None
+    staged: tuple[str | None, str] | None = None  # (index digest, staged tree)
 
     def fingerprint(self) -> tuple[object, ...]:
         """What must not change between the decision and the final re-check."""
@@ -109,14 +111,24 @@ def unavailable(gate: str, why: str) -> Verdict:
     )
 
 
-def worktree_candidate(
-    wt: Worktree, base_tree: str, cache: StatCache | None
-) -> tuple[str, tuple[str, ...], StatCache, Verdict | None]:
-    """The raw-bytes candidate tree of the checkout against ``base_tree``, its changed
-    paths, the stat cache for a later re-derivation, and a problem if it cannot be bound."""
-    fast = fast_candidate(wt, base_tree)
+@dataclass(frozen=True)
+class Candidate:
+    """The checkout's candidate against a base, and how to re-derive it cheaply."""
+
+    tree: str
+    paths: tuple[str, ...]
+    problem: Verdict | None
+    cache: StatCache | None = None
+    fast: FastCandidate | None = None
+
+
+def worktree_candidate(wt: Worktree, base_tree: str, earlier: Derived | None) -> Candidate:
+    """The raw-bytes candidate tree of the checkout against ``base_tree`` (through git's
+    index where that is provably the same tree), and a problem if it cannot be bound."""
+    fast = fast_candidate(wt, base_tree, earlier.fast if earlier is not None else None)
     if fast is not None:
-        return fast[0], fast[1], cache or StatCache(), None
+        return Candidate(fast.tree, fast.paths, None, fast=fast)
+    cache = earlier.cache if earlier is not None else None
     if cache is None or not cache.entries:
         cache = index_stat_cache(wt.root, base_tree)
     snap = raw_snapshot.snapshot(wt.root, base_tree, cache=cache)
@@ -133,32 +145,43 @@ def worktree_candidate(
         problem = unavailable(
             "pre-commit", "the index hides files (assume-unchanged/skip-worktree)"
         )
-    return snap.tree, paths, snap.cache, problem
+    return Candidate(snap.tree, paths, problem, cache=snap.cache)
 
 
-def derive_pre_commit(wt: Worktree, req: GateRequest, cache: StatCache | None) -> Derived:
+def _staged(
+    wt: Worktree, req: GateRequest, earlier: Derived | None
+) -> tuple[tuple[str | None, str] | None, Verdict | None]:
+    """(index digest, staged tree) of the index the commit is made from."""
+    try:
+        index = gitfacts.hook_index(wt.git_dir, dict(req.env))
+        digest = gitfacts.file_digest(index)
+        if earlier is not None and earlier.staged is not None and earlier.staged[0] == digest:
+            return earlier.staged, None
+        return (digest, gitfacts.staged_tree(wt.root, index)), None
+    except gitfacts.IndexUnavailable as exc:
+        return None, unavailable("pre-commit", str(exc))
+
+
+def derive_pre_commit(wt: Worktree, req: GateRequest, earlier: Derived | None) -> Derived:
     chain = gitfacts.first_parent_chain(wt.root, 1)
     head = chain[0] if chain else None
     base = head.tree if head else EMPTY_TREE
-    tree, paths, cache, problem = worktree_candidate(wt, base, cache)
-    staged: str | None = None
-    try:
-        staged = gitfacts.staged_tree(wt.root, gitfacts.hook_index(wt.git_dir, dict(req.env)))
-    except gitfacts.IndexUnavailable as exc:
-        problem = problem or unavailable("pre-commit", str(exc))
+    cand = worktree_candidate(wt, base, earlier)
+    staged, bad = _staged(wt, req, earlier)
     live = Live(
         gate="pre-commit",
         kind="current-changes",
         natural_base=base,
-        candidate_tree=tree,
-        paths=paths,
+        candidate_tree=cand.tree,
+        paths=cand.paths,
         head_commit=head.commit if head else None,
         head_tree=base,
-        staged_tree=staged,
+        staged_tree=staged[1] if staged is not None else None,
         delivery=(),
-        problem=problem,
+        problem=cand.problem or bad,
     )
-    return Derived(live, ancestry_check(wt, "pre-commit", base), cache=cache)
+    check = ancestry_check(wt, "pre-commit", base)
+    return Derived(live, check, cache=cand.cache, fast=cand.fast, staged=staged)
 
 
 def ancestry_check(wt: Worktree, gate: str, natural: str) -> BaseCheck:

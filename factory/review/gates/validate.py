@@ -57,11 +57,11 @@ def derive(wt: Worktree, req: GateRequest, cached: Derived | None = None) -> Der
     """The live target of ``req.gate`` now (``cached``: an earlier derivation whose stat
     cache may be reused)."""
     if req.gate == "pre-commit":
-        return derive_pre_commit(wt, req, cached.cache if cached is not None else None)
+        return derive_pre_commit(wt, req, cached)
     if req.gate == "pre-push":
         return derive_pre_push(wt, req)
     if req.gate == "pre-pr":
-        return derive_pre_pr(wt, req)
+        return derive_pre_pr(wt, req, cached)
     return derive_release(wt, req)
 
 
