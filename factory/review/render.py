@@ -82,6 +82,13 @@ def render(item: Loaded | Corrupt, console: Console) -> None:
     console.print(_t(f"state: {s.state}", _STYLE.get(s.state, "bold cyan")))
     if s.escalation is not None:
         console.print(_t(f"escalated: {s.escalation.reason} — {s.escalation.detail}", "yellow"))
+    if s.invalidation is not None:
+        console.print(_t(f"invalidated: {s.invalidation.reason}", "yellow"))
+    if s.predecessor is not None:
+        p = s.predecessor
+        console.print(
+            _t(f"recovered from {p.lineage_id} ({p.disposition}) by {p.actor}: {p.reason}")
+        )
     snap = s.initial_snapshot
     console.print(_t(f"target: {snap.kind} {snap.base_tree[:12]} -> {snap.candidate_tree[:12]}"))
     if s.current_snapshot.candidate_tree != snap.candidate_tree:

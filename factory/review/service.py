@@ -116,6 +116,13 @@ def start(
     target = live_target(ctx.wt, kind, base, policy)
     lineage_id = lineage_id_for(target.snapshot.identity)
     with ctx.store.locked("review/start"):
+        if not ctx.store.exists(lineage_id):  # a recovered successor of this target?
+            same = [
+                x.lineage_id
+                for x in live_lineages(ctx.store)
+                if x.state.initial_snapshot.identity == target.snapshot.identity
+            ]
+            lineage_id = same[0] if same else lineage_id
         if ctx.store.exists(lineage_id):
             loaded = ctx.store.load(lineage_id)
             _same_frozen(loaded, focus, policy if policy_path is not None else None)

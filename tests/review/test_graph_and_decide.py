@@ -146,3 +146,19 @@ def test_a_derivation_problem_and_a_base_denial_come_after_the_state_checks() ->
     base = deny("receipt-binding/base-mismatch", "moved", "factory review start")
     d2 = decide(graph, {}, None, _live("pre-push", cand), lambda s: base)
     assert d2.verdict.denial == "receipt-binding/base-mismatch"
+
+
+def test_an_approval_on_rehearsal_lens_results_never_passes_and_names_its_exit() -> None:
+    s = b.started()
+    r = b.lens_result(s, "reliability", [])
+    source = r.source.model_copy(update={"kind": "lens-run", "route": "rehearsal"})
+    s = machine.apply(s, machine.RecordLens(r.model_copy(update={"source": source})))
+    s = machine.apply(machine.apply(s, machine.CompleteReview(None)), machine.Finish(b.evidence()))
+    x = _loaded(s)
+    cand = s.current_snapshot.candidate_tree
+    d = decide(build_graph([x]), {}, None, _live("pre-push", cand), lambda s: None)
+    assert d.verdict.denial == "receipt-validation/rehearsal" and "REHEARSAL" in d.verdict.reason
+    assert (
+        d.verdict.next[0].startswith("factory review recover")
+        and "invalidated" in d.verdict.next[0]
+    )

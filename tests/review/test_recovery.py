@@ -191,3 +191,37 @@ def test_the_cli_refusal_prints_the_expected_authorization(repo: Path, tmp_path:
     assert ran.code == 2 and ran.doc["error"]["code"] == "review-authorization-invalid"
     assert ran.doc["expected_authorization"].startswith("factory.review-recovery-authorization/1\n")
     assert ran.doc["next"][0] in ran.doc["error"]["message"]
+
+
+def test_start_on_a_recovered_target_resumes_the_successor(repo: Path, tmp_path: Path) -> None:
+    lid, rev = _scope_changed(repo, tmp_path)
+    made = recover(
+        repo,
+        predecessor=lid,
+        expected_revision=rev,
+        disposition="scope_changed",
+        reason="edited after approval",
+        actor="maintainer",
+        authorization=None,
+    )
+    again = begin(repo)
+    assert again["action"] == "resumed" and again["lineage"] == made["lineage"]
+    assert again["generation"] == 2
+
+
+def test_an_invalidated_lineage_recovers_into_a_fresh_generation(repo: Path) -> None:
+    edit_parser(repo)
+    lid = begin(repo)["lineage"]
+    done = invalidate(repo, lid, loaded(repo, lid).revision, "wrong candidate")
+    assert code(gate(repo, "pre-commit", lineage=lid)) == "receipt-validation/invalidated"
+    made = recover(
+        repo,
+        predecessor=lid,
+        expected_revision=done["store_revision"],
+        disposition="invalidated",
+        reason="start again",
+        actor="maintainer",
+        authorization=None,
+    )
+    assert made["generation"] == 2 and made["state"] == "reviewing"
+    assert made["recovery"]["disposition"] == "invalidated"
