@@ -12,6 +12,7 @@ from factory.gate.providers import review_gate
 from factory.review.lock import StoreLock
 from tests.review.conftest import review, store_root
 from tests.review.gates_support import approve
+from tests.support.git import git
 
 
 def _approved(repo: Path, tmp: Path) -> None:
@@ -44,6 +45,30 @@ def test_usage_is_exit_2_and_a_typed_failure_is_exit_4(repo: Path, tmp_path: Pat
     with StoreLock(store_root(repo) / "LOCK", command="test holds the store"):
         busy = review("validate", "--gate", "pre-commit", cwd=repo)
     assert busy.code == 4 and "review-store-busy" in busy.stderr and busy.stdout == b""
+
+
+# The gate runs on every commit: the CLI must not pay for what it never uses. trio (the
+# provider supervisor's) costs ~130 ms of CPU to import on this machine's class of CPU.
+_PROBE = """
+import sys
+from factory.cli.main import main
+code = main(sys.argv[1:])
+heavy = sorted({m.split(".")[0] for m in sys.modules} & {"trio", "httpx", "rich", "jinja2"})
+sys.stderr.write("heavy-modules=" + ",".join(heavy) + "\\n")
+sys.exit(code)
+"""
+
+
+def test_the_gate_cli_loads_no_provider_machinery(repo: Path, tmp_path: Path) -> None:
+    _approved(repo, tmp_path)
+    for gate in ("pre-commit", "pre-push"):
+        if gate == "pre-push":
+            git(repo, "add", "-A")
+            git(repo, "commit", "-q", "--no-verify", "-m", "the approved candidate")
+        argv = [sys.executable, "-c", _PROBE, "review", "validate", "--gate", gate]
+        out = subprocess.run(argv, cwd=repo, capture_output=True, text=True, check=False)
+        assert out.returncode == 0, out.stderr
+        assert "heavy-modules=\n" in out.stderr, out.stderr
 
 
 def test_help_answers() -> None:
