@@ -13,7 +13,10 @@ import pytest
 from factory.review import machine
 from factory.review.errors import ReviewRefused
 from factory.review.judgement import RefuterInput
+from factory.review.recovery import DISPOSITIONS, _eligible
+from factory.review.snapshot import LiveTarget
 from factory.review.state import ReviewState, make_snapshot
+from factory.review.store import Loaded
 from factory.review.successor import EDGES
 from tests.review import builders as b
 
@@ -175,7 +178,7 @@ def _op_for(command: str, s: ReviewState) -> machine.Operation | None:
     if command.startswith("factory review invalidate"):
         return machine.Invalidate("stuck")
     # Gates and recovery act on the store, not on this lineage's state: they are walked by
-    # tests/review/test_gate_matrix.py and test_recovery.py.
+    # tests/review/test_graph_and_decide.py, test_gate_table.py and the recover cells below.
     assert command.startswith(
         (
             "factory review show",
@@ -205,3 +208,30 @@ def test_no_state_is_wedged_every_non_terminal_state_can_reach_a_terminal_one() 
         if s.state in ("approved", "escalated", "invalidated"):
             continue
         assert machine.apply(s, machine.Abandon(None)).state == "escalated", name
+
+
+@pytest.mark.parametrize("disposition", DISPOSITIONS)
+@pytest.mark.parametrize("state_name", list(STATES))
+def test_every_recover_cell_is_eligible_or_a_refusal_naming_the_next_command(
+    state_name: str, disposition: str
+) -> None:
+    """issue 13 extends the matrix with ``recover``: in every state, each disposition is
+    either eligible (with a changed live candidate) or refused naming a next command that
+    state accepts."""
+    state = STATES[state_name]()
+    pred = Loaded(state.lineage_id, "sha256:" + "0" * 64, state, "none")
+    moved = LiveTarget(snapshot=b.snapshot(cand=b.tree(77)), changes=())
+    try:
+        _eligible(pred, disposition, moved)
+    except ReviewRefused as exc:
+        assert exc.next, f"{state_name} × recover {disposition}: no next command"
+        for command in exc.next:
+            _op_for(command, state)  # each named command is one this state accepts
+        return
+    wants = {"scope_changed": "approved", "invalidated": "invalidated", "escalated": "escalated"}
+    assert state.state == wants[disposition], (state_name, disposition)
+    if disposition == "scope_changed":  # the same candidate again is no scope change
+        same = LiveTarget(snapshot=state.current_snapshot, changes=())
+        with pytest.raises(ReviewRefused) as unchanged:
+            _eligible(pred, disposition, same)
+        assert unchanged.value.next[0].startswith("factory review validate")
