@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
-from factory.agent.receipt import AgentReceipt, EvidenceRef
+from factory.agent.receipt import AgentReceipt, EvidenceRef, PhaseRecord
 from factory.agent.verify import failed_checks
 from factory.canonical import sha256_hex
 
@@ -54,6 +54,17 @@ class PatchText:
 
 
 @dataclass(frozen=True, slots=True)
+class MutationNote:
+    """What a phase saw change in git or the worktree (issue 8 §1): the sorted paths of its
+    verified ``<phase>-mutation-paths`` evidence (``worktree/…``, ``git-dir/…``,
+    ``common-dir/…``); an empty list means no bound path changed but the candidate did."""
+
+    phase: str
+    paths: list[str]
+    withheld: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ReceiptFacts:
     """A receipt, its verification and what may be quoted from its verified evidence."""
 
@@ -63,6 +74,7 @@ class ReceiptFacts:
     report: Mapping[str, Any]
     reviews: list[ReviewNote] = field(default_factory=list)
     patches: list[PatchText] = field(default_factory=list)
+    mutations: list[MutationNote] = field(default_factory=list)
 
     @property
     def evidence_checked(self) -> int:
@@ -117,16 +129,24 @@ def _summary_of(data: bytes) -> str | None:
     return summary if isinstance(summary, str) else None
 
 
+def _phase_evidence(
+    receipt: AgentReceipt, suffix: str
+) -> list[tuple[PhaseRecord, EvidenceRef | None]]:
+    """Each phase with its evidence whose role ends in ``suffix`` (``None``: it has none)."""
+    return [
+        (p, next((e for e in p.evidence if e.role.endswith(suffix)), None)) for p in receipt.phases
+    ]
+
+
 def review_notes(
     receipt: AgentReceipt, receipt_path: Path, report: Mapping[str, Any]
 ) -> list[ReviewNote]:
     """The reasons each reviewer gave, from its verified verdict evidence."""
     ok_paths = _verified_paths(report)
     notes = []
-    for phase in receipt.phases:
+    for phase, ref in _phase_evidence(receipt, "-verdict"):
         if phase.role != "reviewer":
             continue
-        ref = next((e for e in phase.evidence if e.role.endswith("-verdict")), None)
         data, withheld = _read_verified(ref, receipt_path, ok_paths)
         summary = _summary_of(data) if data is not None else None
         if data is not None and summary is None:
@@ -153,6 +173,22 @@ def patch_texts(
     return out
 
 
+def mutation_notes(
+    receipt: AgentReceipt, receipt_path: Path, report: Mapping[str, Any]
+) -> list[MutationNote]:
+    """The changed paths each mutated phase recorded, from verified evidence only."""
+    ok_paths = _verified_paths(report)
+    notes = []
+    for phase, ref in _phase_evidence(receipt, "-mutation-paths"):
+        if ref is None:
+            continue
+        data, withheld = _read_verified(ref, receipt_path, ok_paths)
+        raw = data.split(b"\0")[:-1] if data else []
+        paths = [p.decode("utf-8", "surrogateescape") for p in raw]
+        notes.append(MutationNote(phase.phase, paths, withheld))
+    return notes
+
+
 def gather(receipt: AgentReceipt, report: Mapping[str, Any], receipt_path: Path) -> ReceiptFacts:
     """Everything a renderer needs, from a receipt and its ``verify`` report."""
     ok = report.get("ok") is True
@@ -163,4 +199,5 @@ def gather(receipt: AgentReceipt, report: Mapping[str, Any], receipt_path: Path)
         report=report,
         reviews=review_notes(receipt, receipt_path, report),
         patches=patch_texts(receipt, receipt_path, report),
+        mutations=mutation_notes(receipt, receipt_path, report),
     )

@@ -216,6 +216,23 @@ def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     return [Group(Text("phases", style="bold"), grid)]
 
 
+def _mutations(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
+    if not f.mutations:
+        return []
+    out: list[RenderableType] = [Text("what changed while a phase ran", style="bold")]
+    for note in f.mutations:
+        out.append(Text.assemble("  ", _t(note.phase, "bold"), f"  {len(note.paths)} path(s)"))
+        if note.withheld is not None:
+            out.append(_t(f"    {note.withheld}", "dim"))
+        elif not note.paths:
+            out.append(_t("    no bound path changed; the candidate identity did", "dim"))
+        rows, left_out = _capped(note.paths)
+        out.extend(_t(f"    {p}", _ok("red", trusted)) for p in rows)
+        if left_out:
+            out.append(_t(f"    ... and {left_out} more path(s)", "dim"))
+    return out
+
+
 def _reviews(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     if not f.reviews:
         return []
@@ -372,6 +389,7 @@ SECTIONS: Final[tuple[Section, ...]] = (
     _verification,
     _summary,
     _phases,
+    _mutations,
     _reviews,
     _candidates,
     _evidence,
