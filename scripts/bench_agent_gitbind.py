@@ -94,7 +94,7 @@ def legacy_bind(wt: Any, previous: Any = None) -> Any:
         entries[label] = e = _by_name(label, os.fsencode(path), prev, trust)
         if e.kind == "d":
             entries.update(walk(os.fsencode(path), label, prev, trust, workers=1))
-    return Bound(entries, digest(b"legacy", entries), started)
+    return Bound(entries, digest("legacy", entries), started)
 
 
 def one(wt_path: Path, rep: int) -> dict[str, float]:

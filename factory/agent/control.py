@@ -50,7 +50,7 @@ from factory.agent.binding import (
 )
 from factory.gitio.worktree import Worktree
 
-CONTROL_TAG = b"factory.git-control/2"
+CONTROL_TAG = "factory.git-control/2"
 WALKERS = 1  # the git directories are mostly small files: threads cost more than they save
 _STORES = frozenset({b"objects", b"lfs"})
 _BY_NAME = (b"objects/info/alternates", b"objects/info/http-alternates")

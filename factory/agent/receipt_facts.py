@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
-from factory.agent.receipt import AgentReceipt, EvidenceRef, PhaseRecord
+from factory.agent.receipt import AgentReceipt, EvidenceRef
 from factory.agent.verify import failed_checks
 from factory.canonical import sha256_hex
 
@@ -55,12 +55,12 @@ class PatchText:
 
 @dataclass(frozen=True, slots=True)
 class MutationNote:
-    """What a phase saw change in git or the worktree (issue 8 §1): the sorted paths of its
-    verified ``<phase>-mutation-paths`` evidence (``worktree/…``, ``git-dir/…``,
-    ``common-dir/…``); an empty list means no bound path changed but the candidate did."""
+    """The paths a phase saw changed where it must not (a voided review, a worker's git
+    mutation), from its ``<phase>-mutation-paths`` evidence (or why they are not shown)."""
 
     phase: str
-    paths: list[str]
+    outcome: str
+    paths: list[str] | None
     withheld: str | None = None
 
 
@@ -129,24 +129,16 @@ def _summary_of(data: bytes) -> str | None:
     return summary if isinstance(summary, str) else None
 
 
-def _phase_evidence(
-    receipt: AgentReceipt, suffix: str
-) -> list[tuple[PhaseRecord, EvidenceRef | None]]:
-    """Each phase with its evidence whose role ends in ``suffix`` (``None``: it has none)."""
-    return [
-        (p, next((e for e in p.evidence if e.role.endswith(suffix)), None)) for p in receipt.phases
-    ]
-
-
 def review_notes(
     receipt: AgentReceipt, receipt_path: Path, report: Mapping[str, Any]
 ) -> list[ReviewNote]:
     """The reasons each reviewer gave, from its verified verdict evidence."""
     ok_paths = _verified_paths(report)
     notes = []
-    for phase, ref in _phase_evidence(receipt, "-verdict"):
+    for phase in receipt.phases:
         if phase.role != "reviewer":
             continue
+        ref = next((e for e in phase.evidence if e.role.endswith("-verdict")), None)
         data, withheld = _read_verified(ref, receipt_path, ok_paths)
         summary = _summary_of(data) if data is not None else None
         if data is not None and summary is None:
@@ -173,19 +165,24 @@ def patch_texts(
     return out
 
 
+MUTATION_ROLE_SUFFIX: Final = "-mutation-paths"
+
+
 def mutation_notes(
     receipt: AgentReceipt, receipt_path: Path, report: Mapping[str, Any]
 ) -> list[MutationNote]:
-    """The changed paths each mutated phase recorded, from verified evidence only."""
+    """Each phase's recorded mutation paths (NUL-terminated path bytes), verified first."""
     ok_paths = _verified_paths(report)
     notes = []
-    for phase, ref in _phase_evidence(receipt, "-mutation-paths"):
+    for phase in receipt.phases:
+        ref = next((e for e in phase.evidence if e.role.endswith(MUTATION_ROLE_SUFFIX)), None)
         if ref is None:
             continue
         data, withheld = _read_verified(ref, receipt_path, ok_paths)
-        raw = data.split(b"\0")[:-1] if data else []
-        paths = [p.decode("utf-8", "surrogateescape") for p in raw]
-        notes.append(MutationNote(phase.phase, paths, withheld))
+        paths = None
+        if data is not None:
+            paths = [p.decode("utf-8", "surrogateescape") for p in data.split(b"\0") if p]
+        notes.append(MutationNote(phase.phase, phase.outcome, paths, withheld))
     return notes
 
 

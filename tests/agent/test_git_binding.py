@@ -231,7 +231,7 @@ async def test_receipt_show_lists_the_changed_paths(layout: Layout) -> None:
     proc = run_factory(["receipt", "show", str(layout.receipt)])
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.decode()
-    assert "what changed while a phase ran" in out and "git-dir/MERGE_HEAD" in out
+    assert "paths changed where a phase must not change them" in out and "git-dir/MERGE_HEAD" in out
     receipt = AgentReceipt.model_validate_json(layout.receipt.read_bytes())
     assert receipt.error is not None and receipt.error.code == "reviewer-mutation"
 
@@ -239,4 +239,7 @@ async def test_receipt_show_lists_the_changed_paths(layout: Layout) -> None:
 async def test_twin_receipt_show_of_a_clean_run_lists_no_changed_paths(layout: Layout) -> None:
     await run(layout, [Step(effect=FIX)], [Step()])
     proc = run_factory(["receipt", "show", str(layout.receipt)])
-    assert proc.returncode == 0 and b"what changed while a phase ran" not in proc.stdout
+    assert (
+        proc.returncode == 0
+        and b"paths changed where a phase must not change them" not in proc.stdout
+    )
