@@ -134,3 +134,15 @@ def summary(rows: list[dict[str, float]]) -> dict[str, Any]:
     report["entries"] = {"legacy": med("legacy_entries"), "exclusion": med("exclusion_entries")}
     report["target_added_ms"] = 50
     return report
+
+
+if __name__ == "__main__":
+    import argparse
+    import sys
+
+    argparse.ArgumentParser(
+        description=(__doc__ or "").split("\n\n")[0]
+        + " This module holds the fixture and the measurement; run it through "
+        "scripts/bench_agent --only git-bind [--reps N] [--dir DIR] [--keep].",
+    ).parse_args()
+    sys.exit("run scripts/bench_agent --only git-bind (see --help)")

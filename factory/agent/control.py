@@ -10,7 +10,9 @@ does not name: a reviewer that wrote ``MERGE_HEAD`` got APPROVE, and the user's 
 became a merge with a parent the reviewer chose.
 
 Left out, in every git directory found there (the common dir, the worktree's git dir,
-other worktrees' git dirs under ``worktrees/``, submodule repositories under ``modules/``):
+other worktrees' git dirs under ``worktrees/``, submodule repositories under ``modules/`` —
+of the common dir and of the worktree's own git dir, where a linked worktree keeps its
+submodules' repositories):
 
 * ``objects/`` — content-addressed object storage, which only grows; reading it would cost
   time proportional to the repository's history. Its two configuration files,
@@ -27,8 +29,9 @@ other worktrees' git dirs under ``worktrees/``, submodule repositories under ``m
 
 The worktree's own index *is* bound. A reviewer runs read-only, so any write to it is a
 mutation; the worker and the repair legitimately refresh it with their own ``git
-status``, so :func:`editor_ignores` leaves it out of their comparison — HEAD and the
-index *tree* are checked instead (and the index's hide-bits by the candidate derivation).
+status``, so :func:`editor_ignores` leaves it (but not a left ``index.lock``) out of their
+comparison — HEAD and the index *tree* are checked instead (and the index's hide-bits by
+the candidate derivation).
 """
 
 from __future__ import annotations
@@ -62,9 +65,12 @@ def _index_file(name: bytes) -> bool:
 
 
 def editor_ignores(label: bytes) -> bool:
-    """Labels the worker's and the repair's comparison leaves out: their own index files."""
+    """Labels the worker's and the repair's comparison leaves out: their own index and its
+    split-index parts, which their own ``git status`` rewrites. Not ``index.lock``: git
+    removes it before it returns, so one still there after the phase is a lock left behind
+    (every later git command in the worktree fails on it)."""
     head, _, name = label.partition(b"/")
-    return head == b"git-dir" and b"/" not in name and _index_file(name)
+    return head == b"git-dir" and (name == b"index" or name.startswith(b"sharedindex."))
 
 
 def _is_git_dir(path: bytes) -> bool:
@@ -177,7 +183,8 @@ def bind_control(wt: Worktree, previous: Bound | None = None) -> Bound:
     for rel in _BY_NAME:
         label = b"common-dir/" + rel
         entries[label] = _by_name(label, os.path.join(common, rel), prev, trust, by_stat)
-    own = _Rules(b"git-dir", {b""}, None, own_index=True)
+    # A linked worktree keeps its submodules' repositories in its own git dir (modules/).
+    own = _Rules(b"git-dir", _git_dirs(os.fsencode(wt.git_dir)), None, own_index=True)
     entries.update(walk(os.fsencode(wt.git_dir), b"git-dir", prev, trust, own, WALKERS, by_stat))
     shared = _Rules(
         b"common-dir", _git_dirs(common), _relative(wt.git_dir, wt.common_dir), own_index=False

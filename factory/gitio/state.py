@@ -13,7 +13,8 @@ revert (``sequencer/``), a bisect (``BISECT_START``/``BISECT_LOG``) or a notes m
 :func:`lock_files` finds every ``*.lock`` git leaves while it writes (or after it crashed)
 in the worktree's git dir and in the shared parts of the common dir: the index, HEAD,
 refs and their logs, ``packed-refs``, the configuration, ``shallow``. Object storage, the
-other worktrees' own folders, submodules' repositories and the primary checkout's own
+other worktrees' own folders, submodules' repositories (``modules/`` of either git dir)
+and the primary checkout's own
 index and HEAD locks are not this worktree's state and are not looked at.
 """
 
@@ -98,7 +99,8 @@ def _walk(top: Path, skip: frozenset[str]) -> list[str]:
 
 def lock_files(git_dir: Path, common_dir: Path) -> list[Lock]:
     """Every lock file of the worktree's state (see the module docstring), sorted."""
-    locks = [Lock(f"git-dir/{rel}", _lock_code(rel)) for rel in _walk(git_dir, frozenset())]
+    own = _walk(git_dir, frozenset({"modules"}))  # a linked worktree's submodule repositories
+    locks = [Lock(f"git-dir/{rel}", _lock_code(rel)) for rel in own]
     if common_dir != git_dir:
         common = _walk(common_dir, _COMMON_SKIP)
         locks += [Lock(f"common-dir/{rel}", _lock_code(rel)) for rel in common]

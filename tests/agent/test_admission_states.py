@@ -157,4 +157,9 @@ async def test_twin_locks_of_other_checkouts_and_object_storage_are_not_ours(
     common = common_dir(layout.wt)
     for rel in ("index.lock", "HEAD.lock", "objects/maintenance.lock"):
         (common / rel).write_text("the primary checkout's own\n")
+    # A linked worktree's submodule repositories live in its own git dir: their locks are
+    # the submodules' state, not this worktree's.
+    sub = git_dir(layout.wt) / "modules" / "m"
+    sub.mkdir(parents=True)
+    (sub / "index.lock").write_text("a submodule's own\n")
     await admitted(req(layout))

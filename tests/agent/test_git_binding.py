@@ -74,6 +74,8 @@ MUTATIONS: dict[str, tuple[Plant, list[str]]] = {
     ),
     "bisect": (in_git_dir("BISECT_LOG", "git bisect start\n"), ["git-dir/BISECT_LOG"]),
     "orig-head": (in_git_dir("ORIG_HEAD", "0" * 40 + "\n"), ["git-dir/ORIG_HEAD"]),
+    "index-lock-left": (in_git_dir("index.lock", "DIRC"), ["git-dir/index.lock"]),
+    "head-lock-left": (in_git_dir("HEAD.lock", "ref: refs/heads/x\n"), ["git-dir/HEAD.lock"]),
     "per-worktree-config": (
         in_git_dir("config.worktree", "[core]\n\tsparseCheckout = true\n"),
         ["git-dir/config.worktree"],

@@ -4,6 +4,8 @@ in the candidate while the reviewer judged a worktree with the unbound submodule
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -64,3 +66,58 @@ async def test_a_dirty_submodule_is_refused_at_admission(with_submodule: Layout)
     await refused(req(with_submodule), "worktree-not-clean")
     git(with_submodule.wt / "mod", "checkout", "--", "s.txt")  # twin: clean again
     await admitted(req(with_submodule))
+
+
+# A linked worktree's submodule repositories live in its own git dir (``modules/<name>``),
+# not in the common dir. Observed before: the binding walked their object storage and bound
+# their index, so a worker's plain ``git status`` (which refreshes the submodule's index as
+# a side effect) failed as ``worker-git-mutation``, and a reviewer's ``git status`` inside
+# the submodule voided its review.
+
+
+def submodule_repo(wt: Path) -> Path:
+    gd = Path(git(wt, "rev-parse", "--path-format=absolute", "--git-dir").strip())
+    return gd / "modules" / "mod"
+
+
+def refresh_and_grow_the_submodule(wt: Path) -> None:
+    """What reading does there: the submodule's index refreshed, an object added."""
+    index = submodule_repo(wt) / "index"
+    before = index.read_bytes()
+    os.utime(wt / "mod" / "s.txt", ns=(1_000_000_000, 1_000_000_000))
+    for cmd in (["status"], ["hash-object", "-w", "--stdin"]):
+        subprocess.run(["git", *cmd], cwd=wt / "mod", input=b"o\n", capture_output=True, check=True)
+    assert index.read_bytes() != before  # the refresh really wrote the submodule's index
+
+
+def submodule_hook(wt: Path) -> None:
+    hook = submodule_repo(wt) / "hooks" / "post-checkout"
+    hook.parent.mkdir(exist_ok=True)
+    hook.write_text("#!/bin/sh\n")
+    hook.chmod(0o755)
+
+
+async def test_twin_reading_a_submodule_does_not_fail_the_worker(with_submodule: Layout) -> None:
+    assert submodule_repo(with_submodule.wt).is_dir()
+    effect = chain(write("a.txt", "A\n"), refresh_and_grow_the_submodule)
+    ran = await run(with_submodule, [Step(effect=effect)], [Step()])
+    assert ran.outcome.exit_code == 0, ran.outcome.receipt.error
+
+
+async def test_twin_reading_a_submodule_does_not_void_a_review(with_submodule: Layout) -> None:
+    effect = refresh_and_grow_the_submodule
+    ran = await run(with_submodule, [Step(effect=write("a.txt", "A\n"))], [Step(effect=effect)])
+    assert ran.outcome.exit_code == 0, ran.outcome.receipt.error
+
+
+@pytest.mark.parametrize("role", ["worker", "reviewer"])
+async def test_a_hook_in_the_submodule_repository_is_a_mutation(
+    with_submodule: Layout, role: str
+) -> None:
+    fix = write("a.txt", "A\n")
+    worker = Step(effect=chain(fix, submodule_hook) if role == "worker" else fix)
+    reviewer = Step(effect=submodule_hook if role == "reviewer" else None)
+    ran = await run(with_submodule, [worker], [reviewer])
+    r = ran.outcome.receipt
+    assert r.error is not None
+    assert r.error.code == ("worker-git-mutation" if role == "worker" else "reviewer-mutation")
