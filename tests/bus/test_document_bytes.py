@@ -48,13 +48,30 @@ def test_bus_verification_bytes_of_a_corrupt_log(tmp_path: Path) -> None:
 
 
 ARTIFACT = {"path": "README.md", "bytes": 12, "sha256": "ab" * 32}
-TRACE = {
-    "actors": [{"name": "coord", "ref": "act-0001", "kind": "coordinator"}],
-    "messages": [{"messageId": "msg-0001", "from": "act-0001", "to": "act-0002"}],
-    "acknowledgements": [
-        {"messageId": "msg-0001", "ackedBy": "act-0002", "meaning": ACK_MEANING, "x": 1}
+TRACE = {  # the shape factory.bus.client.exchange returns
+    "actors": {
+        "coordinator": {"ref": "act-0001", "name": "factory-coordinator", "kind": "coordinator"},
+        "builder": {"ref": "act-0002", "name": "factory-builder", "kind": "worker"},
+        "reviewer": {"ref": "act-0003", "name": "factory-reviewer", "kind": "reviewer"},
+    },
+    "messages": [
+        {
+            "messageId": "msg-0001",
+            "correlationId": "cor-0001",
+            "from": "act-0001",
+            "to": "act-0002",
+            "kind": "factory-task",
+        }
     ],
-    "handoff": {"messageId": "msg-0003", "authorityTransferred": []},
+    "acknowledgements": [{"messageId": "msg-0001", "ackedBy": "act-0002", "meaning": ACK_MEANING}],
+    "handoff": {
+        "messageId": "msg-0003",
+        "correlationId": "cor-0001",
+        "from": "act-0002",
+        "to": "act-0003",
+        "replyTo": "act-0001",
+        "authorityTransferred": [],
+    },
     "correlationId": "cor-0001",
     "toolSurface": list(VERBS),
 }
