@@ -31,6 +31,14 @@ class StrictModel(BaseModel):
         return canonical_bytes(self.to_json_value())
 
 
+class ErrorRecord(StrictModel):
+    """A typed error inside a document: its registered ``code`` and the one-line message
+    (without paths when the document may travel)."""
+
+    code: str
+    message: str
+
+
 def describe_validation_error(exc: ValidationError) -> str:
     """One line naming the first failing field: ``field.path: reason``."""
     errors = exc.errors()

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 from pydantic import Field
 
 from factory.canonical import digest
+from factory.models import ErrorRecord as ErrorRecord  # defined once, embedded here
 from factory.models import StrictModel
 
 RECEIPT_SCHEMA: Final = "factory.agent-receipt/1"
@@ -222,13 +223,6 @@ class BaseRecord(StrictModel):
         "caller-supplied-linked-git-worktree"
     )
     execution_boundary: Literal["host-user-process"] = "host-user-process"
-
-
-class ErrorRecord(StrictModel):
-    """A typed error: stable kebab-case ``code`` and a one-line message without paths."""
-
-    code: str
-    message: str
 
 
 class Timings(StrictModel):

@@ -12,8 +12,8 @@ import pytest
 from factory.bus import smoke
 from factory.bus.log import LOG_NAME, fixed_point
 from factory.bus.model import ACK_MEANING, VERBS
+from factory.bus.smoke_report import Artifact, SmokeReservation, Trace
 from factory.bus.verify import verify
-from factory.canonical import canonical_bytes
 from factory.errors import INTERNAL
 from tests.bus.helpers import rich_log
 from tests.support.golden import assert_golden
@@ -28,8 +28,8 @@ def _printed(value: object) -> bytes:
 
 def test_fixed_point_bytes(tmp_path: Path) -> None:
     rich_log(tmp_path / "d")
-    assert_golden(GOLDEN / "fixed-point.json", canonical_bytes(fixed_point(tmp_path / "d")))
-    assert_golden(GOLDEN / "fixed-point-empty.json", canonical_bytes(fixed_point(tmp_path)))
+    assert_golden(GOLDEN / "fixed-point.json", fixed_point(tmp_path / "d").canonical())
+    assert_golden(GOLDEN / "fixed-point-empty.json", fixed_point(tmp_path).canonical())
 
 
 @pytest.mark.parametrize("evidence", [False, True])
@@ -37,18 +37,18 @@ def test_bus_verification_bytes(tmp_path: Path, evidence: bool) -> None:
     rich_log(tmp_path / "d")
     report = verify(tmp_path / "d", as_evidence=evidence)
     name = f"bus-verification-{'evidence' if evidence else 'plain'}"
-    assert_golden(GOLDEN / f"{name}.json", canonical_bytes(report))
-    assert_golden(GOLDEN / f"{name}.printed.json", _printed(report))
+    assert_golden(GOLDEN / f"{name}.json", report.canonical())
+    assert_golden(GOLDEN / f"{name}.printed.json", _printed(report.to_json_value()))
 
 
 def test_bus_verification_bytes_of_a_corrupt_log(tmp_path: Path) -> None:
     rich_log(tmp_path)
     (tmp_path / LOG_NAME).write_bytes((tmp_path / LOG_NAME).read_bytes() + b"{torn")
-    assert_golden(GOLDEN / "bus-verification-corrupt.json", canonical_bytes(verify(tmp_path)))
+    assert_golden(GOLDEN / "bus-verification-corrupt.json", verify(tmp_path).canonical())
 
 
-ARTIFACT = {"path": "README.md", "bytes": 12, "sha256": "ab" * 32}
-TRACE = {  # the shape factory.bus.client.exchange returns
+ARTIFACT = Artifact(path="README.md", bytes=12, sha256="ab" * 32)
+TRACE_VALUE = {  # the shape factory.bus.client.exchange returns
     "actors": {
         "coordinator": {"ref": "act-0001", "name": "factory-coordinator", "kind": "coordinator"},
         "builder": {"ref": "act-0002", "name": "factory-builder", "kind": "worker"},
@@ -77,26 +77,20 @@ TRACE = {  # the shape factory.bus.client.exchange returns
 }
 
 
-def _evidence(tmp_path: Path, moved: bool) -> dict[str, object]:
-    rich_log(tmp_path / "d")
-    before = fixed_point(tmp_path / "d")
-    after = {**before, "events": before["events"] + 1} if moved else before
-    return {
-        "before": before,
-        "after": after,
-        "verification": verify(tmp_path / "d", as_evidence=True),
-    }
+TRACE = Trace.model_validate(TRACE_VALUE)
 
 
 @pytest.mark.parametrize("moved", [False, True])
 def test_smoke_report_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, moved: bool) -> None:
     monkeypatch.chdir(tmp_path)
     req = smoke.SmokeRequest(Path("d"), Path("README.md"), Path("r.json"), task="Review it")
-    evidence = _evidence(tmp_path, moved)
-    report = smoke.build_report(req, ARTIFACT, TRACE, evidence)
-    smoke._judge(report, evidence, TRACE)
+    rich_log(tmp_path / "d")
+    before = fixed_point(tmp_path / "d")
+    after = before.model_copy(update={"events": before.events + 1}) if moved else before
+    checked = verify(tmp_path / "d", as_evidence=True)
+    report = smoke.build_report(req, ARTIFACT, TRACE, before, after, checked)
     name = "smoke-report-moved" if moved else "smoke-report"
-    assert_golden(GOLDEN / f"{name}.json", smoke._render(report))
+    assert_golden(GOLDEN / f"{name}.json", report.data())
 
 
 @pytest.mark.parametrize(
@@ -119,5 +113,5 @@ def test_smoke_terminal_report_bytes(
     _, data = smoke._terminal(req, ARTIFACT, status, exc, owns_dir=owns)
     assert data == (tmp_path / "r.json").read_bytes()
     assert_golden(GOLDEN / f"smoke-terminal-{name}.json", data)
-    running = smoke._render(smoke._base(req, ARTIFACT, "running"))
-    assert_golden(GOLDEN / "smoke-running.json", running)
+    running = SmokeReservation(ok=False, data_dir="d", artifact=ARTIFACT, task=req.task)
+    assert_golden(GOLDEN / "smoke-running.json", running.data())

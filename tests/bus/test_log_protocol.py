@@ -176,7 +176,7 @@ def test_eight_concurrent_writers_lose_and_duplicate_nothing(tmp_path: Path) -> 
     state = EventLog(tmp_path).state()
     assert state.message_hwm == processes * count
     assert len(state.actors) == processes + 1
-    report = verify(tmp_path)
+    report = verify(tmp_path).to_json_value()
     assert report["ok"], [c for c in report["checks"] if not c["ok"]]
     assert report["fixedPoint"]["events"] == processes * count + 2 * processes
 

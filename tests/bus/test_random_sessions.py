@@ -67,5 +67,5 @@ def test_random_session_replays_to_the_live_state_and_verifies(tmp_path: Path, s
     fresh = EventLog(tmp_path).state()
     assert state_digest(fresh) == state_digest(live)
     assert fresh.rejections == outcomes[True]
-    report = verify(tmp_path)
+    report = verify(tmp_path).to_json_value()
     assert report["ok"], [c for c in report["checks"] if not c["ok"]]
