@@ -23,7 +23,6 @@ from factory.agent.receipt import (
     receipt_bytes,
 )
 from factory.agent.verify import verify
-from factory.canonical import canonical_bytes
 from factory.provider_api import REHEARSAL_EXECUTION
 from tests.support.golden import assert_golden, placeholders
 
@@ -87,9 +86,10 @@ def test_receipt_verification_bytes(tmp_path: Path, tampered: bool) -> None:
         evidence.write_bytes(b"edited\n")
     report = verify(path)
     name = "receipt-verification-tampered" if tampered else "receipt-verification"
-    assert_golden(GOLDEN / f"{name}.json", placeholders(canonical_bytes(report), tmp=tmp_path))
+    assert_golden(GOLDEN / f"{name}.json", placeholders(report.canonical(), tmp=tmp_path))
     # What `factory receipt verify` prints.
-    printed = (json.dumps(report, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    value = report.to_json_value()
+    printed = (json.dumps(value, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
     assert_golden(GOLDEN / f"{name}.printed.json", placeholders(printed, tmp=tmp_path))
 
 
