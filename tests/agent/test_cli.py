@@ -274,7 +274,7 @@ def test_a_failed_verification_names_its_checks_on_stderr(completed: Layout) -> 
     proc = run_factory(["receipt", "verify", str(completed.receipt)])
     assert proc.returncode == 4
     line = proc.stderr.decode().strip()
-    assert line.startswith("factory: receipt-not-verified: "), line
+    assert line.startswith("factory: receipt-verification-failed: "), line
     assert "evidence worker-stdout: size-mismatch" in line
     assert "the worktree no longer holds the judged candidate" in line
 
