@@ -53,8 +53,9 @@ def test_hostile_strings_show_as_escapes_at_a_real_terminal(tmp_path: Path, cols
     assert "rlo-evil\\u202etxt.exe" in flat and "\\x9b31mred" in flat
     assert "app\\u200b.py" in flat
     # stderr's one-line diagnostic names the forged role through the same sanitiser
-    assert "factory: receipt-verification-failed: evidence worker-stdout\\x1b]0;owned-too\\x07\\u202e" in (
-        flat
+    assert (
+        "factory: receipt-verification-failed: evidence worker-stdout\\x1b]0;owned-too\\x07\\u202e"
+        in (flat)
     )
     for raw in ("\u202e", "\u200b", "\x1b", "\x07", "\u009b"):
         assert raw not in shown
