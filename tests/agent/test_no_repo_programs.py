@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from factory.agent.verify import verify
+from factory.agent.verify import verify_json as verify
 from tests.agent.conftest import Layout
 from tests.agent.fakes import Step, write
 from tests.agent.helpers import run

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from factory.agent.receipt import AgentReceipt, receipt_bytes
-from factory.agent.verify import verify
+from factory.agent.verify import verify_json as verify
 from factory.gitio.candidate import derive
 from factory.gitio.worktree import locate
 from tests.agent.conftest import Layout

@@ -12,7 +12,7 @@ import pytest
 from factory.agent.evidence import resolve_evidence_path
 from factory.agent.receipt import AgentReceipt
 from factory.agent.run import AgentDeps, RouteReport, run_agent
-from factory.agent.verify import verify
+from factory.agent.verify import verify_json as verify
 from factory.provider_api import SubscriptionRoute
 from factory.rehearsal import SCENARIO_UNCONSUMED
 from tests.agent.conftest import Layout
