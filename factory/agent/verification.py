@@ -15,6 +15,7 @@ from factory.agent.receipt import Status
 from factory.models import SparseModel, StrictModel
 
 VERIFY_SCHEMA: Final = "factory.receipt-verification/1"
+Liveness = Literal["running", "abandoned", "unknown"]
 
 
 class RevisionCheck(StrictModel):
@@ -57,6 +58,14 @@ class CandidateCheck(SparseModel):
     reason: str | None = None
 
 
+_UNFINISHED: Final[dict[str | None, str]] = {
+    "abandoned": "abandoned: the factory process that wrote it is gone, the run will never "
+    "finish (status running)",
+    "running": "the run is still in progress (status running)",
+    None: "the run never finished (status running)",
+}
+
+
 class ReceiptVerification(StrictModel):
     """``factory.receipt-verification/1``; ``ok`` only when every check held."""
 
@@ -69,6 +78,7 @@ class ReceiptVerification(StrictModel):
     route: Literal["subscription", "rehearsal"]
     execution: str
     terminal: bool
+    liveness: Liveness | None
     revision: RevisionCheck
     canonical_bytes: bool
     consistency_problems: list[str]
@@ -86,7 +96,7 @@ class ReceiptVerification(StrictModel):
         if not self.canonical_bytes:
             failed.append("bytes are not the canonical form")
         if not self.terminal:
-            failed.append("the run never finished (status running)")
+            failed.append(_UNFINISHED.get(self.liveness, _UNFINISHED[None]))
         failed.extend(f"inconsistent: {p}" for p in self.consistency_problems)
         failed.extend(f"evidence {e.role}: {e.problem}" for e in self.evidence if not e.ok)
         failed.extend(
