@@ -10,6 +10,7 @@ import pytest
 
 from providers import Effects
 from providers.doctor import diagnose
+from providers.resolve import CHECKOUT
 from tests.support.fake_cli import Fakes
 from tests.support.golden import assert_golden, placeholders
 
@@ -24,11 +25,11 @@ async def test_doctor_report_bytes(fakes: Fakes, tmp_path: Path, mode: str) -> N
     # ignored_env, which is right for a user and wrong for a pin.
     environ = {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
     report = await diagnose(Effects(environ=environ, fallback_dirs=()))
-    data = placeholders(report.canonical(), fakebin=fakes.bin, tmp=tmp_path)
+    data = placeholders(report.canonical(), fakebin=fakes.bin, tmp=tmp_path, checkout=CHECKOUT)
     assert_golden(GOLDEN / f"doctor-{mode}.json", data)
 
 
 async def test_doctor_report_bytes_without_binaries(tmp_path: Path) -> None:
     report = await diagnose(Effects(environ={"PATH": str(tmp_path)}, fallback_dirs=()))
-    data = placeholders(report.canonical(), tmp=tmp_path)
+    data = placeholders(report.canonical(), tmp=tmp_path, checkout=CHECKOUT)
     assert_golden(GOLDEN / "doctor-not-found.json", data)
