@@ -94,6 +94,9 @@ def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) -
 def check_installed(tmp: Path, env: dict[str, str]) -> None:
     factory = tmp / "bin" / "factory"
     assert run([str(factory), "--version"], env, tmp).startswith("factory 0.1.0")
+    # The JSON Schemas ship in the package.
+    shipped = REPO / "factory" / "cli" / "schemas" / "agent-receipt.json"
+    assert run([str(factory), "schema", "agent-receipt"], env, tmp) == shipped.read_text()
     # No CLI on PATH and no checkout: doctor says so, and what to do.
     report = json.loads(run([str(factory), "doctor"], env, tmp))
     claude = report["profiles"]["claude"]
