@@ -12,7 +12,7 @@ import trio
 from factory.errors import ProviderFailure, lookup
 from factory.provider_api import ProviderResult, Role, Route, Spool, Verdict
 
-Effect = Callable[[Path], None]
+Effect = Callable[[Path], object]
 
 
 def _scripted_failure(name: str) -> ProviderFailure:

@@ -34,7 +34,7 @@ def _alive(doc: dict[str, object]) -> bool:
     try:
         proc = psutil.Process(int(doc["pid"]))  # type: ignore[call-overload]
         same = abs(proc.create_time() - float(doc["create_time"])) < 0.02  # type: ignore[arg-type]
-        return same and proc.status() != psutil.STATUS_ZOMBIE
+        return bool(same and proc.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
@@ -47,7 +47,8 @@ def _exists(doc: dict[str, object]) -> bool:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
     try:
-        return abs(psutil.Process(pid).create_time() - float(doc["create_time"])) < 0.02  # type: ignore[arg-type]
+        created: float = psutil.Process(pid).create_time()
+        return abs(created - float(doc["create_time"])) < 0.02  # type: ignore[arg-type]
     except psutil.NoSuchProcess:
         return False
 

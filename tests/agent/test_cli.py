@@ -127,7 +127,7 @@ def evidence_files(layout: Layout) -> list[Path]:
 def test_verify_negative_control(completed: Layout) -> None:
     rc, report = verify(completed)
     assert rc == 0 and report["ok"] is True
-    assert report["candidate"] == {  # type: ignore[comparison-overlap]
+    assert report["candidate"] == {
         "checked": True,
         "identity": json.loads(completed.receipt.read_bytes())["candidate"]["repaired"]["identity"],
         "observed": report["candidate"]["observed"],  # type: ignore[index]

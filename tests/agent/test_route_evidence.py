@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from factory.agent.evidence import resolve_evidence_path
 from factory.agent.receipt import AgentReceipt
 from factory.agent.run import AgentDeps, RouteReport, run_agent
 from factory.agent.verify import verify_json as verify
+from factory.errors import Code
 from factory.provider_api import SubscriptionRoute
 from factory.rehearsal import SCENARIO_UNCONSUMED
 from tests.agent.conftest import Layout
@@ -131,7 +133,7 @@ async def test_without_a_route_hook_the_receipt_has_no_route_evidence_key(
 
 @pytest.mark.parametrize("problem", [None, UNCONSUMED])
 async def test_the_hook_is_called_once_even_when_interrupted(
-    layout: Layout, problem: tuple[str, str] | None
+    layout: Layout, problem: tuple[Code[Any], str] | None
 ) -> None:
     import trio
 

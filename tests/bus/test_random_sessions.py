@@ -18,8 +18,13 @@ from tests.bus.helpers import bus
 def _random_call(
     rng: random.Random, refs: list[str], msgs: list[str]
 ) -> tuple[str, dict[str, Any]]:
-    ref = lambda: rng.choice([*refs, "act-0099", "nobody"]) if refs else "act-0001"  # noqa: E731
-    mid = lambda: rng.choice([*msgs, "msg-0999"]) if msgs else "msg-0001"  # noqa: E731
+
+    def ref() -> str:
+        return rng.choice([*refs, "act-0099", "nobody"]) if refs else "act-0001"
+
+    def mid() -> str:
+        return rng.choice([*msgs, "msg-0999"]) if msgs else "msg-0001"
+
     verb = rng.choice(
         ["register", "send", "send", "inbox", "ack", "ack", "handoff", "heartbeat", "bogus"]
     )

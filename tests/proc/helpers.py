@@ -51,7 +51,7 @@ while True:
 def recorded(path: Path) -> list[tuple[int, float]]:
     if not path.exists():
         return []
-    return [tuple(json.loads(line)) for line in path.read_text().splitlines() if line]  # type: ignore[misc]
+    return [tuple(json.loads(line)) for line in path.read_text().splitlines() if line]
 
 
 def survivors(ids: list[tuple[int, float]]) -> list[int]:

@@ -119,7 +119,7 @@ async def test_no_sentinel_reaches_claude(
         await ClaudeProfile(effects).run_agent(
             role=role,
             worktree=worktree,
-            prompt="x",  # type: ignore[arg-type]
+            prompt="x",
             timeout_ms=10_000,
             route=route,
         )
