@@ -193,7 +193,7 @@ def bench_verify(scratch: Path, runs: int) -> dict[str, Any]:
 
 def bench_writers(scratch: Path, processes: int, count: int) -> dict[str, Any]:
     from factory.bus.verify import verify
-    from tests.bus.test_log_protocol import run_appenders
+    from tests.bus.helpers import run_appenders
 
     d = scratch / "writers"
     t = time.perf_counter()

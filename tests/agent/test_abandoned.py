@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.agent.conftest import Layout
 from tests.support.cli import run_factory
 from tests.support.fake_cli import Fakes, install_fakes
+from tests.support.layout import Layout
 
 ROOT = Path(__file__).resolve().parents[2]
 

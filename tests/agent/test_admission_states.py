@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import Layout
-from tests.agent.test_admission import admitted, refused, req
+from tests.agent.admission_checks import admitted, refused, req
 from tests.gitio.plant import common_dir
 from tests.support.git import git
+from tests.support.layout import Layout
 
 
 def git_dir(wt: Path) -> Path:

@@ -13,35 +13,10 @@ from pathlib import Path
 import pytest
 
 from factory.agent.verify import failed_checks
-from tests.agent.conftest import Layout
+from tests.agent.cli_helpers import FAKE, agent_args, evidence_files, fake
 from tests.support.cli import run_factory
 from tests.support.git import git
-
-FAKE = Path(__file__).with_name("fake_factory.py")
-
-
-def agent_args(layout: Layout, *extra: str) -> list[str]:
-    return [
-        "agent",
-        "--worktree",
-        str(layout.wt),
-        "--task",
-        "fix add()",
-        "--out",
-        str(layout.receipt),
-        "--timeout-ms",
-        "5000",
-        *extra,
-    ]
-
-
-def fake(scenario: str, args: list[str], *marker: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, str(FAKE), scenario, *marker, "--", *args],
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+from tests.support.layout import Layout
 
 
 def verify(layout: Layout) -> tuple[int, dict[str, object]]:
@@ -118,10 +93,6 @@ def completed(layout: Layout) -> Layout:
     proc = fake("reject", agent_args(layout))  # four calls: the richest receipt
     assert proc.returncode == 3, proc.stderr
     return layout
-
-
-def evidence_files(layout: Layout) -> list[Path]:
-    return sorted(p for p in layout.evidence.iterdir())
 
 
 def test_verify_negative_control(completed: Layout) -> None:

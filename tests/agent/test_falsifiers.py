@@ -15,11 +15,11 @@ from factory.agent.evidence import resolve_evidence_path
 from factory.agent.receipt import AgentReceipt
 from factory.agent.verify import all_evidence, check_evidence
 from factory.provider_api import ProviderResult
-from tests.agent.conftest import Layout
+from tests.agent.admission_checks import refused
 from tests.agent.fakes import FakeAgent, Step, write
 from tests.agent.helpers import request, run
-from tests.agent.test_admission import refused
 from tests.support.git import git, init_repo
+from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 TEST = write("tests/test_app.py", "def test_add():\n    assert 1 + 2 == 3\n")

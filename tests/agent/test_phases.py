@@ -10,10 +10,10 @@ from typing import Literal
 
 from factory.agent.evidence import resolve_evidence_path
 from factory.agent.receipt import AgentReceipt
-from tests.agent.conftest import Layout
 from tests.agent.fakes import Step, chain, write
 from tests.agent.helpers import run
 from tests.support.git import git
+from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 TEST = write(

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import Layout
-from tests.agent.test_cli import agent_args, evidence_files, fake
+from tests.agent.cli_helpers import agent_args, evidence_files, fake
 from tests.support.cli import run_factory
+from tests.support.layout import Layout
 
 
 @pytest.fixture

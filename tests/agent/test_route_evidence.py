@@ -17,9 +17,9 @@ from factory.agent.verify import verify_json as verify
 from factory.errors import Code
 from factory.provider_api import SubscriptionRoute
 from factory.rehearsal import SCENARIO_UNCONSUMED
-from tests.agent.conftest import Layout
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
 from tests.agent.helpers import request
+from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 LOG = b'{"schema":"factory.rehearsal-log/1","requests":[]}'
@@ -162,7 +162,7 @@ async def test_the_cli_wires_the_rehearsal_log_and_its_consumption(tmp_path: Pat
     """``agent_cmd.rehearsal_report`` over a real scripted server (HTTP, no CLIs)."""
     from factory.cli.agent_cmd import rehearsal_report
     from factory.rehearsal import open_rehearsal, parse_scenario
-    from tests.rehearsal.test_server import call, claude_body
+    from tests.rehearsal.http_client import call, claude_body
 
     script = parse_scenario(
         json.dumps(

@@ -77,7 +77,7 @@ def test_doctor_help_documents_the_json_shape() -> None:
 
 def test_no_sentinel_reaches_any_doctor_probe(fakes: Fakes) -> None:
     # P-3 for doctor's own children too: version, login and sandbox probes.
-    from tests.providers.test_env_sentinels import FAMILIES, SENTINEL
+    from tests.support.sentinels import FAMILIES, SENTINEL
 
     env = {**os.environ, **{name: f"{SENTINEL}-{name}" for name in FAMILIES}}
     proc = run_factory(["doctor"], env=env, timeout=60)

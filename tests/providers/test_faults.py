@@ -12,7 +12,7 @@ import pytest
 from factory.errors import ProviderFailure
 from factory.provider_api import RehearsalRoute, SubscriptionRoute
 from providers import ClaudeProfile, CodexProfile, Effects
-from tests.providers.conftest import GRACE_S
+from tests.providers.helpers import GRACE_S
 from tests.support.fake_cli import Fakes
 
 SUB = SubscriptionRoute()

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from factory.review.incident import load_preserved
-from tests.review.conftest import (
+from tests.review.cli_helpers import (
     Ran,
     edit_parser,
     review,
