@@ -29,7 +29,6 @@ CANDIDATE_TAG: Final = "factory.candidate-identity/1"
 EVIDENCE_POLICY: Final = "local-sensitive-content-addressed"
 
 Status = Literal["running", "completed", "rejected", "failed", "interrupted"]
-TerminalStatus = Literal["completed", "rejected", "failed", "interrupted"]
 PhaseName = Literal["worker", "initial_review", "repair", "final_review"]
 RoleName = Literal["worker", "repair", "reviewer"]
 VerdictName = Literal["APPROVE", "REQUEST_CHANGES"]
