@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,11 +94,22 @@ def test_receipt_verification_bytes(tmp_path: Path, tampered: bool) -> None:
     assert_golden(GOLDEN / f"{name}.printed.json", placeholders(printed, tmp=tmp_path))
 
 
-def test_demo_report_bytes(tmp_path: Path) -> None:
+def test_demo_report_bytes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from factory.cli import demo_cmd
 
+    # The report's "next" command is written as it works where the user stands: pin where
+    # that is (two folders below the receipt, a PATH that finds no python, not under npm),
+    # so the bytes do not depend on where the checkout is or how the suite was started
+    # (scripts/test puts .venv/bin on PATH).
+    user = tmp_path / "you" / "here"
+    user.mkdir(parents=True)
+    monkeypatch.chdir(user)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-programs"))
+    for name in ("INIT_CWD", "npm_lifecycle_event", "npm_lifecycle_script"):
+        monkeypatch.delenv(name, raising=False)
     receipt = _receipt(tmp_path)
     args = argparse.Namespace(json=False)
     assert demo_cmd._finish(args, tmp_path, receipt, 4) == 4
     data = (tmp_path / demo_cmd.REPORT_NAME).read_bytes()
-    assert_golden(GOLDEN / "demo-report.json", placeholders(data, tmp=tmp_path))
+    data = placeholders(data, tmp=tmp_path, python=sys.executable)
+    assert_golden(GOLDEN / "demo-report.json", data)
