@@ -34,6 +34,23 @@ class Step:
     stdout: bytes = b'{"type":"result","is_error":false}\n'
 
 
+async def _play(steps: list[Step], call: int, worktree: Path) -> Step:
+    """Play the script's step for the ``call``-th call (IndexError: more calls than
+    scripted): its effect on the worktree, then a hang, an exception or a typed failure;
+    a step that returns comes back for its result."""
+    step = steps[call - 1]
+    await trio.lowlevel.checkpoint()
+    if step.effect is not None:
+        step.effect(worktree)
+    if step.hang:
+        await trio.sleep_forever()
+    if step.raise_exc is not None:
+        raise step.raise_exc
+    if step.fail_code is not None:
+        raise _scripted_failure(step.fail_code)
+    return step
+
+
 @dataclass
 class Call:
     role: str
@@ -59,16 +76,7 @@ class FakeAgent:
         spool: Spool | None = None,
     ) -> ProviderResult:
         self.calls.append(Call(role, prompt, worktree))
-        step = self.steps[len(self.calls) - 1]  # IndexError: more calls than scripted
-        await trio.lowlevel.checkpoint()
-        if step.effect is not None:
-            step.effect(worktree)
-        if step.hang:
-            await trio.sleep_forever()
-        if step.raise_exc is not None:
-            raise step.raise_exc
-        if step.fail_code is not None:
-            raise _scripted_failure(step.fail_code)
+        step = await _play(self.steps, len(self.calls), worktree)
         return ProviderResult(
             profile=self.name,
             role=role,
@@ -98,16 +106,7 @@ class FakeReviewer:
         spool: Spool | None = None,
     ) -> ProviderResult:
         self.calls.append(Call("reviewer", prompt, worktree, scratch))
-        step = self.steps[len(self.calls) - 1]
-        await trio.lowlevel.checkpoint()
-        if step.effect is not None:
-            step.effect(worktree)
-        if step.hang:
-            await trio.sleep_forever()
-        if step.raise_exc is not None:
-            raise step.raise_exc
-        if step.fail_code is not None:
-            raise _scripted_failure(step.fail_code)
+        step = await _play(self.steps, len(self.calls), worktree)
         outputs = {"stdout": step.stdout, "stderr": b""}
         verdict = None
         if step.verdict is not None:
