@@ -256,19 +256,41 @@ def test_a_passing_verification_keeps_stderr_empty(completed: Layout) -> None:
 
 
 def test_failed_checks_covers_every_gate() -> None:
-    report = {
-        "revision": {"ok": False},
-        "canonical_bytes": False,
-        "terminal": False,
-        "consistency_problems": ["exit code 0 contradicts status failed"],
-        "evidence": [{"role": "r", "ok": False, "problem": "missing"}, {"role": "s", "ok": True}],
-        "patches": [
-            {"candidate": "initial", "ok": False, "problem": "patch-does-not-apply-to-base"},
-            {"candidate": "repaired", "ok": None},
+    from factory.agent.verification import (
+        CandidateCheck,
+        EvidenceCheck,
+        PatchCheck,
+        ReceiptVerification,
+        RevisionCheck,
+    )
+
+    report = ReceiptVerification(
+        receipt="r.json",
+        status="running",
+        exit_code=None,
+        route="subscription",
+        execution="subscription",
+        terminal=False,
+        liveness=None,
+        revision=RevisionCheck(
+            ok=False, stored="sha256:" + "a" * 64, computed="sha256:" + "b" * 64
+        ),
+        canonical_bytes=False,
+        consistency_problems=["exit code 0 contradicts status failed"],
+        evidence=[
+            EvidenceCheck(role="r", path="r", ok=False, problem="missing"),
+            EvidenceCheck(role="s", path="s", ok=True, problem=None),
         ],
-        "candidate": {"still_matches": False, "gating": True},
-    }
-    assert failed_checks(report) == [
+        patches=[
+            PatchCheck(
+                candidate="initial", checked=True, ok=False, problem="patch-does-not-apply-to-base"
+            ),
+            PatchCheck(candidate="repaired", checked=False, ok=None),
+        ],
+        candidate=CandidateCheck(checked=True, identity=None, gating=True, still_matches=False),
+        ok=False,
+    )
+    expected = [
         "revision does not match the body",
         "bytes are not the canonical form",
         "the run never finished (status running)",
@@ -277,3 +299,5 @@ def test_failed_checks_covers_every_gate() -> None:
         "initial candidate: patch-does-not-apply-to-base",
         "the worktree no longer holds the judged candidate",
     ]
+    assert failed_checks(report) == expected
+    assert failed_checks(report.to_json_value()) == expected  # the JSON value reads the same
