@@ -9,7 +9,13 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from factory.canonical import canonical_bytes
 from factory.errors import INTERNAL, Code
@@ -29,6 +35,29 @@ class StrictModel(BaseModel):
     def canonical(self) -> bytes:
         """RFC 8785 bytes of :meth:`to_json_value`."""
         return canonical_bytes(self.to_json_value())
+
+
+class SparseModel(StrictModel):
+    """A document part whose optional keys are absent unless given: a field left at its
+    ``None`` default is not written at all, one given as ``None`` is written as ``null``.
+    Build it with only the keywords the document says."""
+
+    @model_serializer(mode="wrap")
+    def _drop_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        unset: set[str] = set()
+        for name, info in type(self).model_fields.items():
+            if name not in self.model_fields_set and getattr(self, name) is None:
+                unset.update((name, info.alias or name))
+        return {key: value for key, value in data.items() if key not in unset}
+
+
+class ErrorRecord(StrictModel):
+    """A typed error inside a document: its registered ``code`` and the one-line message
+    (without paths when the document may travel)."""
+
+    code: str
+    message: str
 
 
 def describe_validation_error(exc: ValidationError) -> str:

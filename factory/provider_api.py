@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Final, Literal, Protocol
 
 from factory.errors import ProviderFailure
 from factory.proc.capture import Captured
@@ -54,7 +54,7 @@ PROVIDER_FAILED = _define(
     "provider-failed", "read the phase's stderr evidence, then rerun", default=True
 )
 
-REHEARSAL_EXECUTION = (
+REHEARSAL_EXECUTION: Final = (
     "rehearsal: scripted loopback model; proves the control path, nothing about model judgement"
 )
 SUBSCRIPTION_EXECUTION = "subscription: the installed CLIs' own logins; real model judgement"

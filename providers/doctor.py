@@ -18,10 +18,14 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Final, Literal
+
+from pydantic import Field
 
 from factory.errors import ProviderFailure
+from factory.models import SparseModel, StrictModel
 from factory.proc import ProcessFailure, RunSpec
 from factory.provider_api import SubscriptionRoute
 from factory.usercmd import shown_program
@@ -32,7 +36,7 @@ from providers.codex import CodexProfile
 from providers.common import Effects, caller_base, probe_version
 from providers.resolve import Resolved
 
-SCHEMA = "factory.doctor/1"
+SCHEMA: Final = "factory.doctor/1"
 PROBE_TIMEOUT_S = 20.0
 # Caller variables a user may expect a CLI to honour but that the factory never passes
 # (SPEC P-3); doctor names the ones that are set so "not logged in" is not a mystery.
@@ -67,82 +71,138 @@ def pinned_versions() -> dict[str, str | None]:
     return shipped()
 
 
-def _binary(resolved: Resolved) -> dict[str, Any]:
-    return {
-        "path": str(resolved.path),
-        "found": str(resolved.found),
-        "via": resolved.via,
-        "unwrapped": resolved.unwrapped or None,
-    }
+class DoctorBinary(StrictModel):
+    """The executable that would run, where it was found, and how (PATH or checkout)."""
+
+    path: str
+    found: str
+    via: str
+    unwrapped: str | None
+
+
+class DoctorLogin(StrictModel):
+    present: bool
+    method: str | None
+    detail: str
+
+
+class DoctorSandbox(StrictModel):
+    read_only_works: bool | None
+    detail: str
+
+
+class ProfileCheck(SparseModel):
+    """One profile's readiness; ``sandbox`` only for codex (the reviewer)."""
+
+    binary: DoctorBinary | None
+    version: str | None
+    pinned: str | None
+    matches_pin: bool | None
+    problems: list[str]
+    ignored_env: list[str]
+    roles: list[str]
+    login: DoctorLogin | None
+    sandbox: DoctorSandbox | None = None
+
+
+class DoctorRoutes(StrictModel):
+    rehearsal: bool
+    subscription: bool
+
+
+class DoctorReport(StrictModel):
+    """``factory.doctor/1``: readiness is data, not an exit code."""
+
+    schema_id: Literal["factory.doctor/1"] = Field(default=SCHEMA, alias="schema")
+    profiles: dict[str, ProfileCheck]
+    routes: DoctorRoutes
+
+
+@dataclass
+class _Probe:
+    """What every profile's check finds first: binary, version, pin, problems so far."""
+
+    binary: DoctorBinary | None = None
+    version: str | None = None
+    matches_pin: bool | None = None
+    problems: list[str] = field(default_factory=list)
+    resolved: Resolved | None = None
+
+
+def _binary(resolved: Resolved) -> DoctorBinary:
+    return DoctorBinary(
+        path=str(resolved.path),
+        found=str(resolved.found),
+        via=resolved.via,
+        unwrapped=resolved.unwrapped or None,
+    )
 
 
 async def _common(
     profile: ClaudeProfile | CodexProfile, effects: Effects, pinned: str | None
-) -> tuple[dict[str, Any], Resolved | None, dict[str, str]]:
-    entry: dict[str, Any] = {
-        "binary": None,
-        "version": None,
-        "pinned": pinned,
-        "matches_pin": None,
-        "problems": [],
-        "ignored_env": ignored_env(profile.name, effects.env()),
-    }
+) -> _Probe:
+    found = _Probe()
     env = caller_base(effects.env())
     try:
         resolved = profile.resolve()
     except ProviderFailure as exc:
-        entry["problems"].append(f"{exc.code}: {exc.message}")
-        return entry, None, env
-    entry["binary"] = _binary(resolved)
+        found.problems.append(f"{exc.code}: {exc.message}")
+        return found
+    found.binary = _binary(resolved)
     try:
         version = await probe_version(resolved.path, env, effects.runner)
     except ProviderFailure as exc:
-        entry["problems"].append(f"{exc.code}: {exc.message}")
-        return entry, None, env
-    entry["version"] = version
+        found.problems.append(f"{exc.code}: {exc.message}")
+        return found
+    found.version, found.resolved = version, resolved
     if pinned:
-        entry["matches_pin"] = pinned in version.split()
-        if not entry["matches_pin"]:
-            entry["problems"].append(
+        found.matches_pin = pinned in version.split()
+        if not found.matches_pin:
+            found.problems.append(
                 f"version {version!r} is not the pinned {pinned}: the profile's flags are "
                 f"verified for {pinned}; put that version first on PATH or remove this one"
             )
-    return entry, resolved, env
+    return found
 
 
-def _login_problem(text: str, entry: dict[str, Any]) -> str:
-    if entry["ignored_env"]:
+def _login_problem(text: str, ignored: list[str]) -> str:
+    if ignored:
         text += (
-            f" (set but never passed to the CLI: {', '.join(entry['ignored_env'])}; "
+            f" (set but never passed to the CLI: {', '.join(ignored)}; "
             "only the login store under HOME counts)"
         )
     return text
 
 
-async def check_claude(effects: Effects, pinned: str | None) -> dict[str, Any]:
+async def check_claude(effects: Effects, pinned: str | None) -> ProfileCheck:
     """Binary, version and subscription login of the ``claude`` profile."""
     profile = ClaudeProfile(effects)
-    entry, resolved, _ = await _common(profile, effects, pinned)
-    entry["roles"] = list(claude_mod.ROLES)
-    entry["login"] = None
-    if resolved is not None:
+    found = await _common(profile, effects, pinned)
+    ignored = ignored_env(profile.name, effects.env())
+    login = None
+    if found.resolved is not None:
         env = claude_mod.build_env(SubscriptionRoute(), effects.env())
-        status = await profile.auth_status(resolved, env)
+        status = await profile.auth_status(found.resolved, env)
         present = status.get("loggedIn") is True
-        entry["login"] = {
-            "present": present,
-            "method": status.get("authMethod"),
-            "detail": "claude auth status" if status else "no JSON from 'claude auth status'",
-        }
+        detail = "claude auth status" if status else "no JSON from 'claude auth status'"
+        login = DoctorLogin(present=present, method=status.get("authMethod"), detail=detail)
         if not present:
-            claude = shown_program(resolved.found)
-            entry["problems"].append(
-                _login_problem(f"no subscription login: run {claude} and type /login", entry)
-            )
-    return entry
+            claude = shown_program(found.resolved.found)
+            problem = f"no subscription login: run {claude} and type /login"
+            found.problems.append(_login_problem(problem, ignored))
+    return ProfileCheck(
+        binary=found.binary,
+        version=found.version,
+        pinned=pinned,
+        matches_pin=found.matches_pin,
+        problems=found.problems,
+        ignored_env=ignored,
+        roles=list(claude_mod.ROLES),
+        login=login,
+    )
 
 
-async def sandbox_probe(resolved: Resolved, effects: Effects) -> dict[str, Any]:
+async def sandbox_probe(resolved: Resolved, effects: Effects) -> DoctorSandbox:
     """Does ``codex sandbox`` in read-only mode run a command *and* refuse a write?
 
     Positive control: ``cat`` of a nonce file must print the nonce (a sandbox that
@@ -155,7 +215,7 @@ async def sandbox_probe(resolved: Resolved, effects: Effects) -> dict[str, Any]:
         shutil.which("touch", path=base.get("PATH")),
     )
     if not cat or not touch:
-        return {"read_only_works": None, "detail": "cat/touch not on PATH; probe skipped"}
+        return DoctorSandbox(read_only_works=None, detail="cat/touch not on PATH; probe skipped")
     with tempfile.TemporaryDirectory(prefix="factory-doctor-") as tmp:
         folder = Path(tmp)
         (folder / "codex-home").mkdir()
@@ -183,7 +243,7 @@ async def sandbox_probe(resolved: Resolved, effects: Effects) -> dict[str, Any]:
                 )
             )
         except ProcessFailure as exc:
-            return {"read_only_works": False, "detail": f"sandbox probe failed ({exc.code})"}
+            return DoctorSandbox(read_only_works=False, detail=f"sandbox probe failed ({exc.code})")
         ran = read.exit_code == 0 and nonce.encode() in read.stdout
         refused = write.exit_code != 0 and not (folder / "written").exists()
         if ran and refused:
@@ -192,7 +252,7 @@ async def sandbox_probe(resolved: Resolved, effects: Effects) -> dict[str, Any]:
             detail = "a sandboxed command did not run: " + _last_line(read.stderr)
         else:
             detail = "a write inside the read-only sandbox succeeded"
-        return {"read_only_works": ran and refused, "detail": detail}
+        return DoctorSandbox(read_only_works=ran and refused, detail=detail)
 
 
 def _last_line(data: bytes) -> str:
@@ -204,27 +264,36 @@ def _last_line(data: bytes) -> str:
     return lines[-1][:200] if lines else "no output"
 
 
-async def check_codex(effects: Effects, pinned: str | None) -> dict[str, Any]:
+async def check_codex(effects: Effects, pinned: str | None) -> ProfileCheck:
     """Binary, version, login and read-only sandbox of the ``codex`` profile."""
     profile = CodexProfile(effects)
-    entry, resolved, _ = await _common(profile, effects, pinned)
-    entry["roles"] = ["reviewer"]
-    entry["login"] = None
-    entry["sandbox"] = None
-    if resolved is not None:
+    found = await _common(profile, effects, pinned)
+    ignored = ignored_env(profile.name, effects.env())
+    login = sandbox = None
+    if found.resolved is not None:
         env = codex_mod.build_env(SubscriptionRoute(), effects.env())
-        present, message = await profile.login_status(resolved, env)
-        entry["login"] = {"present": present, "method": None, "detail": message}
+        present, message = await profile.login_status(found.resolved, env)
+        login = DoctorLogin(present=present, method=None, detail=message)
         if not present:
-            codex = shown_program(resolved.found)
-            entry["problems"].append(_login_problem(f"no login: run {codex} login", entry))
-        entry["sandbox"] = await sandbox_probe(resolved, effects)
-        if entry["sandbox"]["read_only_works"] is not True:
-            entry["problems"].append("read-only sandbox: " + entry["sandbox"]["detail"])
-    return entry
+            codex = shown_program(found.resolved.found)
+            found.problems.append(_login_problem(f"no login: run {codex} login", ignored))
+        sandbox = await sandbox_probe(found.resolved, effects)
+        if sandbox.read_only_works is not True:
+            found.problems.append("read-only sandbox: " + sandbox.detail)
+    return ProfileCheck(
+        binary=found.binary,
+        version=found.version,
+        pinned=pinned,
+        matches_pin=found.matches_pin,
+        problems=found.problems,
+        ignored_env=ignored,
+        roles=["reviewer"],
+        login=login,
+        sandbox=sandbox,
+    )
 
 
-async def diagnose(effects: Effects | None = None) -> dict[str, Any]:
+async def diagnose(effects: Effects | None = None) -> DoctorReport:
     """The full ``factory.doctor/1`` report.
 
     ``routes.rehearsal`` is ready when both binaries run and the sandbox works;
@@ -234,16 +303,10 @@ async def diagnose(effects: Effects | None = None) -> dict[str, Any]:
     pins = pinned_versions()
     claude = await check_claude(fx, pins["claude"])
     codex = await check_codex(fx, pins["codex"])
-    runs = claude["version"] is not None and codex["version"] is not None
-    sandbox = bool(codex["sandbox"] and codex["sandbox"]["read_only_works"])
-    logins = bool(
-        claude["login"]
-        and claude["login"]["present"]
-        and codex["login"]
-        and codex["login"]["present"]
+    runs = claude.version is not None and codex.version is not None
+    sandbox = bool(codex.sandbox and codex.sandbox.read_only_works)
+    logins = bool(claude.login and claude.login.present and codex.login and codex.login.present)
+    return DoctorReport(
+        profiles={"claude": claude, "codex": codex},
+        routes=DoctorRoutes(rehearsal=runs and sandbox, subscription=runs and sandbox and logins),
     )
-    return {
-        "schema": SCHEMA,
-        "profiles": {"claude": claude, "codex": codex},
-        "routes": {"rehearsal": runs and sandbox, "subscription": runs and sandbox and logins},
-    }

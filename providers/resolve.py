@@ -216,5 +216,5 @@ def resolve(
         if path.is_file() and os.access(path, os.X_OK):
             native, note = unwrap(name, path)
             return Resolved(path=native, found=path, via=via, unwrapped=note)
-    where = " or ".join(str(folder) for folder, _ in folders)
-    raise PROVIDER_NOT_FOUND(f"{name} was not found on PATH or in {where}")
+    where = "".join(f" or in {folder}" for folder, _ in folders)
+    raise PROVIDER_NOT_FOUND(f"{name} was not found on PATH{where}")

@@ -114,7 +114,7 @@ def one_cycle(wt: Path, out: Path) -> dict[str, float]:
             )
 
     request = AgentRequest(worktree=wt, task="bench", receipt=out / "receipt.json")
-    deps = AgentDeps(agent=Agent(), reviewer=Reviewer(), route=SubscriptionRoute())  # type: ignore[arg-type]
+    deps = AgentDeps(agent=Agent(), reviewer=Reviewer(), route=SubscriptionRoute())
     t0, c0, k0 = time.perf_counter(), time.process_time(), _children_cpu()
     outcome = trio.run(run_agent, request, deps)
     total = time.perf_counter() - t0

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -250,16 +251,16 @@ def main() -> int:
     parser.add_argument("--part", choices=("evaluate", "accept", "verify"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part:
-        run = {
+        parts: dict[str, Callable[[], dict[str, Any]]] = {
             "evaluate": lambda: part_evaluate(args.reps),
             "accept": lambda: part_accept(args.accepts),
             "verify": lambda: part_verify(args.evaluations),
-        }[args.part]
-        out = run()
+        }
+        out = parts[args.part]()
         out["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(out))
         return 0
-    report = {part: _child(part, args) for part in ("evaluate", "accept", "verify")}
+    report: dict[str, Any] = {part: _child(part, args) for part in ("evaluate", "accept", "verify")}
     report["target_peak_rss_mib"] = 200
     print(json.dumps(report, indent=2))
     return 0

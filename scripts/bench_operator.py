@@ -116,7 +116,7 @@ def bench_publish(tmp: Path, http: bool) -> dict[str, Any]:
                 world.out(), flow, lambda: (ScriptedTerminal(before_secret=entered), authority)
             )
         finally:
-            adapter.push = real_push  # type: ignore[assignment]
+            adapter.push = real_push
         end = time.perf_counter()
     assert result.exit_code == 0, result.diagnostic
     authorized = end - marks["passphrase"]

@@ -206,7 +206,7 @@ def bench_load(tmp: Path, loads: int) -> dict[str, Any]:
     from tests.review import builders as b
 
     s = b.started(level="high")
-    per_lens = {
+    per_lens: dict[str, list[dict[str, Any]]] = {
         lens: [
             b.finding(f"src/payments/charge.py:{i + 1}", claim=f"{lens} claim {i} " * 4)
             if i % 5

@@ -25,41 +25,16 @@ import tempfile
 import time
 from pathlib import Path
 
-import psutil
 import trio
 
-from factory.proc import ProcessFailure, RunSpec, run
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))  # tests/support: the tree the supervision tests use
 
-TREE = r"""
-import json, os, signal, sys, time
-RECORD = sys.argv[1]
-def note():
-    import psutil
-    with open(RECORD, "a") as fh:
-        fh.write(json.dumps([os.getpid(), psutil.Process().create_time()]) + "\n")
-def child(level):
-    if os.fork():
-        return
-    os.setsid()
-    made = [0]
-    def on_term(s, f):
-        if level == 0 and made[0] < 4:
-            made[0] += 1
-            child(level + 1)
-    signal.signal(signal.SIGTERM, on_term)
-    note()
-    if level == 0:
-        child(level + 1)
-    while True:
-        time.sleep(0.05)
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-note()
-for _ in range(3):
-    child(0)
-while True:
-    time.sleep(0.05)
-"""
+from factory.proc import ProcessFailure, RunSpec, run  # noqa: E402
+from tests.support.proc_tree import TREE, recorded, survivors  # noqa: E402
 
+# Three children in new sessions (seven processes, more on SIGTERM) per measured tree.
+CHILDREN = "3"
 
 TICKER = r"""
 import os, signal, sys, time
@@ -75,18 +50,6 @@ if os.fork() == 0:
 while True:
     time.sleep(0.05)
 """
-
-
-def survivors(record: Path) -> int:
-    left = 0
-    for line in record.read_text().splitlines():
-        pid, created = json.loads(line)
-        try:
-            if abs(psutil.Process(pid).create_time() - created) < 0.02:
-                left += 1
-        except psutil.NoSuchProcess:
-            continue
-    return left
 
 
 async def overhead(runs: int) -> dict[str, float]:
@@ -111,10 +74,12 @@ async def overhead(runs: int) -> dict[str, float]:
     }
 
 
-async def _timed_out(program: str, out: Path, deadline_s: float, grace_s: float) -> None:
-    """Run ``program OUT`` until its deadline; it must time out."""
+async def _timed_out(
+    program: str, out: Path, deadline_s: float, grace_s: float, *args: str
+) -> None:
+    """Run ``program OUT ARGS`` until its deadline; it must time out."""
     spec = RunSpec(
-        argv=[sys.executable, "-c", program, str(out)],
+        argv=[sys.executable, "-c", program, str(out), *args],
         env={},
         timeout_s=deadline_s,
         grace_s=grace_s,
@@ -131,10 +96,10 @@ async def teardown(runs: int, deadline_s: float, grace_s: float) -> dict[str, fl
         with tempfile.TemporaryDirectory() as tmp:
             record = Path(tmp) / "tree.jsonl"
             t0 = time.perf_counter()
-            await _timed_out(TREE, record, deadline_s, grace_s)
+            await _timed_out(TREE, record, deadline_s, grace_s, "sleep", CHILDREN)
             after_deadline.append(time.perf_counter() - t0 - deadline_s)
             members.append(len(record.read_text().splitlines()))
-            left += survivors(record)
+            left += len(survivors(recorded(record)))
     return {
         "after_deadline_median_s": round(statistics.median(after_deadline), 3),
         "after_deadline_max_s": round(max(after_deadline), 3),

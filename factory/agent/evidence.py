@@ -69,7 +69,6 @@ class EvidenceStore:
     def __init__(self, folder: Path, receipt_dir: Path) -> None:
         self.folder = folder
         self._receipt_dir = receipt_dir
-        self.refs: list[EvidenceRef] = []
 
     def claim(self) -> None:
         """Create the folder with a non-recursive ``mkdir`` (``OutputExists`` if taken)."""
@@ -99,9 +98,7 @@ class EvidenceStore:
             raise EVIDENCE_STORE_FAILED("evidence could not be stored") from exc
         if back != (len(data), sha):
             raise EVIDENCE_STORE_FAILED("evidence did not read back as written")
-        ref = self._ref(role, path, len(data), sha, media_type)
-        self.refs.append(ref)
-        return ref
+        return self._ref(role, path, len(data), sha, media_type)
 
     def adopt(self, role: str, captured: Captured, media_type: str) -> EvidenceRef:
         """Store a captured stream as ``<role>-<sha256>``: a spooled one by linking its
@@ -113,7 +110,6 @@ class EvidenceStore:
         """
         if captured.spool is None:
             ref = self.put(role, captured.data, media_type)
-            self.refs.remove(ref)
         else:
             if not _ROLE.fullmatch(role):
                 raise ValueError(f"evidence role must be kebab-case: {role!r}")
@@ -129,9 +125,7 @@ class EvidenceStore:
                 raise EVIDENCE_STORE_FAILED("evidence did not read back as captured")
             ref = self._ref(role, path, size, sha, media_type)
         total = captured.total_bytes if captured.truncated else None
-        ref = ref.model_copy(update={"truncated": captured.truncated, "stream_bytes": total})
-        self.refs.append(ref)
-        return ref
+        return ref.model_copy(update={"truncated": captured.truncated, "stream_bytes": total})
 
     def _ref(self, role: str, path: Path, size: int, sha: str, media_type: str) -> EvidenceRef:
         return EvidenceRef(

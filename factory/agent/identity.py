@@ -18,15 +18,7 @@ def candidate_body(d: DerivedCandidate) -> CandidateBody:
         patch_bytes=len(d.patch),
         patch_sha256=sha256_hex(d.patch),
         files=[
-            ChangedPath.model_validate(
-                {
-                    "path": f.path,
-                    "state": f.state,
-                    "mode": f.mode,
-                    "bytes": f.size,
-                    "sha256": f.sha256,
-                }
-            )
+            ChangedPath(path=f.path, state=f.state, mode=f.mode, bytes=f.size, sha256=f.sha256)
             for f in d.files
         ],
     )

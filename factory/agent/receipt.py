@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from factory.canonical import digest
+from factory.models import ErrorRecord as ErrorRecord  # defined once, embedded here
 from factory.models import StrictModel
 
 RECEIPT_SCHEMA: Final = "factory.agent-receipt/1"
@@ -28,7 +29,6 @@ CANDIDATE_TAG: Final = "factory.candidate-identity/1"
 EVIDENCE_POLICY: Final = "local-sensitive-content-addressed"
 
 Status = Literal["running", "completed", "rejected", "failed", "interrupted"]
-TerminalStatus = Literal["completed", "rejected", "failed", "interrupted"]
 PhaseName = Literal["worker", "initial_review", "repair", "final_review"]
 RoleName = Literal["worker", "repair", "reviewer"]
 VerdictName = Literal["APPROVE", "REQUEST_CHANGES"]
@@ -242,13 +242,6 @@ class BaseRecord(StrictModel):
         "caller-supplied-linked-git-worktree"
     )
     execution_boundary: Literal["host-user-process"] = "host-user-process"
-
-
-class ErrorRecord(StrictModel):
-    """A typed error: stable kebab-case ``code`` and a one-line message without paths."""
-
-    code: str
-    message: str
 
 
 class FactoryProcess(StrictModel):

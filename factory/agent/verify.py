@@ -26,17 +26,23 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, EvidenceRef, receipt_bytes
+from factory.agent.verification import (
+    EvidenceCheck,
+    Liveness,
+    ReceiptVerification,
+    RevisionCheck,
+)
 from factory.agent.verify_git import check_candidate, check_patches
 from factory.errors import IntegrityFailure, UsageError
 from factory.filehash import digest_file
 from factory.models import parse_model
 
-VERIFY_SCHEMA = "factory.receipt-verification/1"
 RECEIPT_LIMIT = 64 << 20  # bytes; a receipt larger than this is not one we wrote
 
 
@@ -81,7 +87,7 @@ def all_evidence(receipt: AgentReceipt) -> list[EvidenceRef]:
     return refs
 
 
-def check_evidence(ref: EvidenceRef, receipt_path: Path) -> dict[str, Any]:
+def check_evidence(ref: EvidenceRef, receipt_path: Path) -> EvidenceCheck:
     """Re-hash one evidence file; ``problem`` names what is wrong (or ``None``)."""
     path = resolve_evidence_path(ref, receipt_path)
     problem: str | None = None
@@ -99,7 +105,7 @@ def check_evidence(ref: EvidenceRef, receipt_path: Path) -> dict[str, Any]:
                 problem = "size-mismatch"
             elif sha != ref.sha256:
                 problem = "digest-mismatch"
-    return {"role": ref.role, "path": ref.path, "ok": problem is None, "problem": problem}
+    return EvidenceCheck(role=ref.role, path=ref.path, ok=problem is None, problem=problem)
 
 
 _EXIT_FOR_STATUS: dict[str, set[int | None]] = {
@@ -140,7 +146,7 @@ def consistency_problems(receipt: AgentReceipt) -> list[str]:
     return problems
 
 
-def liveness(receipt: AgentReceipt) -> str | None:
+def liveness(receipt: AgentReceipt) -> Liveness | None:
     """For a ``running`` receipt: ``running`` while the factory process that wrote it is
     alive, ``abandoned`` once it is gone (killed before its terminal record), ``unknown``
     when the receipt names no process or this system cannot tell. None when terminal."""
@@ -155,7 +161,7 @@ def liveness(receipt: AgentReceipt) -> str | None:
     return "unknown" if state is None else ("running" if state else "abandoned")
 
 
-def verify(path: Path) -> dict[str, Any]:
+def verify(path: Path) -> ReceiptVerification:
     """Verify the receipt at ``path`` (see the module docstring for the checks)."""
     receipt, data = load_receipt(path)
     computed = receipt.compute_revision()
@@ -171,61 +177,40 @@ def verify(path: Path) -> dict[str, Any]:
         and exact
         and terminal
         and not problems
-        and all(e["ok"] for e in evidence)
-        and all(p["ok"] is not False for p in patches)
-        and not (candidate["gating"] and candidate.get("still_matches") is False)
+        and all(e.ok for e in evidence)
+        and all(p.ok is not False for p in patches)
+        and not (candidate.gating and candidate.still_matches is False)
     )
-    return {
-        "schema": VERIFY_SCHEMA,
-        "receipt": os.fspath(path),
-        "status": receipt.status,
-        "exit_code": receipt.exit_code,
+    return ReceiptVerification(
+        receipt=os.fspath(path),
+        status=receipt.status,
+        exit_code=receipt.exit_code,
         # A verified rehearsal is still a rehearsal: say so beside "ok" (proves the control
         # path only), so it is never read as a model's judgement.
-        "route": receipt.route,
-        "execution": receipt.execution,
-        "terminal": terminal,
+        route=receipt.route,
+        execution=receipt.execution,
+        terminal=terminal,
         # A reservation whose factory is gone will never be finished: say so, rather than
         # let it read as a run in progress.
-        "liveness": liveness(receipt),
-        "revision": {"ok": revision_ok, "stored": receipt.revision, "computed": computed},
-        "canonical_bytes": exact,
-        "consistency_problems": problems,
-        "evidence": evidence,
-        "patches": patches,
-        "candidate": candidate,
-        "ok": ok,
-    }
+        liveness=liveness(receipt),
+        revision=RevisionCheck(ok=revision_ok, stored=receipt.revision, computed=computed),
+        canonical_bytes=exact,
+        consistency_problems=problems,
+        evidence=evidence,
+        patches=patches,
+        candidate=candidate,
+        ok=ok,
+    )
 
 
-def failed_checks(report: dict[str, Any]) -> list[str]:
-    """Which checks of a ``factory.receipt-verification/1`` report failed, one short phrase
-    each (observed: exit 4 with nothing on stderr left a user to read the JSON)."""
-    failed: list[str] = []
-    if not report["revision"]["ok"]:
-        failed.append("revision does not match the body")
-    if not report["canonical_bytes"]:
-        failed.append("bytes are not the canonical form")
-    if not report["terminal"]:
-        if report.get("liveness") == "abandoned":
-            failed.append(
-                "abandoned: the factory process that wrote it is gone, the run will never "
-                "finish (status running)"
-            )
-        elif report.get("liveness") == "running":
-            failed.append("the run is still in progress (status running)")
-        else:
-            failed.append("the run never finished (status running)")
-    failed.extend(f"inconsistent: {p}" for p in report["consistency_problems"])
-    failed.extend(
-        f"evidence {e['role']}: {e['problem']}" for e in report["evidence"] if not e["ok"]
-    )
-    failed.extend(
-        f"{p['candidate']} candidate: {p['problem']}"
-        for p in report.get("patches", [])
-        if p["ok"] is False
-    )
-    cand = report["candidate"]
-    if cand.get("gating", True) and cand.get("still_matches") is False:
-        failed.append("the worktree no longer holds the judged candidate")
-    return failed or ["see the JSON on stdout"]
+def verify_json(path: Path) -> dict[str, Any]:
+    """The JSON value of :func:`verify`'s document, for readers that take it as data."""
+    return verify(path).to_json_value()
+
+
+def failed_checks(report: ReceiptVerification | Mapping[str, Any]) -> list[str]:
+    """Which checks of ``report`` (the model or its JSON value) failed
+    (:meth:`ReceiptVerification.failed_checks`)."""
+    if not isinstance(report, ReceiptVerification):
+        report = parse_model(ReceiptVerification, dict(report), what="the verification")
+    return report.failed_checks()

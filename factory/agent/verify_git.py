@@ -18,6 +18,7 @@ from typing import Any
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, CandidateRecord
+from factory.agent.verification import CandidateCheck, PatchCheck
 from factory.errors import FactoryError
 
 
@@ -48,22 +49,20 @@ def _replay_problem(root: Path, cand: CandidateRecord, receipt_path: Path) -> st
     return None
 
 
-def check_patches(receipt: AgentReceipt, receipt_path: Path) -> list[dict[str, Any]]:
+def check_patches(receipt: AgentReceipt, receipt_path: Path) -> list[PatchCheck]:
     """One entry per bound candidate: ``{candidate, checked, ok, problem|reason}``."""
     from factory.gitio.worktree import locate
 
-    out: list[dict[str, Any]] = []
+    out: list[PatchCheck] = []
     for label, cand in _labelled(receipt):
-        row: dict[str, Any] = {"candidate": label, "checked": False, "ok": None}
         if not Path(receipt.worktree).is_dir():
-            row["reason"] = "worktree-gone"
-        else:
-            try:
-                problem = _replay_problem(locate(Path(receipt.worktree)).root, cand, receipt_path)
-            except FactoryError as exc:
-                problem = exc.code
-            row.update(checked=True, ok=problem is None, problem=problem)
-        out.append(row)
+            out.append(PatchCheck(candidate=label, checked=False, ok=None, reason="worktree-gone"))
+            continue
+        try:
+            problem = _replay_problem(locate(Path(receipt.worktree)).root, cand, receipt_path)
+        except FactoryError as exc:
+            problem = exc.code
+        out.append(PatchCheck(candidate=label, checked=True, ok=problem is None, problem=problem))
     return out
 
 
@@ -83,7 +82,7 @@ def _baseline(receipt: AgentReceipt, receipt_path: Path) -> Any:
     return Baseline(decode_divergence(data))
 
 
-def check_candidate(receipt: AgentReceipt, receipt_path: Path) -> dict[str, Any]:
+def check_candidate(receipt: AgentReceipt, receipt_path: Path) -> CandidateCheck:
     """Re-derive the judged candidate from the live worktree, when it still exists.
 
     ``gating`` says whether a mismatch fails the verification (see :data:`_CLAIMS_CANDIDATE`).
@@ -94,17 +93,10 @@ def check_candidate(receipt: AgentReceipt, receipt_path: Path) -> dict[str, Any]
 
     cand = receipt.final_candidate()
     gating = receipt.status in _CLAIMS_CANDIDATE
-    out: dict[str, Any] = {
-        "checked": False,
-        "identity": cand.identity if cand else None,
-        "gating": gating,
-    }
-    if cand is None:
-        out["reason"] = "no-candidate-in-receipt"
-        return out
-    if not Path(receipt.worktree).is_dir():
-        out["reason"] = "worktree-gone"
-        return out
+    identity = cand.identity if cand else None
+    if cand is None or not Path(receipt.worktree).is_dir():
+        reason = "no-candidate-in-receipt" if cand is None else "worktree-gone"
+        return CandidateCheck(checked=False, identity=identity, gating=gating, reason=reason)
     try:
         wt = locate(Path(receipt.worktree))
         body = cand.body
@@ -113,9 +105,19 @@ def check_candidate(receipt: AgentReceipt, receipt_path: Path) -> dict[str, Any]
         observed = candidate_body(derived).identity()
     except (FactoryError, OSError, ValueError) as exc:
         code = exc.code if isinstance(exc, FactoryError) else "entry-divergence-unreadable"
-        out.update(checked=True, still_matches=False, reason=code)
-        return out
-    out.update(checked=True, observed=observed, still_matches=observed == cand.identity)
-    if not out["still_matches"] and not gating:
-        out["reason"] = f"not-claimed-after-{receipt.status}"
-    return out
+        return CandidateCheck(
+            checked=True, identity=identity, gating=gating, still_matches=False, reason=code
+        )
+    matches = observed == cand.identity
+    if matches or gating:
+        return CandidateCheck(
+            checked=True, identity=identity, gating=gating, observed=observed, still_matches=matches
+        )
+    return CandidateCheck(
+        checked=True,
+        identity=identity,
+        gating=gating,
+        observed=observed,
+        still_matches=matches,
+        reason=f"not-claimed-after-{receipt.status}",
+    )

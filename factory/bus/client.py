@@ -22,6 +22,14 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
 
+from factory.bus.smoke_report import (
+    Artifact,
+    Trace,
+    TraceAck,
+    TraceActor,
+    TraceHandoff,
+    TraceMessage,
+)
 from factory.errors import Failure
 from factory.proc.local import checked_argv, local_env
 
@@ -134,9 +142,7 @@ async def _sdk_stdio(data_dir: Path, errlog: Any) -> AsyncIterator[tuple[Any, An
         yield read, write
 
 
-async def _trace(
-    data_dir: Path, task: str, artifact: dict[str, Any], transport: str
-) -> dict[str, Any]:
+async def _trace(data_dir: Path, task: str, artifact: Artifact, transport: str) -> Trace:
     import anyio
 
     opener = _prespawned if transport == "prespawned" else _sdk_stdio
@@ -159,47 +165,63 @@ async def _trace(
                         )
                     return payload
 
-                trace = await exchange(call, task, artifact)
-                trace["toolSurface"] = surface
-                return trace
+                return await exchange(call, task, artifact, surface)
 
 
-async def exchange(call: Call, task: str, artifact: dict[str, Any]) -> dict[str, Any]:
-    """The tracer's conversation (16 calls, 16 events) over any ``call`` implementation."""
-    actors = {}
-    for role, name, kind in (
-        ("coordinator", "factory-coordinator", "coordinator"),
-        ("builder", "factory-builder", "worker"),
-        ("reviewer", "factory-reviewer", "reviewer"),
-    ):
-        reg = await call("register", {"name": name, "kind": kind})
-        actors[role] = {"ref": reg["ref"], "name": name, "kind": kind}
-    coord, builder, reviewer = (actors[r]["ref"] for r in ("coordinator", "builder", "reviewer"))
-    messages: list[dict[str, Any]] = []
-    acks: list[dict[str, Any]] = []
+class _Conversation:
+    """The tracer's side of the conversation: every message it sent and every ack."""
 
-    async def send(frm: str, to: str, kind: str, text: str, cor: str | None, **extra: Any) -> str:
+    def __init__(self, call: Call) -> None:
+        self.call = call
+        self.messages: list[TraceMessage] = []
+        self.acks: list[TraceAck] = []
+
+    async def send(
+        self, frm: str, to: str, kind: str, text: str, cor: str | None, **extra: Any
+    ) -> str:
         args = {"from": frm, "to": to, "kind": kind, "text": text, **extra}
         if cor is not None:
             args["correlationId"] = cor
-        sent = await call("send", args)
-        messages.append(
-            {
-                "messageId": sent["messageId"],
-                "correlationId": sent["correlationId"],
-                "from": frm,
-                "to": to,
-                "kind": kind,
-            }
+        sent = await self.call("send", args)
+        self.messages.append(
+            TraceMessage(
+                message_id=sent["messageId"],
+                correlation_id=sent["correlationId"],
+                sender=frm,
+                to=to,
+                kind=kind,
+            )
         )
         return str(sent["correlationId"])
 
-    async def receive(actor: str) -> None:
-        inbox = await call("inbox", {"actor": actor})
+    async def receive(self, actor: str) -> None:
+        inbox = await self.call("inbox", {"actor": actor})
         for msg in inbox["messages"]:
-            acks.append(await call("ack", {"actor": actor, "messageId": msg["messageId"]}))
+            ack = await self.call("ack", {"actor": actor, "messageId": msg["messageId"]})
+            self.acks.append(
+                TraceAck(
+                    message_id=ack["messageId"], acked_by=ack["ackedBy"], meaning=ack["meaning"]
+                )
+            )
 
-    cor = await send(
+
+_ACTORS: Final = (
+    ("coordinator", "factory-coordinator", "coordinator"),
+    ("builder", "factory-builder", "worker"),
+    ("reviewer", "factory-reviewer", "reviewer"),
+)
+
+
+async def exchange(call: Call, task: str, artifact: Artifact, surface: list[str]) -> Trace:
+    """The tracer's conversation (16 calls, 16 events) over any ``call`` implementation;
+    ``surface`` is the tool list the server announced."""
+    actors = {}
+    for role, name, kind in _ACTORS:
+        reg = await call("register", {"name": name, "kind": kind})
+        actors[role] = TraceActor(ref=reg["ref"], name=name, kind=kind)
+    coord, builder, reviewer = (actors[r].ref for r in ("coordinator", "builder", "reviewer"))
+    talk = _Conversation(call)
+    cor = await talk.send(
         coord,
         builder,
         "factory-task",
@@ -208,13 +230,12 @@ async def exchange(call: Call, task: str, artifact: dict[str, Any]) -> dict[str,
         expectsReply=True,
         requestedAuthority=["read", "report"],
     )
-    await receive(builder)
+    await talk.receive(builder)
     candidate = (
-        f"artifact-candidate {artifact['path']} "
-        f"bytes={artifact['bytes']} sha256={artifact['sha256']}"
+        f"artifact-candidate {artifact.path} bytes={artifact.bytes} sha256={artifact.sha256}"
     )
-    await send(builder, coord, "artifact-candidate", candidate, cor)
-    await receive(coord)
+    await talk.send(builder, coord, "artifact-candidate", candidate, cor)
+    await talk.receive(coord)
     handed = await call(
         "handoff",
         {
@@ -222,29 +243,29 @@ async def exchange(call: Call, task: str, artifact: dict[str, Any]) -> dict[str,
             "to": reviewer,
             "replyTo": coord,
             "correlationId": cor,
-            "summary": f"review {artifact['sha256']}",
+            "summary": f"review {artifact.sha256}",
         },
     )
-    await receive(reviewer)
-    await send(
-        reviewer, coord, "review-verdict", "SMOKE_ACCEPT (scope: coordination path only)", cor
-    )
-    await receive(coord)
+    await talk.receive(reviewer)
+    verdict = "SMOKE_ACCEPT (scope: coordination path only)"
+    await talk.send(reviewer, coord, "review-verdict", verdict, cor)
+    await talk.receive(coord)
     await call("heartbeat", {"actor": coord, "status": "trace complete"})
-    return {
-        "actors": actors,
-        "messages": messages,
-        "acknowledgements": acks,
-        "handoff": {
-            "messageId": handed["messageId"],
-            "correlationId": handed["correlationId"],
-            "from": builder,
-            "to": reviewer,
-            "replyTo": coord,
-            "authorityTransferred": handed["authorityTransferred"],
-        },
-        "correlationId": cor,
-    }
+    return Trace(
+        actors=actors,
+        messages=talk.messages,
+        acknowledgements=talk.acks,
+        handoff=TraceHandoff(
+            message_id=handed["messageId"],
+            correlation_id=handed["correlationId"],
+            sender=builder,
+            to=reviewer,
+            reply_to=coord,
+            authority_transferred=handed["authorityTransferred"],
+        ),
+        correlation_id=cor,
+        tool_surface=surface,
+    )
 
 
 TRANSPORTS: Final = ("prespawned", "sdk-stdio")
@@ -255,10 +276,10 @@ def run_trace(
     data_dir: Path,
     *,
     task: str,
-    artifact: dict[str, Any],
+    artifact: Artifact,
     transport: str = "prespawned",
     backend: str = "asyncio",
-) -> dict[str, Any]:
+) -> Trace:
     """Run :func:`exchange` against a server spawned on ``data_dir`` (anyio; asyncio or trio).
 
     Raises:
@@ -270,9 +291,7 @@ def run_trace(
     if transport not in TRANSPORTS or backend not in BACKENDS:
         raise ValueError(f"unknown transport {transport} or backend {backend}")
     try:
-        result: dict[str, Any] = anyio.run(
-            _trace, data_dir, task, artifact, transport, backend=backend
-        )
+        result: Trace = anyio.run(_trace, data_dir, task, artifact, transport, backend=backend)
     except BaseException as exc:
         leaf = _leaf(exc)
         if isinstance(leaf, Failure | KeyboardInterrupt):

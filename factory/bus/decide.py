@@ -14,7 +14,6 @@ from factory.bus.model import (
     ACK_MEANING,
     ACTOR_PREFIX,
     BUS_AUTHORITY,
-    CLAIM_WINDOW,
     CORRELATION_PREFIX,
     GRANTABLE,
     HANDOFF_NOTICE,
@@ -40,9 +39,8 @@ from factory.bus.model import (
     VerbInput,
     WorkHandedOff,
     mint,
-    parse_ref,
 )
-from factory.bus.reducer import Rejection, Result, State
+from factory.bus.reducer import Rejection, Result, State, correlation_admissible
 
 
 def rejected(command: str, rejection: Rejection, at: str) -> CommandRejected:
@@ -68,21 +66,14 @@ def _unknown(state: State, refs: dict[str, str | None]) -> Rejection | None:
 def _correlation(state: State, claimed: str | None) -> str | Rejection:
     if claimed is None:
         return mint(CORRELATION_PREFIX, state.correlation_hwm + 1)
-    if claimed in state.correlations:
+    if correlation_admissible(state, claimed):
         return claimed
-    ordinal = parse_ref(claimed, CORRELATION_PREFIX)
-    if (
-        ordinal is None
-        or ordinal <= state.correlation_hwm
-        or ordinal > state.correlation_hwm + CLAIM_WINDOW
-    ):
-        return Rejection(
-            "correlation-out-of-range",
-            "correlationId must name an existing thread or a new id just above the last one; "
-            "omit it to mint one",
-            ("correlationId",),
-        )
-    return claimed
+    return Rejection(
+        "correlation-out-of-range",
+        "correlationId must name an existing thread or a new id just above the last one; "
+        "omit it to mint one",
+        ("correlationId",),
+    )
 
 
 def _message_view(msg: Message, sender_name: str) -> dict[str, Any]:

@@ -17,14 +17,15 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, BinaryIO, Final, Literal
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
 from factory.bus.model import EVENT_ADAPTER, EVENT_TYPES, Event
 from factory.bus.reducer import HANDOFF_AUTHORITY, NEVER_REPAIRED, ReplayError, State, apply
 from factory.canonical import canonical_bytes
 from factory.errors import Code, CorruptLog
+from factory.models import StrictModel
 
 LOG_NAME: Final = "events.jsonl"
 FIXED_POINT_FORMAT: Final = "factory.event-log-fixed-point/1"
@@ -157,7 +158,20 @@ def open_log(path: Path) -> BinaryIO | None:
     return os.fdopen(fd, "rb")
 
 
-def fixed_point(data_dir: Path) -> dict[str, Any]:
+class FixedPoint(StrictModel):
+    """``factory.event-log-fixed-point/1`` (SPEC B-4): what the log's bytes were when
+    measured — raw ``bytes``, LF-terminated ``events``, plain ``sha256`` hex."""
+
+    schema_id: Literal["factory.event-log-fixed-point/1"] = Field(
+        default=FIXED_POINT_FORMAT, alias="format"
+    )
+    path_role: Literal["data-dir/events.jsonl"] = Field(default=PATH_ROLE, alias="pathRole")
+    bytes: int
+    events: int
+    sha256: str
+
+
+def fixed_point(data_dir: Path) -> FixedPoint:
     """B-4 fixed point of ``D/events.jsonl``: raw ``bytes``, LF-terminated ``events``, ``sha256``.
 
     A missing log measures as zero bytes and zero events.
@@ -173,10 +187,4 @@ def fixed_point(data_dir: Path) -> dict[str, Any]:
             h.update(chunk)
             size += len(chunk)
             lines += chunk.count(b"\n")
-    return {
-        "format": FIXED_POINT_FORMAT,
-        "pathRole": PATH_ROLE,
-        "bytes": size,
-        "events": lines,
-        "sha256": h.hexdigest(),
-    }
+    return FixedPoint(bytes=size, events=lines, sha256=h.hexdigest())

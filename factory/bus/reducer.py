@@ -138,6 +138,16 @@ def _need_actor(state: State, ref: str | None, role: str) -> None:
         raise ReplayError(UNKNOWN_ACTOR, f"{role} {ref} is not a registered, minted actor ref")
 
 
+def correlation_admissible(state: State, ref: str) -> bool:
+    """``ref`` names a thread the log already has, or a new one just above the high-water
+    mark, within the claim window. The one rule: ``decide`` refuses a send that breaks it,
+    replay refuses a log that does."""
+    if ref in state.correlations:
+        return True
+    ordinal = parse_ref(ref, CORRELATION_PREFIX)
+    return ordinal is not None and 0 < ordinal - state.correlation_hwm <= CLAIM_WINDOW
+
+
 def _check_message(state: State, msg: Message) -> None:
     expected = mint(MESSAGE_PREFIX, state.message_hwm + 1)
     if msg.message_id != expected:
@@ -150,17 +160,11 @@ def _check_message(state: State, msg: Message) -> None:
     _need_actor(state, msg.sender, "from")
     _need_actor(state, msg.to, "to")
     _need_actor(state, msg.reply_to, "replyTo")
-    if msg.correlation_id not in state.correlations:
-        cor = parse_ref(msg.correlation_id, CORRELATION_PREFIX)
-        if (
-            cor is None
-            or cor <= state.correlation_hwm
-            or cor > state.correlation_hwm + CLAIM_WINDOW
-        ):
-            raise ReplayError(
-                CORRELATION_OUT_OF_RANGE,
-                f"new correlation {msg.correlation_id} is not within the claim window",
-            )
+    if not correlation_admissible(state, msg.correlation_id):
+        raise ReplayError(
+            CORRELATION_OUT_OF_RANGE,
+            f"new correlation {msg.correlation_id} is not within the claim window",
+        )
     auth = msg.authority
     if auth.denied or auth.granted != auth.requested:
         requested = set(auth.requested)

@@ -20,7 +20,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from factory.canonical import canonical_bytes
+from factory.bus.logfile import FixedPoint
+from factory.bus.smoke_report import (
+    Artifact,
+    SmokeReport,
+    SmokeReservation,
+    SmokeTerminal,
+    Trace,
+    VerificationSummary,
+    judge,
+)
+from factory.bus.verify import BusVerification
 from factory.errors import (
     INTERNAL,
     INTERRUPTED,
@@ -39,10 +49,8 @@ from factory.fsio import (
     physically_inside,
     reserve,
 )
+from factory.models import ErrorRecord
 
-REPORT_FORMAT: Final = "factory.smoke-report/1"
-COMMAND: Final = "factory smoke"
-EXECUTION: Final = "coordination-tracer; no code execution"
 DEFAULT_TASK: Final = "Review the supplied artifact"
 MAX_TASK_CHARS: Final = 16_384  # the bus's message text limit
 
@@ -82,7 +90,7 @@ class SmokeRequest:
     task: str = DEFAULT_TASK
 
 
-def _artifact(path: Path) -> dict[str, Any]:
+def _artifact(path: Path) -> Artifact:
     try:
         st = os.lstat(path)
     except OSError:
@@ -95,7 +103,7 @@ def _artifact(path: Path) -> dict[str, Any]:
         size, sha = digest_file(path)
     except OSError:  # swapped for a symlink or a non-regular entry since the lstat
         raise ARTIFACT_NOT_REGULAR(f"artifact {path} is no longer a regular file") from None
-    return {"path": os.fspath(path), "bytes": size, "sha256": sha}
+    return Artifact(path=os.fspath(path), bytes=size, sha256=sha)
 
 
 def _check_text(req: SmokeRequest) -> None:
@@ -120,7 +128,7 @@ def _check_text(req: SmokeRequest) -> None:
         raise BAD_TASK("--task is blank or too long")
 
 
-def admit(req: SmokeRequest) -> dict[str, Any]:
+def admit(req: SmokeRequest) -> Artifact:
     """Refuse a bad request before any effect; returns the artifact record."""
     _check_text(req)
     if os.path.lexists(req.out):
@@ -148,70 +156,49 @@ def admit(req: SmokeRequest) -> dict[str, Any]:
     return artifact
 
 
-def _render(report: dict[str, Any]) -> bytes:
-    return canonical_bytes(report) + b"\n"
-
-
-def _base(req: SmokeRequest, artifact: dict[str, Any], status: str) -> dict[str, Any]:
+def _common(req: SmokeRequest, artifact: Artifact) -> dict[str, Any]:
     return {
-        "format": REPORT_FORMAT,
         "ok": False,
-        "status": status,
-        "command": COMMAND,
-        "execution": EXECUTION,
-        "dataDir": os.fspath(req.data_dir),
+        "data_dir": os.fspath(req.data_dir),
         "artifact": artifact,
         "task": req.task,
     }
 
 
 def build_report(
-    req: SmokeRequest, artifact: dict[str, Any], trace: dict[str, Any], evidence: dict[str, Any]
-) -> dict[str, Any]:
-    """The completed ``factory.smoke-report/1`` (``ok`` decided by the caller's checks)."""
-    report = _base(req, artifact, "completed")
-    report.update(
-        actors=trace["actors"],
-        messages=trace["messages"],
-        acknowledgements=[
-            {"messageId": a["messageId"], "ackedBy": a["ackedBy"], "meaning": a["meaning"]}
-            for a in trace["acknowledgements"]
-        ],
-        handoff=trace["handoff"],
-        correlationId=trace["correlationId"],
-        evidenceLog=evidence["before"],
-        verification={
-            "ok": evidence["verification"]["ok"],
-            "evidenceOk": evidence["verification"]["evidenceOk"],
-            "evidenceGatesResult": evidence["verification"]["evidenceGatesResult"],
-        },
-        toolSurface=trace["toolSurface"],
-    )
-    return report
-
-
-def _judge(report: dict[str, Any], evidence: dict[str, Any], trace: dict[str, Any]) -> None:
-    from factory.bus.model import ACK_MEANING, VERBS
-
-    problems = []
-    if evidence["before"] != evidence["after"]:
-        problems.append("the fixed point moved during verification")
-    if not (evidence["verification"]["ok"] and evidence["verification"]["evidenceOk"]):
-        failed = [c["id"] for c in evidence["verification"]["checks"] if not c["ok"]]
-        problems.append(f"evidence gate failed: {', '.join(failed)}")
-    if trace["toolSurface"] != list(VERBS):
-        problems.append("the live server's tool list is not exactly the six verbs")
-    if any(a["meaning"] != ACK_MEANING for a in trace["acknowledgements"]):
-        problems.append("an acknowledgement claimed more than receipt")
-    if trace["handoff"]["authorityTransferred"] != []:
-        problems.append("the handoff transferred authority")
+    req: SmokeRequest,
+    artifact: Artifact,
+    trace: Trace,
+    before: FixedPoint,
+    after: FixedPoint,
+    verification: BusVerification,
+) -> SmokeReport:
+    """The completed ``factory.smoke-report/1``: ``ok`` unless :func:`judge` found a problem."""
+    problems = judge(before, after, verification, trace)
+    error = None
     if problems:
         message = f"{'; '.join(problems)}; {EVIDENCE_GATE_FAILED.next_step}"
-        report.update(
-            status="failed", error={"code": EVIDENCE_GATE_FAILED.name, "message": message}
-        )
-    else:
-        report["ok"] = True
+        error = ErrorRecord(code=EVIDENCE_GATE_FAILED.name, message=message)
+    return SmokeReport(
+        data_dir=os.fspath(req.data_dir),
+        artifact=artifact,
+        task=req.task,
+        ok=not problems,
+        status="failed" if problems else "completed",
+        actors=trace.actors,
+        messages=trace.messages,
+        acknowledgements=trace.acknowledgements,
+        handoff=trace.handoff,
+        correlation_id=trace.correlation_id,
+        evidence_log=before,
+        verification=VerificationSummary(
+            ok=verification.ok,
+            evidence_ok=verification.evidence_ok,
+            evidence_gates_result=verification.evidence_gates_result,
+        ),
+        tool_surface=trace.tool_surface,
+        error=error,
+    )
 
 
 def run_smoke(
@@ -223,8 +210,10 @@ def run_smoke(
         SmokeRefused: admission refused; nothing was touched.
     """
     artifact = admit(req)
-    running = _base(req, artifact, "running")
-    reserve(req.out, _render(running))
+    running = SmokeReservation(
+        ok=False, data_dir=os.fspath(req.data_dir), artifact=artifact, task=req.task
+    )
+    reserve(req.out, running.data())
     owns_dir = False
     try:
         try:
@@ -245,12 +234,10 @@ def run_smoke(
         before = fixed_point(req.data_dir)
         verification = verify(req.data_dir, as_evidence=True)
         after = fixed_point(req.data_dir)
-        evidence = {"before": before, "after": after, "verification": verification}
-        report = build_report(req, artifact, trace, evidence)
-        _judge(report, evidence, trace)
-        data = _render(report)
+        report = build_report(req, artifact, trace, before, after, verification)
+        data = report.data()
         atomic_replace(req.out, data)
-        return (int(ExitCode.OK) if report["ok"] else int(ExitCode.FAILURE)), data
+        return (int(ExitCode.OK) if report.ok else int(ExitCode.FAILURE)), data
     except BaseException as exc:
         code, data = _terminal(req, artifact, "failed", exc, owns_dir=owns_dir)
         if isinstance(exc, FactoryError | KeyboardInterrupt):
@@ -259,18 +246,25 @@ def run_smoke(
 
 
 def _terminal(
-    req: SmokeRequest, artifact: dict[str, Any], status: str, exc: BaseException, *, owns_dir: bool
+    req: SmokeRequest, artifact: Artifact, status: str, exc: BaseException, *, owns_dir: bool
 ) -> tuple[int, bytes]:
     from factory.bus.log import fixed_point
 
-    report = _base(req, artifact, "interrupted" if isinstance(exc, KeyboardInterrupt) else status)
-    report["evidenceLog"] = fixed_point(req.data_dir) if owns_dir else None
     if isinstance(exc, FactoryError):
-        report["error"] = {"code": exc.code, "message": exc.message}
+        error = ErrorRecord(code=exc.code, message=exc.message)
     elif isinstance(exc, KeyboardInterrupt):
-        report["error"] = {"code": INTERRUPTED.name, "message": "interrupted before completion"}
+        error = ErrorRecord(code=INTERRUPTED.name, message="interrupted before completion")
     else:
-        report["error"] = {"code": INTERNAL.name, "message": type(exc).__name__}
-    data = _render(report)
+        error = ErrorRecord(code=INTERNAL.name, message=type(exc).__name__)
+    report = SmokeTerminal(
+        ok=False,
+        data_dir=os.fspath(req.data_dir),
+        artifact=artifact,
+        task=req.task,
+        status="interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+        evidence_log=fixed_point(req.data_dir) if owns_dir else None,
+        error=error,
+    )
+    data = report.data()
     atomic_replace(req.out, data)
     return int(exit_code_for(exc)), data

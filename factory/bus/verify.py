@@ -22,9 +22,19 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from factory.bus.logfile import LOG_NAME, fixed_point, iter_lines, open_log, parse_line, read_lines
+from pydantic import Field
+
+from factory.bus.logfile import (
+    LOG_NAME,
+    FixedPoint,
+    fixed_point,
+    iter_lines,
+    open_log,
+    parse_line,
+    read_lines,
+)
 from factory.bus.model import (
     ACTOR_PREFIX,
     BUS_AUTHORITY,
@@ -39,6 +49,7 @@ from factory.bus.model import (
 )
 from factory.bus.reducer import ReplayError, State, apply, state_digest
 from factory.errors import CorruptLog
+from factory.models import StrictModel
 
 VERIFICATION_FORMAT: Final = "factory.bus-verification/1"
 PROVES: Final = (
@@ -246,6 +257,42 @@ CHECKS: Final[tuple[Check, ...]] = (
 )
 
 
+class CheckResult(StrictModel):
+    """One check: whether it gates ``ok`` here, whether it passed, and what it saw."""
+
+    id: str
+    gates: bool
+    ok: bool
+    detail: str
+
+
+class GateResult(StrictModel):
+    """One check as the evidence gate sees it."""
+
+    id: str
+    ok: bool
+
+
+class BusVerification(StrictModel):
+    """``factory.bus-verification/1``: the log's fixed point and every check."""
+
+    schema_id: Literal["factory.bus-verification/1"] = Field(
+        default=VERIFICATION_FORMAT, alias="format"
+    )
+    ok: bool
+    evidence_claimed: bool = Field(alias="evidenceClaimed")
+    evidence_ok: bool = Field(alias="evidenceOk")
+    evidence_gates_result: list[GateResult] = Field(alias="evidenceGatesResult")
+    fixed_point: FixedPoint = Field(alias="fixedPoint")
+    fixed_point_after: FixedPoint = Field(alias="fixedPointAfter")
+    checks: list[CheckResult]
+    proves: str = PROVES
+
+    def failed_gates(self) -> list[str]:
+        """The ids of the checks that gate and failed."""
+        return [c.id for c in self.checks if c.gates and not c.ok]
+
+
 def gates(check_id: str, as_evidence: bool) -> bool:
     """Whether a check gates: always, unless it is a richness check and no evidence is claimed."""
     return as_evidence or check_id not in RICHNESS
@@ -253,7 +300,7 @@ def gates(check_id: str, as_evidence: bool) -> bool:
 
 def verify(
     data_dir: Path, *, as_evidence: bool = False, checks: Sequence[Check] = CHECKS
-) -> dict[str, Any]:
+) -> BusVerification:
     """Verify ``D/events.jsonl`` read-only; returns the ``factory.bus-verification/1`` object.
 
     ``ok`` is true when every check that gates (given ``as_evidence``) passed; ``evidenceOk``
@@ -274,28 +321,18 @@ def verify(
     for check in checks:
         ok, detail = check.run(scan)
         results.append(
-            {"id": check.id, "gates": gates(check.id, as_evidence), "ok": ok, "detail": detail}
+            CheckResult(id=check.id, gates=gates(check.id, as_evidence), ok=ok, detail=detail)
         )
     stable = before == after
-    results.append(
-        {
-            "id": "fixed-point-stable",
-            "gates": True,
-            "ok": stable,
-            "detail": "unchanged by verification"
-            if stable
-            else "the log changed during verification",
-        }
+    detail = "unchanged by verification" if stable else "the log changed during verification"
+    results.append(CheckResult(id="fixed-point-stable", gates=True, ok=stable, detail=detail))
+    evidence_gates = [GateResult(id=r.id, ok=r.ok) for r in results if gates(r.id, True)]
+    return BusVerification(
+        ok=all(r.ok for r in results if r.gates),
+        evidence_claimed=as_evidence,
+        evidence_ok=all(r.ok for r in evidence_gates),
+        evidence_gates_result=evidence_gates,
+        fixed_point=before,
+        fixed_point_after=after,
+        checks=results,
     )
-    evidence_gates = [{"id": r["id"], "ok": r["ok"]} for r in results if gates(str(r["id"]), True)]
-    return {
-        "format": VERIFICATION_FORMAT,
-        "ok": all(r["ok"] for r in results if r["gates"]),
-        "evidenceClaimed": as_evidence,
-        "evidenceOk": all(r["ok"] for r in evidence_gates),
-        "evidenceGatesResult": evidence_gates,
-        "fixedPoint": before,
-        "fixedPointAfter": after,
-        "checks": results,
-        "proves": PROVES,
-    }

@@ -7,8 +7,11 @@ import sys
 from typing import Any
 
 from factory.cli.framework import StrictParser, emit_stdout, say
-from factory.errors import Refused, UsageError
+from factory.errors import Failure, Refused, UsageError
 
+BUS_VERIFICATION_FAILED = Failure.define(
+    "bus-verification-failed", "keep the log as evidence; the JSON on stdout names every check"
+)
 NO_EVENT_LOG = Refused.define("no-event-log", "pass the --data-dir that a bus or smoke run used")
 ENTRY_NEEDS_CLAUDE = UsageError.define(
     "entry-needs-claude", "drop --entry, or use it with --client claude"
@@ -258,11 +261,12 @@ def run_verify(args: argparse.Namespace) -> int:
     if not os.path.lexists(data_dir / LOG_NAME):  # anything else there is refused by verify
         raise NO_EVENT_LOG(f"no event log at {data_dir / LOG_NAME}")
     report = verify(data_dir, as_evidence=args.as_evidence)
-    emit_stdout((json.dumps(report, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
-    if report["ok"]:
+    value = report.to_json_value()
+    emit_stdout((json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    if report.ok:
         return int(ExitCode.OK)
-    failed = [c["id"] for c in report["checks"] if c["gates"] and not c["ok"]]
-    say(f"factory: verification-failed: gating checks failed: {', '.join(failed)}")
+    failed = ", ".join(report.failed_gates())
+    say(BUS_VERIFICATION_FAILED(f"gating checks failed: {failed}").diagnostics())
     return int(ExitCode.FAILURE)
 
 

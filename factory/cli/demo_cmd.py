@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -120,7 +119,9 @@ def _finish(args: argparse.Namespace, root: Path, receipt: Path, exit_code: int)
 
     from factory import fsio
     from factory.agent.receipt_show import render_verified
+    from factory.agent.verification import ReceiptVerification
     from factory.agent.verify import failed_checks, load_receipt, verify
+    from factory.demo.report import DemoReport
     from factory.demo.screen import COMMAND_STYLE, DemoPaths, next_commands, outcome_lines
     from factory.errors import ExitCode, FactoryError
 
@@ -128,24 +129,22 @@ def _finish(args: argparse.Namespace, root: Path, receipt: Path, exit_code: int)
         root=root, receipt=receipt, report=root / REPORT_NAME, html=root / "receipt.html"
     )
     model = None
-    report: dict[str, Any] | None = None
+    checked: ReceiptVerification | None = None
     try:
-        report = verify(receipt)
+        checked = verify(receipt)
         model, _ = load_receipt(receipt)
     except FactoryError as exc:
         say(exc.diagnostics())
-    failed = failed_checks(report) if report is not None and not report["ok"] else []
-    out = {
-        "schema": "factory.demo-report/1",
-        "execution": "rehearsal: scripted loopback model; proves the control path, nothing "
-        "about model judgement",
-        "demoDir": str(root),
-        "receipt": str(receipt),
-        "exitCode": exit_code,
-        "verification": report,
-        "next": next_commands(paths)[0],
-    }
-    data = (json.dumps(out, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    report = checked.to_json_value() if checked is not None else None
+    failed = failed_checks(checked) if checked is not None and not checked.ok else []
+    out = DemoReport(
+        demo_dir=str(root),
+        receipt=str(receipt),
+        exit_code=exit_code,
+        verification=checked,
+        next=next_commands(paths)[0],
+    )
+    data = out.data()
     fsio.write_exclusive(paths.report, data, mode=0o644)
     console = Console(stderr=args.json, soft_wrap=False)
     if model is not None and report is not None:
@@ -162,4 +161,4 @@ def _finish(args: argparse.Namespace, root: Path, receipt: Path, exit_code: int)
         emit_stdout(data)
     if exit_code != 0:
         return exit_code
-    return int(ExitCode.OK if report is not None and report["ok"] else ExitCode.FAILURE)
+    return int(ExitCode.OK if checked is not None and checked.ok else ExitCode.FAILURE)

@@ -99,11 +99,10 @@ def _render(report: dict[str, Any]) -> None:
 def _handle(args: argparse.Namespace) -> int:
     import trio
 
-    from factory.canonical import canonical_bytes
     from factory.cli.framework import emit_stdout
     from providers.doctor import diagnose
 
     report = trio.run(diagnose)
-    _render(report)
-    emit_stdout(canonical_bytes(report) + b"\n")
+    _render(report.to_json_value())
+    emit_stdout(report.canonical() + b"\n")
     return 0

@@ -17,9 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import emit_stdout, say
-from factory.errors import Refused
+from factory.errors import IntegrityFailure, Refused
 
 HTML_FOLDER_MISSING = Refused.define("html-folder-missing", "create the folder of --html first")
+RECEIPT_VERIFICATION_FAILED = IntegrityFailure.define(
+    "receipt-verification-failed",
+    "keep the receipt and its evidence as they are; the JSON on stdout names every check",
+)
 
 VERIFY_HELP = """\
 Re-check an agent receipt without trusting it: its revision and canonical bytes, every
@@ -58,17 +62,18 @@ def run_verify(args: argparse.Namespace) -> int:
     from factory.errors import ExitCode
 
     report = verify(Path(args.receipt))
-    emit_stdout((json.dumps(report, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
-    if report["route"] == "rehearsal":
+    value = report.to_json_value()
+    emit_stdout((json.dumps(value, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+    if report.route == "rehearsal":
         say(
             "factory: REHEARSAL receipt: a scripted loopback model ran, not a real one; it "
             "proves the control path, nothing about model judgement"
         )
-    if report["ok"]:
+    if report.ok:
         return int(ExitCode.OK)
     from factory.display import inert  # a forged receipt's role names are its own
 
-    say(inert(f"factory: receipt-not-verified: {'; '.join(failed_checks(report))}"))
+    say(inert(RECEIPT_VERIFICATION_FAILED("; ".join(failed_checks(report))).diagnostics()))
     return int(ExitCode.FAILURE)
 
 
@@ -87,7 +92,8 @@ def run_show(args: argparse.Namespace) -> int:
         reserve_html(html)
     report = verify(path)  # verify first: the view says what held before what is claimed
     console = Console(soft_wrap=False)
-    facts = render_verified(receipt, report, console, receipt_path=path, diff=args.diff)
+    value = report.to_json_value()
+    facts = render_verified(receipt, value, console, receipt_path=path, diff=args.diff)
     if html is not None:
         from factory import fsio
         from factory.agent.receipt_html import render_html
@@ -96,7 +102,7 @@ def run_show(args: argparse.Namespace) -> int:
         say(inert(f"factory: HTML receipt written to {html}"))
     if facts.verified:
         return int(ExitCode.OK)
-    say(inert(f"factory: receipt-not-verified: {'; '.join(facts.failed)}"))
+    say(inert(RECEIPT_VERIFICATION_FAILED("; ".join(facts.failed)).diagnostics()))
     return int(ExitCode.FAILURE)
 
 

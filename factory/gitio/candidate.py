@@ -35,6 +35,7 @@ from factory.gitio.snapshot import (
     UNSUPPORTED_CHANGED_PATH,
     Baseline,
     Change,
+    State,
     UnsupportedChangedPath,
     snapshot,
     unsupported,
@@ -57,7 +58,7 @@ class ChangedFile:
     """One changed path; ``size``/``sha256`` are ``None`` when the path was deleted."""
 
     path: str
-    state: str  # added | modified | deleted
+    state: State
     mode: str
     size: int | None
     sha256: str | None

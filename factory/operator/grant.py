@@ -85,7 +85,7 @@ def scope_of(intent: RunIntent | PublishIntent) -> GrantScope:
     """The scope a grant for ``intent`` must carry (pure)."""
     if isinstance(intent, RunIntent):
         return GrantScope(
-            intent_schema=intent.schema_,
+            intent_schema=intent.schema_id,
             repository=intent.repository,
             issue=intent.issue,
             snapshot_revision=intent.snapshot_revision,
@@ -94,7 +94,7 @@ def scope_of(intent: RunIntent | PublishIntent) -> GrantScope:
             branch=None,
         )
     return GrantScope(
-        intent_schema=intent.schema_,
+        intent_schema=intent.schema_id,
         repository=intent.repository,
         issue=intent.issue,
         snapshot_revision=None,
@@ -126,7 +126,7 @@ class Expected:
 class Grant(StrictModel):
     """``factory.operator-grant/1``: one action on one intent revision, until ``expires_at``."""
 
-    schema_: Literal["factory.operator-grant/1"] = Field(default=GRANT_SCHEMA, alias="schema")
+    schema_id: Literal["factory.operator-grant/1"] = Field(default=GRANT_SCHEMA, alias="schema")
     grant_id: str
     intent_revision: str
     action: Action

@@ -71,7 +71,7 @@ class IssueRecord(StrictModel):
 class ForgeSnapshot(StrictModel):
     """Exactly what one complete read of the forge returned (every page, sorted)."""
 
-    schema_: Literal["factory.forge-snapshot/1"] = Field(default=SNAPSHOT_SCHEMA, alias="schema")
+    schema_id: Literal["factory.forge-snapshot/1"] = Field(default=SNAPSHOT_SCHEMA, alias="schema")
     forge: str
     repository: str
     label: str
@@ -94,7 +94,9 @@ def snapshot(
 class RunIntent(StrictModel):
     """``factory.operator-intent/1``. ``title`` is forge text: untrusted data."""
 
-    schema_: Literal["factory.operator-intent/1"] = Field(default=RUN_INTENT_SCHEMA, alias="schema")
+    schema_id: Literal["factory.operator-intent/1"] = Field(
+        default=RUN_INTENT_SCHEMA, alias="schema"
+    )
     state: Literal["AWAITING_AUTHORITY", "NO_READY_WORK"]
     action: Literal["RUN_FACTORY_AGENT"] | None
     required_authority: Literal["FACTORY_RUN"] | None
@@ -191,7 +193,7 @@ class PullRequestPlan(StrictModel):
 class PublishIntent(StrictModel):
     """``factory.operator-publish-intent/1`` (SPEC O-2)."""
 
-    schema_: Literal["factory.operator-publish-intent/1"] = Field(
+    schema_id: Literal["factory.operator-publish-intent/1"] = Field(
         default=PUBLISH_INTENT_SCHEMA, alias="schema"
     )
     state: Literal["AWAITING_AUTHORITY"]
@@ -224,12 +226,12 @@ class PublishIntent(StrictModel):
 
 
 def _close(draft: RunIntent | PublishIntent) -> Any:
-    return draft.model_copy(update={"intent_revision": digest(draft.schema_, draft.body_value())})
+    return draft.model_copy(update={"intent_revision": digest(draft.schema_id, draft.body_value())})
 
 
 def intent_revision_ok(intent: RunIntent | PublishIntent) -> bool:
     """Whether the intent's revision is the digest of its body."""
-    return intent.intent_revision == digest(intent.schema_, intent.body_value())
+    return intent.intent_revision == digest(intent.schema_id, intent.body_value())
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,7 +59,7 @@ LEDGER_NOT_A_FOLDER = LedgerRefused.define("ledger-not-a-folder", "pass a folder
 class LedgerEntry(StrictModel):
     """``factory.operator-ledger-entry/1``: the record that a grant was spent."""
 
-    schema_: Literal["factory.operator-ledger-entry/1"] = Field(
+    schema_id: Literal["factory.operator-ledger-entry/1"] = Field(
         default=ENTRY_SCHEMA, alias="schema"
     )
     grant_id: str

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from factory.agent.receipt import AgentReceipt
-from factory.agent.verify import load_receipt, verify
+from factory.agent.verify import load_receipt
+from factory.agent.verify import verify_json as verify
 from factory.canonical import sha256_hex
 from factory.display import inert
 from factory.errors import Code, FactoryError, Refused

@@ -116,7 +116,7 @@ class Timings(StrictModel):
 class OperatorReceipt(StrictModel):
     """``factory.operator-receipt/1``."""
 
-    schema_: Literal["factory.operator-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
+    schema_id: Literal["factory.operator-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
     status: Status
     exit_code: int | None
     command: Command

@@ -196,7 +196,7 @@ def integrity_ok(report: dict[str, Any]) -> bool:
 
 def check_agent_receipt(receipt: OperatorReceipt, out: Path) -> dict[str, Any]:
     """The bound agent receipt still has its recorded bytes and verifies."""
-    from factory.agent.verify import verify as verify_agent
+    from factory.agent.verify import verify_json as verify_agent
 
     if receipt.agent_run is None and not isinstance(receipt.intent, PublishIntent):
         return {"present": False, "ok": True}

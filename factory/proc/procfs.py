@@ -117,31 +117,6 @@ def all_pids() -> list[int]:
     return [int(n) for n in names if n.isdigit()]
 
 
-def children_of(pid: int) -> set[int]:
-    """Direct children of ``pid`` (all of its threads), via ``/proc/<pid>/task/*/children``.
-
-    Falls back to a full scan when the kernel lacks ``CONFIG_PROC_CHILDREN``.
-    """
-    out: set[int] = set()
-    task_dir = PROC / str(pid) / "task"
-    try:
-        tids = os.listdir(task_dir)
-    except OSError:
-        return out
-    try:
-        for tid in tids:
-            try:
-                text = (task_dir / tid / "children").read_text()
-            except FileNotFoundError:
-                continue
-            out.update(int(c) for c in text.split())
-    except PermissionError:
-        return {s.pid for s in scan() if s.ppid == pid}
-    except OSError:
-        return {s.pid for s in scan() if s.ppid == pid}
-    return out
-
-
 def scan() -> list[Stat]:
     """A stat of every process on the system (a full ``/proc`` scan, ~1 ms per 100)."""
     stats = []

@@ -26,13 +26,15 @@ import ipaddress
 import json
 import threading
 import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from factory.canonical import sha256_hex
 from factory.errors import Refused
 from factory.rehearsal import wire
-from factory.rehearsal.book import RehearsalRequest, ScriptBook, ScriptViolation
+from factory.rehearsal.book import Api, RehearsalRequest, ScriptBook, ScriptViolation
 
 LOOPBACK_HOST = "127.0.0.1"
 MAX_REQUEST_BYTES = 32 << 20
@@ -232,43 +234,68 @@ class _Handler(BaseHTTPRequestHandler):
             record["outcome"] = "startup"
             return 200, b'{"input_tokens":1}', "application/json"
         model = str(parsed.get("model", "rehearsal"))
-        if path == "/v1/messages":
-            if not wire.tool_names(parsed):
-                record["outcome"] = "auxiliary"
-                text = wire.anthropic_plain_text("OK", tag=f"aux{book.next_seq()}", model=model)
-                return 200, text, "text/event-stream"
-            invocation_at, turn = book.claim(
-                "anthropic", wire.anthropic_session(headers, parsed), wire.anthropic_turn(parsed)
-            )
-            record.update(
-                outcome="scripted",
-                invocation=invocation_at,
-                turn=turn,
-                tool_result=wire.anthropic_last_tool_result(parsed),
-            )
-            stream = wire.anthropic_stream(
-                book.scenario.invocations[invocation_at],
-                turn,
-                tag=f"r{invocation_at}t{turn}",
-                model=model,
-            )
-            return 200, stream, "text/event-stream"
+        if path == "/v1/messages" and not wire.tool_names(parsed):
+            record["outcome"] = "auxiliary"  # Claude Code's own side requests (titles, ...)
+            text = wire.anthropic_plain_text("OK", tag=f"aux{book.next_seq()}", model=model)
+            return 200, text, "text/event-stream"
+        return self._scripted(_DIALECTS[path], headers, parsed, model, record)
+
+    def _scripted(
+        self,
+        dialect: _Dialect,
+        headers: dict[str, str],
+        parsed: dict[str, Any],
+        model: str,
+        record: dict[str, Any],
+    ) -> tuple[int, bytes, str]:
+        """Serve the next scripted turn of the invocation this request belongs to."""
+        book = self.server.book
         invocation_at, turn = book.claim(
-            "openai", wire.codex_session(headers, parsed), wire.codex_turn(parsed)
+            dialect.api, dialect.session(headers, parsed), dialect.turn(parsed)
         )
         record.update(
             outcome="scripted",
             invocation=invocation_at,
             turn=turn,
-            tool_result=wire.codex_last_tool_result(parsed),
+            tool_result=dialect.last_tool_result(parsed),
         )
-        stream = wire.responses_stream(
+        stream = dialect.stream(
             book.scenario.invocations[invocation_at],
             turn,
             tag=f"r{invocation_at}t{turn}",
             model=model,
         )
         return 200, stream, "text/event-stream"
+
+
+@dataclass(frozen=True, slots=True)
+class _Dialect:
+    """How one API names its session, counts its turn, reports a tool result and streams."""
+
+    api: Api
+    session: Callable[[Mapping[str, str], Mapping[str, Any]], str | None]
+    turn: Callable[[Mapping[str, Any]], int]
+    last_tool_result: Callable[[Mapping[str, Any]], str | None]
+    stream: Callable[..., bytes]
+
+
+# The scripted endpoints: Anthropic Messages (Claude Code), OpenAI Responses (Codex).
+_DIALECTS: dict[str, _Dialect] = {
+    "/v1/messages": _Dialect(
+        "anthropic",
+        wire.anthropic_session,
+        wire.anthropic_turn,
+        wire.anthropic_last_tool_result,
+        wire.anthropic_stream,
+    ),
+    "/v1/responses": _Dialect(
+        "openai",
+        wire.codex_session,
+        wire.codex_turn,
+        wire.codex_last_tool_result,
+        wire.responses_stream,
+    ),
+}
 
 
 class _ModelServer(ThreadingHTTPServer):

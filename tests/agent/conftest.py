@@ -2,50 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.git import add_linked_worktree, git, init_repo
-
-
-@dataclass
-class Layout:
-    repo: Path
-    wt: Path
-    out: Path
-
-    @property
-    def receipt(self) -> Path:
-        return self.out / "receipt.json"
-
-    @property
-    def evidence(self) -> Path:
-        return self.out / "receipt.json.evidence"
-
-    def head(self) -> str:
-        return git(self.wt, "rev-parse", "HEAD").strip()
-
-    def index_bytes(self) -> bytes:
-        gd = git(self.wt, "rev-parse", "--path-format=absolute", "--git-path", "index").strip()
-        return Path(gd).read_bytes()
+from tests.support.layout import Layout, make_layout
 
 
 @pytest.fixture
 def layout(tmp_path: Path) -> Layout:
-    repo = init_repo(
-        tmp_path / "repo",
-        {
-            "README.md": "sample\n",
-            "src/app.py": "def add(a, b):\n    return a - b\n",
-            ".gitignore": "ignored.log\nnode_modules/\nbuild/\n",
-        },
-    )
-    wt = add_linked_worktree(repo, tmp_path / "wt")
-    (wt / "node_modules" / "dep").mkdir(parents=True)
-    (wt / "node_modules" / "dep" / "index.js").write_text("module.exports = 1;\n")
-    (wt / "ignored.log").write_text("log\n")
-    out = tmp_path / "out"
-    out.mkdir()
-    return Layout(repo, wt, out)
+    return make_layout(tmp_path)

@@ -21,7 +21,7 @@ FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 class SpawningAgent(FakeAgent):
     """A worker that starts a real child (``sleep``) and waits on it, like a provider."""
 
-    async def run_agent(self, **kw: object) -> ProviderResult:  # type: ignore[override]
+    async def run_agent(self, **kw: object) -> ProviderResult:
         wt = kw["worktree"]
         assert isinstance(wt, Path)
         FIX(wt)
@@ -39,7 +39,7 @@ class SpawningAgent(FakeAgent):
 class HoldingAgent(FakeAgent):
     """A worker that has changed nothing yet (like a CLI still starting) and waits."""
 
-    async def run_agent(self, **kw: object) -> ProviderResult:  # type: ignore[override]
+    async def run_agent(self, **kw: object) -> ProviderResult:
         Path(sys.argv[2]).write_text("holding")
         await trio.sleep_forever()
         raise AssertionError("unreachable")
@@ -48,7 +48,7 @@ class HoldingAgent(FakeAgent):
 class RouteDumpingAgent(FakeAgent):
     """Records what the run handed the profile (route, env it can see is the profile's job)."""
 
-    async def run_agent(self, **kw: object) -> ProviderResult:  # type: ignore[override]
+    async def run_agent(self, **kw: object) -> ProviderResult:
         Path(sys.argv[2]).write_text(repr(kw["route"]) + "\n" + repr(sorted(kw)))
         return await super().run_agent(**kw)  # type: ignore[arg-type]
 
@@ -68,5 +68,5 @@ SCENARIOS = {
 if __name__ == "__main__":
     name = sys.argv[1]
     rest = sys.argv[sys.argv.index("--") + 1 :]
-    agent_cmd.load_profiles = SCENARIOS[name]  # type: ignore[assignment]
+    agent_cmd.load_profiles = SCENARIOS[name]
     sys.exit(main(rest))

@@ -12,7 +12,7 @@ import trio
 from factory.errors import ProviderFailure, lookup
 from factory.provider_api import ProviderResult, Role, Route, Spool, Verdict
 
-Effect = Callable[[Path], None]
+Effect = Callable[[Path], object]
 
 
 def _scripted_failure(name: str) -> ProviderFailure:
@@ -33,6 +33,23 @@ class Step:
     hang: bool = False
     stdout: bytes = b'{"type":"result","is_error":false}\n'
     env_names: tuple[str, ...] | None = None  # what the profile reports its child got
+
+
+async def _play(steps: list[Step], call: int, worktree: Path) -> Step:
+    """Play the script's step for the ``call``-th call (IndexError: more calls than
+    scripted): its effect on the worktree, then a hang, an exception or a typed failure;
+    a step that returns comes back for its result."""
+    step = steps[call - 1]
+    await trio.lowlevel.checkpoint()
+    if step.effect is not None:
+        step.effect(worktree)
+    if step.hang:
+        await trio.sleep_forever()
+    if step.raise_exc is not None:
+        raise step.raise_exc
+    if step.fail_code is not None:
+        raise _scripted_failure(step.fail_code)
+    return step
 
 
 @dataclass
@@ -60,16 +77,7 @@ class FakeAgent:
         spool: Spool | None = None,
     ) -> ProviderResult:
         self.calls.append(Call(role, prompt, worktree))
-        step = self.steps[len(self.calls) - 1]  # IndexError: more calls than scripted
-        await trio.lowlevel.checkpoint()
-        if step.effect is not None:
-            step.effect(worktree)
-        if step.hang:
-            await trio.sleep_forever()
-        if step.raise_exc is not None:
-            raise step.raise_exc
-        if step.fail_code is not None:
-            raise _scripted_failure(step.fail_code)
+        step = await _play(self.steps, len(self.calls), worktree)
         return ProviderResult(
             profile=self.name,
             role=role,
@@ -100,16 +108,7 @@ class FakeReviewer:
         spool: Spool | None = None,
     ) -> ProviderResult:
         self.calls.append(Call("reviewer", prompt, worktree, scratch))
-        step = self.steps[len(self.calls) - 1]
-        await trio.lowlevel.checkpoint()
-        if step.effect is not None:
-            step.effect(worktree)
-        if step.hang:
-            await trio.sleep_forever()
-        if step.raise_exc is not None:
-            raise step.raise_exc
-        if step.fail_code is not None:
-            raise _scripted_failure(step.fail_code)
+        step = await _play(self.steps, len(self.calls), worktree)
         outputs = {"stdout": step.stdout, "stderr": b""}
         verdict = None
         if step.verdict is not None:

@@ -8,8 +8,8 @@ from factory.agent.admission import AgentRequest
 from factory.agent.observer import NullObserver, RunObserver
 from factory.agent.run import AgentDeps, RunOutcome, run_agent
 from factory.provider_api import SubscriptionRoute
-from tests.agent.conftest import Layout
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step
+from tests.support.layout import Layout
 
 
 @dataclass

@@ -16,9 +16,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.agent.conftest import Layout
 from tests.support.cli import run_factory
 from tests.support.fake_cli import Fakes, install_fakes
+from tests.support.layout import Layout
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -34,7 +34,7 @@ def _alive(doc: dict[str, object]) -> bool:
     try:
         proc = psutil.Process(int(doc["pid"]))  # type: ignore[call-overload]
         same = abs(proc.create_time() - float(doc["create_time"])) < 0.02  # type: ignore[arg-type]
-        return same and proc.status() != psutil.STATUS_ZOMBIE
+        return bool(same and proc.status() != psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return False
 
@@ -47,7 +47,8 @@ def _exists(doc: dict[str, object]) -> bool:
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
     try:
-        return abs(psutil.Process(pid).create_time() - float(doc["create_time"])) < 0.02  # type: ignore[arg-type]
+        created: float = psutil.Process(pid).create_time()
+        return abs(created - float(doc["create_time"])) < 0.02  # type: ignore[arg-type]
     except psutil.NoSuchProcess:
         return False
 

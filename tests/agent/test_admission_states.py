@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import Layout
-from tests.agent.test_admission import admitted, refused, req
+from tests.agent.admission_checks import admitted, refused, req
 from tests.gitio.plant import common_dir
 from tests.support.git import git
+from tests.support.layout import Layout
 
 
 def git_dir(wt: Path) -> Path:
@@ -65,6 +65,11 @@ def notes_merge(wt: Path) -> None:
     (gd / "NOTES_MERGE_REF").write_text("ref: refs/notes/commits\n")
 
 
+def notes_merge_abort(wt: Path) -> None:
+    for name in ("NOTES_MERGE_PARTIAL", "NOTES_MERGE_REF"):
+        os.unlink(git_dir(wt) / name)
+
+
 # state code → (start the operation, abort it)
 OPERATIONS: dict[str, tuple[Callable[[Path], None], Callable[[Path], None]]] = {
     "merge-in-progress": (
@@ -97,10 +102,7 @@ OPERATIONS: dict[str, tuple[Callable[[Path], None], Callable[[Path], None]]] = {
         lambda wt: quiet(wt, "bisect", "start"),
         lambda wt: quiet(wt, "bisect", "reset"),
     ),
-    "notes-merge-in-progress": (
-        notes_merge,
-        lambda wt: [os.unlink(git_dir(wt) / n) for n in ("NOTES_MERGE_PARTIAL", "NOTES_MERGE_REF")],
-    ),
+    "notes-merge-in-progress": (notes_merge, notes_merge_abort),
 }
 
 # state code → (folder: "git" or "common", relative path of the lock)

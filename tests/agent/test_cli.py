@@ -13,35 +13,10 @@ from pathlib import Path
 import pytest
 
 from factory.agent.verify import failed_checks
-from tests.agent.conftest import Layout
+from tests.agent.cli_helpers import FAKE, agent_args, evidence_files, fake
 from tests.support.cli import run_factory
 from tests.support.git import git
-
-FAKE = Path(__file__).with_name("fake_factory.py")
-
-
-def agent_args(layout: Layout, *extra: str) -> list[str]:
-    return [
-        "agent",
-        "--worktree",
-        str(layout.wt),
-        "--task",
-        "fix add()",
-        "--out",
-        str(layout.receipt),
-        "--timeout-ms",
-        "5000",
-        *extra,
-    ]
-
-
-def fake(scenario: str, args: list[str], *marker: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        [sys.executable, str(FAKE), scenario, *marker, "--", *args],
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
+from tests.support.layout import Layout
 
 
 def verify(layout: Layout) -> tuple[int, dict[str, object]]:
@@ -120,14 +95,10 @@ def completed(layout: Layout) -> Layout:
     return layout
 
 
-def evidence_files(layout: Layout) -> list[Path]:
-    return sorted(p for p in layout.evidence.iterdir())
-
-
 def test_verify_negative_control(completed: Layout) -> None:
     rc, report = verify(completed)
     assert rc == 0 and report["ok"] is True
-    assert report["candidate"] == {  # type: ignore[comparison-overlap]
+    assert report["candidate"] == {
         "checked": True,
         "identity": json.loads(completed.receipt.read_bytes())["candidate"]["repaired"]["identity"],
         "observed": report["candidate"]["observed"],  # type: ignore[index]
@@ -274,7 +245,7 @@ def test_a_failed_verification_names_its_checks_on_stderr(completed: Layout) -> 
     proc = run_factory(["receipt", "verify", str(completed.receipt)])
     assert proc.returncode == 4
     line = proc.stderr.decode().strip()
-    assert line.startswith("factory: receipt-not-verified: "), line
+    assert line.startswith("factory: receipt-verification-failed: "), line
     assert "evidence worker-stdout: size-mismatch" in line
     assert "the worktree no longer holds the judged candidate" in line
 
@@ -285,19 +256,41 @@ def test_a_passing_verification_keeps_stderr_empty(completed: Layout) -> None:
 
 
 def test_failed_checks_covers_every_gate() -> None:
-    report = {
-        "revision": {"ok": False},
-        "canonical_bytes": False,
-        "terminal": False,
-        "consistency_problems": ["exit code 0 contradicts status failed"],
-        "evidence": [{"role": "r", "ok": False, "problem": "missing"}, {"role": "s", "ok": True}],
-        "patches": [
-            {"candidate": "initial", "ok": False, "problem": "patch-does-not-apply-to-base"},
-            {"candidate": "repaired", "ok": None},
+    from factory.agent.verification import (
+        CandidateCheck,
+        EvidenceCheck,
+        PatchCheck,
+        ReceiptVerification,
+        RevisionCheck,
+    )
+
+    report = ReceiptVerification(
+        receipt="r.json",
+        status="running",
+        exit_code=None,
+        route="subscription",
+        execution="subscription",
+        terminal=False,
+        liveness=None,
+        revision=RevisionCheck(
+            ok=False, stored="sha256:" + "a" * 64, computed="sha256:" + "b" * 64
+        ),
+        canonical_bytes=False,
+        consistency_problems=["exit code 0 contradicts status failed"],
+        evidence=[
+            EvidenceCheck(role="r", path="r", ok=False, problem="missing"),
+            EvidenceCheck(role="s", path="s", ok=True, problem=None),
         ],
-        "candidate": {"still_matches": False, "gating": True},
-    }
-    assert failed_checks(report) == [
+        patches=[
+            PatchCheck(
+                candidate="initial", checked=True, ok=False, problem="patch-does-not-apply-to-base"
+            ),
+            PatchCheck(candidate="repaired", checked=False, ok=None),
+        ],
+        candidate=CandidateCheck(checked=True, identity=None, gating=True, still_matches=False),
+        ok=False,
+    )
+    expected = [
         "revision does not match the body",
         "bytes are not the canonical form",
         "the run never finished (status running)",
@@ -306,3 +299,5 @@ def test_failed_checks_covers_every_gate() -> None:
         "initial candidate: patch-does-not-apply-to-base",
         "the worktree no longer holds the judged candidate",
     ]
+    assert failed_checks(report) == expected
+    assert failed_checks(report.to_json_value()) == expected  # the JSON value reads the same

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import Layout
 from tests.support.cli import run_factory
+from tests.support.layout import Layout
 from tests.support.otlp import http_receiver, refused_port
 
 FAKE = Path(__file__).with_name("fake_factory.py")

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 from factory.cli.agent_cmd import REHEARSAL_BANNER, error_line
-from tests.agent.conftest import Layout
-from tests.agent.test_cli import agent_args, fake
+from tests.agent.cli_helpers import agent_args, fake
 from tests.support.cli import run_factory
+from tests.support.layout import Layout
 
 SCENARIO = Path(__file__).resolve().parents[2] / "factory" / "demo" / "scenario.json"
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.agent.conftest import Layout
+from tests.support.layout import Layout
 
 FAKE = Path(__file__).with_name("fake_factory.py")
 

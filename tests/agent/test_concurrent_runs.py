@@ -13,9 +13,9 @@ import trio
 from factory.agent.run import AgentDeps, RunOutcome, run_agent
 from factory.errors import ExitCode, FactoryError
 from factory.provider_api import ProviderResult, Role, Route, Spool, SubscriptionRoute
-from tests.agent.conftest import Layout
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
 from tests.agent.helpers import request
+from tests.support.layout import Layout
 
 
 class GatedAgent(FakeAgent):
@@ -95,7 +95,7 @@ def test_the_cli_refuses_a_busy_worktree_with_exit_2(layout: Layout, tmp_path: P
     import sys
     import time
 
-    from tests.agent.test_cli import FAKE, agent_args
+    from tests.agent.cli_helpers import FAKE, agent_args
     from tests.support.cli import run_factory
 
     marker = tmp_path / "holding"

@@ -13,9 +13,9 @@ from factory.agent import control
 from factory.agent.binding import Bound, changed_paths
 from factory.agent.control import bind_control, editor_ignores
 from factory.gitio.worktree import locate
-from tests.agent.conftest import Layout
 from tests.gitio.plant import common_dir
 from tests.support.git import add_linked_worktree, git
+from tests.support.layout import Layout
 
 
 def aged(b: Bound) -> Bound:
@@ -108,6 +108,6 @@ def test_a_file_read_while_racy_is_compared_by_content_later(
         b"common-dir/config"
     ].content.startswith("stat:")
     later = time.time_ns() + 10 * 10**9
-    monkeypatch.setattr(control.time, "time_ns", lambda: later)
+    monkeypatch.setattr(time, "time_ns", lambda: later)  # what control.py reads
     # Now every file is old enough for stat identity, but none was trusted in `first`.
     assert changed_paths(first, bind_control(wt, first)) == []

@@ -18,15 +18,15 @@ from pathlib import Path
 import pytest
 
 from factory.agent.receipt import AgentReceipt, PhaseRecord
-from tests.agent.conftest import Layout
 from tests.agent.fakes import Step, chain, write
 from tests.agent.helpers import run
 from tests.gitio.plant import common_dir
 from tests.support.cli import run_factory
 from tests.support.git import add_linked_worktree, git
+from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
-Plant = Callable[[Path], None]
+Plant = Callable[[Path], object]
 
 
 def git_dir(wt: Path) -> Path:

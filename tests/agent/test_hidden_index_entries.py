@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from factory.agent.verify import verify
-from tests.agent.conftest import Layout
+from factory.agent.verify import verify_json as verify
+from tests.agent.admission_checks import admitted, refused, req
 from tests.agent.fakes import Step, chain, write
 from tests.agent.helpers import run
-from tests.agent.test_admission import admitted, refused, req
 from tests.support.git import git
+from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 

@@ -21,11 +21,11 @@ from factory.agent.admission import AgentRequest
 from factory.agent.evidence import resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, PhaseRecord
 from factory.agent.run import AgentDeps, RunOutcome, run_agent
-from factory.agent.verify import verify
+from factory.agent.verify import verify_json as verify
 from factory.provider_api import SubscriptionRoute
 from providers import ClaudeProfile, CodexProfile, Effects
-from tests.agent.conftest import Layout
 from tests.support.fake_cli import Fakes, install_fakes
+from tests.support.layout import Layout
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.agent.conftest import Layout
-from tests.agent.test_rehearsal_e2e import scenario
+from tests.agent.scenarios import scenario
 from tests.support.git import git
+from tests.support.layout import Layout
 
 pytestmark = pytest.mark.realcli
 

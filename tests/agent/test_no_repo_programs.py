@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from factory.agent.verify import verify
-from tests.agent.conftest import Layout
+from factory.agent.verify import verify_json as verify
 from tests.agent.fakes import Step, write
 from tests.agent.helpers import run
 from tests.gitio.plant import ATTRIBUTES, PROGRAMS, TRIGGERS, marker
 from tests.support.cli import run_factory
 from tests.support.git import add_linked_worktree, init_repo
+from tests.support.layout import Layout
 
 
 def attributed_layout(tmp_path: Path) -> Layout:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import Layout
-from tests.agent.test_rehearsal_e2e import GREET, TEST, reviewer, scenario, worker
+from tests.agent.scenarios import GREET, TEST, reviewer, scenario, worker
+from tests.support.layout import Layout
 
 REPO = Path(__file__).resolve().parents[2]
 

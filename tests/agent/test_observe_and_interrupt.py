@@ -10,9 +10,9 @@ import pytest
 import trio
 
 from factory.agent.receipt import AgentReceipt
-from tests.agent.conftest import Layout
 from tests.agent.fakes import Step, chain, write
 from tests.agent.helpers import Recorder, run
+from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 TASK = "fix add() — secret-task-marker"

@@ -23,9 +23,9 @@ from factory.agent.receipt import AgentReceipt
 from factory.agent.run import AgentDeps, RunOutcome, run_agent
 from factory.agent.telemetry import ALLOWED_ATTRIBUTE_KEYS, TelemetryObserver
 from factory.provider_api import ProviderResult, Role, Route, Spool, SubscriptionRoute
-from tests.agent.conftest import Layout
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
 from tests.agent.helpers import request
+from tests.support.layout import Layout
 from tests.support.otlp import http_receiver, refused_port
 
 TASK = "TASK-SENTINEL-91c2: make add() add"

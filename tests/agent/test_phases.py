@@ -6,13 +6,14 @@ import json
 import os
 import stat
 from pathlib import Path
+from typing import Literal
 
 from factory.agent.evidence import resolve_evidence_path
 from factory.agent.receipt import AgentReceipt
-from tests.agent.conftest import Layout
 from tests.agent.fakes import Step, chain, write
 from tests.agent.helpers import run
 from tests.support.git import git
+from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 TEST = write(
@@ -237,9 +238,11 @@ async def test_repair_gets_the_parsed_verdict_when_no_verdict_file_exists(
     from tests.agent.fakes import FakeAgent, FakeReviewer
 
     class Bare(FakeReviewer):
-        async def run_reviewer(self, **kw: object) -> ProviderResult:  # type: ignore[override]
+        async def run_reviewer(self, **kw: object) -> ProviderResult:
             self.calls.append(kw)  # type: ignore[arg-type]
-            v = "REQUEST_CHANGES" if len(self.calls) == 1 else "APPROVE"
+            v: Literal["APPROVE", "REQUEST_CHANGES"] = (
+                "REQUEST_CHANGES" if len(self.calls) == 1 else "APPROVE"
+            )
             return ProviderResult(
                 "codex", "reviewer", "x", (), 0, 0, {}, Verdict(v, f"summary-{len(self.calls)}")
             )

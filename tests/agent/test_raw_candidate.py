@@ -18,13 +18,13 @@ from pathlib import Path
 import pytest
 
 from factory.agent.receipt import AgentReceipt, receipt_bytes
-from factory.agent.verify import verify
+from factory.agent.verify import verify_json as verify
 from factory.gitio.candidate import derive
 from factory.gitio.worktree import locate
-from tests.agent.conftest import Layout
 from tests.agent.fakes import Effect, Step, chain, write
 from tests.agent.helpers import run
 from tests.support.git import add_linked_worktree, git, init_repo
+from tests.support.layout import Layout
 
 EVIL = "#!/bin/sh\nrm -rf $HOME\n"
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
@@ -258,7 +258,7 @@ async def test_twin_no_gitattributes_and_a_detached_head(layout: Layout) -> None
 
 
 async def test_a_special_file_already_there_is_refused_at_admission(layout: Layout) -> None:
-    from tests.agent.test_admission import admitted, refused, req
+    from tests.agent.admission_checks import admitted, refused, req
 
     os.mkfifo(layout.wt / "pipe")
     await refused(req(layout), "worktree-has-special-file")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from factory.agent.faults import without_paths
 from factory.provider_api import PROVIDER_NOT_FOUND
-from tests.agent.conftest import Layout
 from tests.agent.fakes import Step
 from tests.agent.helpers import run
+from tests.support.layout import Layout
 
 
 async def test_a_provider_message_with_a_path_reaches_the_receipt_without_it(

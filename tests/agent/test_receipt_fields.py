@@ -7,10 +7,10 @@ import json
 import trio
 
 from factory.agent.receipt import AgentReceipt, receipt_bytes
-from factory.agent.verify import verify
-from tests.agent.conftest import Layout
+from factory.agent.verify import verify_json as verify
 from tests.agent.fakes import Step, chain, write
 from tests.agent.helpers import run
+from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 

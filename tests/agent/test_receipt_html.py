@@ -16,7 +16,7 @@ import pytest
 from factory.agent.receipt import Candidates, ChangedPath
 from factory.agent.receipt_facts import PatchText, ReviewNote
 from factory.agent.receipt_html import render_html, split_patch
-from tests.agent.test_receipt_show import HEX, _candidate, _json, facts, make_receipt
+from tests.agent.receipt_builders import HEX, candidate_record, facts, make_receipt, receipt_json
 from tests.support.browser import dump_dom, screenshot
 from tests.support.cli import run_factory
 
@@ -32,10 +32,10 @@ HOSTILE_PATCH = (
 def hostile_page(tmp_path: Path) -> Path:
     files = [ChangedPath(path=HOSTILE_PATH, state="added", mode="100644", bytes=1, sha256=HEX)]
     receipt = make_receipt(task=HOSTILE_TASK).model_copy(
-        update={"candidate": Candidates(initial=_candidate(files, "f"))}
+        update={"candidate": Candidates(initial=candidate_record(files, "f"))}
     )
     view = facts(
-        _json(receipt.closed()),
+        receipt_json(receipt.closed()),
         reviews=[ReviewNote("final_review", "APPROVE", HOSTILE_REVIEW)],
         patches=[PatchText("initial", HOSTILE_PATCH)],
     )

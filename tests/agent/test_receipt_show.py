@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import io
-import json
 from typing import Any
 
 import pytest
 from rich.console import Console
 
 from factory.agent.receipt import (
-    DECLARED_RESIDUALS,
-    AgentReceipt,
-    BaseRecord,
-    Binding,
-    CandidateBody,
-    CandidateRecord,
     Candidates,
     ChangedPath,
     ErrorRecord,
-    EvidenceRef,
-    GitSettings,
-    PhaseRecord,
     Timings,
-    receipt_bytes,
 )
 from factory.agent.receipt_facts import ReceiptFacts, ReviewNote
 from factory.agent.receipt_show import (
@@ -38,150 +27,15 @@ from factory.agent.receipt_show import (
 )
 from factory.agent.verify import ReceiptInvalid
 from factory.errors import ExitCode
-from factory.provider_api import REHEARSAL_EXECUTION, SUBSCRIPTION_EXECUTION
-
-HEX = "0123456789abcdef" * 4
-
-
-def _ev(role: str, n: int) -> EvidenceRef:
-    return EvidenceRef(
-        role=role,
-        path=f"r.json.evidence/{role}-{HEX}",
-        bytes=n,
-        sha256=HEX,
-        media_type="text/plain; charset=utf-8",
-    )
-
-
-def _candidate(files: list[ChangedPath], tree: str) -> CandidateRecord:
-    body = CandidateBody(
-        base_commit="c" * 40,
-        base_tree="b" * 40,
-        candidate_tree=tree * 40,
-        status_bytes=80,
-        status_sha256=HEX,
-        patch_bytes=1234,
-        patch_sha256=HEX,
-        files=files,
-    )
-    return CandidateRecord(
-        identity=body.identity(),
-        body=body,
-        status_evidence=_ev("status", 80),
-        patch_evidence=_ev("patch", 1234),
-        conversions_differ=False,
-        collisions=[],
-    )
-
-
-def _phase(phase: str, role: str, outcome: str, verdict: str | None, ms: int) -> PhaseRecord:
-    reviewer = role == "reviewer"
-    return PhaseRecord.model_validate(
-        {
-            "phase": phase,
-            "role": role,
-            "profile": "codex" if reviewer else "claude",
-            "cli_version": "0.171.0" if reviewer else "2.1.332",
-            "requested_authority": "sandbox-read-only" if reviewer else "host-user-process",
-            "argv_shape": ["exec", "--sandbox", "read-only"],
-            "process_exit_code": 0,
-            "observed_postcondition": "head-index-tree-control-unchanged",
-            "outcome": outcome,
-            "verdict": verdict,
-            "reviewed_identity": "sha256:" + HEX if reviewer else None,
-            "binding": Binding(
-                worktree_tree="sha256:" + HEX, git_control="sha256:" + HEX, entries=9
-            )
-            if reviewer
-            else None,
-            "evidence": [_ev(f"{phase}-stdout", 321), _ev(f"{phase}-stderr", 0)],
-            "child_env_names": ["HOME", "PATH"],
-            "started_at": "2026-11-30T10:00:00.000Z",
-            "ended_at": "2026-11-30T10:00:01.500Z",
-            "duration_ms": ms,
-        }
-    )
-
-
-def make_receipt(**changes: Any) -> AgentReceipt:
-    files = [
-        ChangedPath(path="src/calc.py", state="modified", mode="100644", bytes=420, sha256=HEX),
-        ChangedPath(
-            path="tests/test_calc.py", state="added", mode="100644", bytes=2048, sha256=HEX
-        ),
-        ChangedPath(path="old.txt", state="deleted", mode="000000", bytes=None, sha256=None),
-    ]
-    receipt = AgentReceipt(
-        status="completed",
-        exit_code=0,
-        execution=REHEARSAL_EXECUTION,
-        route="rehearsal",
-        factory_version="0.1.0",
-        task="Fix the off-by-one in calc.add",
-        worktree="/tmp/demo/wt",
-        evidence_dir="/tmp/demo/r.json.evidence",
-        timeout_ms=600000,
-        base=BaseRecord(
-            commit="c" * 40,
-            tree="b" * 40,
-            index_tree="b" * 40,
-            branch="refs/heads/work",
-            git_settings=GitSettings(autocrlf=None, eol=None, filemode="true", symlinks=None),
-            gitattributes=[],
-            entry_divergence=None,
-        ),
-        phases=[
-            _phase("worker", "worker", "ok", None, 1500),
-            _phase("initial_review", "reviewer", "REQUEST_CHANGES", "REQUEST_CHANGES", 61500),
-            _phase("repair", "repair", "ok", None, 900),
-            _phase("final_review", "reviewer", "APPROVE", "APPROVE", 2000),
-        ],
-        candidate=Candidates(initial=_candidate(files[:1], "d"), repaired=_candidate(files, "e")),
-        verdict="APPROVE",
-        error=None,
-        residuals=list(DECLARED_RESIDUALS),
-        timings=Timings(
-            started_at="2026-11-30T10:00:00.000Z",
-            ended_at="2026-11-30T10:01:06.000Z",
-            duration_ms=66000,
-        ),
-    )
-    return linked(receipt.model_copy(update=changes)).closed()
-
-
-def linked(receipt: AgentReceipt) -> AgentReceipt:
-    """Each review names the candidate it judged (``receipt verify`` checks it)."""
-    judged = {
-        "initial_review": receipt.candidate.initial,
-        "final_review": receipt.candidate.repaired,
-    }
-    phases = [
-        p.model_copy(update={"reviewed_identity": c.identity})
-        if (c := judged.get(p.phase)) is not None
-        else p
-        for p in receipt.phases
-    ]
-    return receipt.model_copy(update={"phases": phases})
-
-
-def _json(receipt: AgentReceipt) -> dict[str, Any]:
-    value = json.loads(receipt_bytes(receipt))
-    assert isinstance(value, dict)
-    return value
-
-
-OK_REPORT: dict[str, Any] = {"ok": True, "evidence": [], "candidate": {"still_matches": True}}
-
-
-def facts(value: dict[str, Any], *, failed: list[str] | None = None, **kw: Any) -> ReceiptFacts:
-    report = OK_REPORT if failed is None else {**OK_REPORT, "ok": False}
-    return ReceiptFacts(
-        receipt=parse_receipt(value),
-        verified=failed is None,
-        failed=failed or [],
-        report=report,
-        **kw,
-    )
+from factory.provider_api import SUBSCRIPTION_EXECUTION
+from tests.agent.receipt_builders import (
+    HEX,
+    candidate_record,
+    evidence_ref,
+    facts,
+    make_receipt,
+    receipt_json,
+)
 
 
 def show(
@@ -199,7 +53,7 @@ def show(
 
 
 def test_a_completed_rehearsal_receipt_reads_plainly() -> None:
-    text = show(_json(make_receipt()), width=250)
+    text = show(receipt_json(make_receipt()), width=250)
     flat = " ".join(text.split())
     assert "COMPLETED" in text
     assert "REHEARSAL" in text and "scripted loopback model, not a real model" in text
@@ -223,7 +77,7 @@ def test_a_completed_rehearsal_receipt_reads_plainly() -> None:
 
 
 def test_a_subscription_receipt_does_not_claim_rehearsal() -> None:
-    text = show(_json(make_receipt(route="subscription", execution=SUBSCRIPTION_EXECUTION)))
+    text = show(receipt_json(make_receipt(route="subscription", execution=SUBSCRIPTION_EXECUTION)))
     assert "REHEARSAL" not in text
     assert "subscription" in text
 
@@ -236,7 +90,7 @@ def test_a_failed_receipt_shows_its_error_and_exit_code() -> None:
         error=ErrorRecord(code="repair-no-change", message="the repair changed nothing"),
         phases=make_receipt().phases[:3],
     )
-    text = show(_json(receipt))
+    text = show(receipt_json(receipt))
     assert "FAILED" in text
     assert "repair-no-change: the repair changed nothing" in text
     assert "final_review" not in text
@@ -252,7 +106,7 @@ def test_a_running_reservation_renders_without_revision() -> None:
         base=None,
         timings=Timings(started_at="2026-11-30T10:00:00.000Z", ended_at=None, duration_ms=None),
     )
-    value = _json(receipt)
+    value = receipt_json(receipt)
     value["revision"] = None
     text = show(value)
     assert "RUNNING" in text
@@ -261,7 +115,7 @@ def test_a_running_reservation_renders_without_revision() -> None:
 
 
 def test_an_edited_field_is_flagged_and_the_untouched_twin_is_not() -> None:
-    value = _json(make_receipt())
+    value = receipt_json(make_receipt())
     assert "DOES NOT MATCH" not in show(value)
     value["verdict"] = "REQUEST_CHANGES"
     assert "DOES NOT MATCH" in show(value)
@@ -272,9 +126,9 @@ def test_receipt_text_cannot_drive_the_terminal_or_inject_markup() -> None:
     receipt = make_receipt(task=hostile)
     files = [ChangedPath(path="a\x1b[31m.py", state="added", mode="100644", bytes=1, sha256=HEX)]
     receipt = receipt.model_copy(
-        update={"candidate": Candidates(initial=_candidate(files, "f"))}
+        update={"candidate": Candidates(initial=candidate_record(files, "f"))}
     ).closed()
-    text = show(_json(receipt))
+    text = show(receipt_json(receipt))
     assert "\x1b" not in text and "\x07" not in text and "\r" not in text and "\u009b" not in text
     assert "[bold red]APPROVED[/bold red]" in text  # shown literally, not as markup
     assert "\\x1b[2J" in text and "a\\x1b[31m.py" in text
@@ -285,8 +139,8 @@ def test_long_lists_are_capped_with_a_count() -> None:
         ChangedPath(path=f"f{i:04d}.txt", state="added", mode="100644", bytes=i, sha256=HEX)
         for i in range(MAX_ROWS + 7)
     ]
-    receipt = make_receipt(candidate=Candidates(initial=_candidate(files, "a")))
-    text = show(_json(receipt))
+    receipt = make_receipt(candidate=Candidates(initial=candidate_record(files, "a")))
+    text = show(receipt_json(receipt))
     assert f"f{MAX_ROWS - 1:04d}.txt" in text
     assert f"f{MAX_ROWS:04d}.txt" not in text
     assert "... and 7 more changed path(s)" in text
@@ -303,7 +157,7 @@ def test_long_lists_are_capped_with_a_count() -> None:
     ],
 )
 def test_an_invalid_receipt_is_a_typed_error(edit: Any) -> None:
-    value = _json(make_receipt())
+    value = receipt_json(make_receipt())
     show(value)  # negative control: the untouched receipt renders
     edit(value)
     with pytest.raises(ReceiptInvalid) as info:
@@ -314,7 +168,7 @@ def test_an_invalid_receipt_is_a_typed_error(edit: Any) -> None:
 
 
 def test_narrow_terminal_still_renders_everything_needed() -> None:
-    text = show(_json(make_receipt()), width=60)
+    text = show(receipt_json(make_receipt()), width=60)
     assert "REHEARSAL" in text and "COMPLETED" in text and "APPROVE" in text
     assert max(len(line) for line in text.splitlines()) <= 60
 
@@ -339,13 +193,13 @@ def test_formatters(fn: Any, arg: Any, out: str) -> None:
 
 
 def test_evidence_file_shortens_only_the_content_addressed_name() -> None:
-    assert evidence_file(_ev("worker-stdout", 1)) == f"worker-stdout-{HEX[:12]}..."
-    odd = _ev("worker-stdout", 1).model_copy(update={"path": "/elsewhere/out.txt"})
+    assert evidence_file(evidence_ref("worker-stdout", 1)) == f"worker-stdout-{HEX[:12]}..."
+    odd = evidence_ref("worker-stdout", 1).model_copy(update={"path": "/elsewhere/out.txt"})
     assert evidence_file(odd) == "/elsewhere/out.txt"
 
 
 def test_a_failed_verification_is_named_first_and_last_and_nothing_looks_reassuring() -> None:
-    value = _json(make_receipt())
+    value = receipt_json(make_receipt())
     failed = ["evidence worker-stdout: digest-mismatch", "revision does not match the body"]
     text = show(facts(value, failed=failed))
     lines = text.splitlines()
@@ -366,7 +220,7 @@ def test_reviewers_reasons_are_labelled_model_output_and_inert() -> None:
         ReviewNote("initial_review", "REQUEST_CHANGES", "Add a test.\n\x1b[2Jgo\u202eexe"),
         ReviewNote("final_review", "APPROVE", None, "not shown: this evidence file failed"),
     ]
-    text = show(facts(_json(make_receipt()), reviews=notes))
+    text = show(facts(receipt_json(make_receipt()), reviews=notes))
     assert "what the reviewers said  (model output, untrusted" in text
     assert "    Add a test." in text and "    \\x1b[2Jgo\\u202eexe" in text
     assert "\x1b" not in text and "\u202e" not in text
@@ -378,7 +232,7 @@ def test_candidate_warnings_and_mutation_paths_are_shown_inert() -> None:
     from factory.agent.receipt_facts import MutationNote
 
     files = [ChangedPath(path="A.txt", state="added", mode="100644", bytes=1, sha256=HEX)]
-    cand = _candidate(files, "a").model_copy(
+    cand = candidate_record(files, "a").model_copy(
         update={
             "conversions_differ": True,
             "collisions": [PathCollision(kind="case-fold", paths=["A.txt", "a\u202e.txt"])],
@@ -389,7 +243,7 @@ def test_candidate_warnings_and_mutation_paths_are_shown_inert() -> None:
         MutationNote("final_review", "reviewer-mutation", ["ignored.log", "evil\x1b[2J"]),
         MutationNote("worker", "worker-git-mutation", None, "not shown: failed verification"),
     ]
-    text = show(facts(_json(receipt), mutations=notes))
+    text = show(facts(receipt_json(receipt), mutations=notes))
     flat = " ".join(text.split())
     assert "a plain git add would not commit what was reviewed" in flat
     assert "case-fold collision (one file on macOS/Windows): A.txt | a\\u202e.txt" in flat
@@ -397,5 +251,5 @@ def test_candidate_warnings_and_mutation_paths_are_shown_inert() -> None:
     assert "final_review reviewer-mutation" in text and "    ignored.log" in text
     assert "    evil\\x1b[2J" in text and "not shown: failed verification" in text
     assert "\x1b" not in text and "\u202e" not in text
-    plain = show(_json(make_receipt()))  # negative control: nothing to warn about
+    plain = show(receipt_json(make_receipt()))  # negative control: nothing to warn about
     assert "WARNING" not in plain and "paths changed where" not in plain

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import Layout
-from tests.agent.test_cli import agent_args, evidence_files, fake
+from tests.agent.cli_helpers import agent_args, evidence_files, fake
 from tests.support.cli import run_factory
+from tests.support.layout import Layout
 
 
 @pytest.fixture
@@ -59,7 +59,7 @@ def test_altered_evidence_gets_the_banner_first_and_last_and_exit_4(
     assert lines[-2].startswith("VERIFICATION FAILED")
     assert "VERIFIED " not in out.replace("UNVERIFIED ", "")
     assert "body digest matches" not in out
-    assert err.startswith(f"factory: receipt-not-verified: evidence {role}: size-mismatch")
+    assert err.startswith(f"factory: receipt-verification-failed: evidence {role}: size-mismatch")
     if target.endswith("verdict-"):
         # An altered verdict file is named, never quoted.
         assert "REVIEW 2" not in out and "review 2:" not in out

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from factory.agent.receipt import Candidates, ChangedPath, receipt_bytes
-from tests.agent.test_receipt_show import HEX, _candidate, _ev, linked, make_receipt
+from tests.agent.receipt_builders import HEX, candidate_record, evidence_ref, linked, make_receipt
 from tests.support.tmux import Terminal
 
 TASK = "\x1b]0;owned\x07\x1b[2J\x1b[Hsafe\rEVIL rlo-evil\u202etxt.exe \u009b31mred"
@@ -21,12 +21,12 @@ def hostile_receipt(folder: Path) -> Path:
     files = [ChangedPath(path=PATH, state="added", mode="100644", bytes=1, sha256=HEX)]
     receipt = make_receipt(task=TASK)
     first = receipt.phases[0]
-    worker = first.model_copy(update={"evidence": [_ev(ROLE, 1)]})
+    worker = first.model_copy(update={"evidence": [evidence_ref(ROLE, 1)]})
     receipt = linked(
         receipt.model_copy(
             update={
                 "candidate": Candidates(
-                    initial=_candidate(files, "f"), repaired=receipt.candidate.repaired
+                    initial=candidate_record(files, "f"), repaired=receipt.candidate.repaired
                 ),
                 "phases": [worker, *receipt.phases[1:]],
             }
@@ -53,8 +53,9 @@ def test_hostile_strings_show_as_escapes_at_a_real_terminal(tmp_path: Path, cols
     assert "rlo-evil\\u202etxt.exe" in flat and "\\x9b31mred" in flat
     assert "app\\u200b.py" in flat
     # stderr's one-line diagnostic names the forged role through the same sanitiser
-    assert "factory: receipt-not-verified: evidence worker-stdout\\x1b]0;owned-too\\x07\\u202e" in (
-        flat
+    assert (
+        "factory: receipt-verification-failed: evidence worker-stdout\\x1b]0;owned-too\\x07\\u202e"
+        in (flat)
     )
     for raw in ("\u202e", "\u200b", "\x1b", "\x07", "\u009b"):
         assert raw not in shown

@@ -1,9 +1,4 @@
-"""End-to-end with the pinned real CLIs on the rehearsal route (SPEC P-5, A-3…A-8).
-
-These need the closed profiles (``providers``) and the scripted model
-(``factory.rehearsal``), which land from their own branches; until both are present in the
-build this module is skipped as a whole (it is a wiring test, not a stand-in).
-"""
+"""End-to-end with the pinned real CLIs on the rehearsal route (SPEC P-5, A-3…A-8)."""
 
 from __future__ import annotations
 
@@ -13,42 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.agent.conftest import Layout
+from tests.agent.scenarios import GREET, TEST, reviewer, scenario, worker
 from tests.support.cli import run_factory
-
-pytest.importorskip("factory.rehearsal", reason="rehearsal route not in this build yet")
-pytest.importorskip("providers.claude", reason="closed profiles not in this build yet")
+from tests.support.layout import Layout
 
 pytestmark = pytest.mark.realcli
-
-GREET = "def greet(name: str) -> str:\n    return f'Hello, {name}!'\n"
-TEST = (
-    "from greeting import greet\n\n\n"
-    "def test_greet() -> None:\n    assert greet('A') == 'Hello, A!'\n"
-)
-
-
-def worker(path: str, content: str, role: str = "worker") -> dict[str, object]:
-    return {
-        "role": role,
-        "tool_calls": [{"tool": "Write", "file_path": path, "content": content}],
-        "final_message": f"Wrote {path}.",
-    }
-
-
-def reviewer(verdict: str, *commands: str) -> dict[str, object]:
-    return {
-        "role": "reviewer",
-        "tool_calls": [{"tool": "shell", "command": c} for c in commands or ("cat greeting.py",)],
-        "final_message": json.dumps({"verdict": verdict, "summary": f"scripted {verdict}"}),
-    }
-
-
-def scenario(tmp_path: Path, *invocations: dict[str, object]) -> Path:
-    path = tmp_path / "scenario.json"
-    body = {"schema": "factory.rehearsal-scenario/1", "invocations": list(invocations)}
-    path.write_text(json.dumps(body))
-    return path
 
 
 def agent(layout: Layout, scenario_path: Path) -> tuple[int, dict[str, object]]:

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from factory.agent.receipt import AgentReceipt
-from tests.agent.conftest import Layout
 from tests.agent.fakes import Effect, Step, write
 from tests.agent.helpers import run
 from tests.support.git import git
+from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 

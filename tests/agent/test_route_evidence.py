@@ -6,18 +6,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from factory.agent.evidence import resolve_evidence_path
 from factory.agent.receipt import AgentReceipt
 from factory.agent.run import AgentDeps, RouteReport, run_agent
-from factory.agent.verify import verify
+from factory.agent.verify import verify_json as verify
+from factory.errors import Code
 from factory.provider_api import SubscriptionRoute
 from factory.rehearsal import SCENARIO_UNCONSUMED
-from tests.agent.conftest import Layout
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
 from tests.agent.helpers import request
+from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 LOG = b'{"schema":"factory.rehearsal-log/1","requests":[]}'
@@ -131,7 +133,7 @@ async def test_without_a_route_hook_the_receipt_has_no_route_evidence_key(
 
 @pytest.mark.parametrize("problem", [None, UNCONSUMED])
 async def test_the_hook_is_called_once_even_when_interrupted(
-    layout: Layout, problem: tuple[str, str] | None
+    layout: Layout, problem: tuple[Code[Any], str] | None
 ) -> None:
     import trio
 
@@ -160,7 +162,7 @@ async def test_the_cli_wires_the_rehearsal_log_and_its_consumption(tmp_path: Pat
     """``agent_cmd.rehearsal_report`` over a real scripted server (HTTP, no CLIs)."""
     from factory.cli.agent_cmd import rehearsal_report
     from factory.rehearsal import open_rehearsal, parse_scenario
-    from tests.rehearsal.test_server import call, claude_body
+    from tests.rehearsal.http_client import call, claude_body
 
     script = parse_scenario(
         json.dumps(

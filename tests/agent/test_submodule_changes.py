@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from factory.gitio.candidate import submodule_changed
-from tests.agent.conftest import Layout
 from tests.agent.fakes import Step, chain, write
 from tests.agent.helpers import run
 from tests.support.git import add_linked_worktree, git, init_repo
+from tests.support.layout import Layout
 
 
 @pytest.fixture
@@ -60,7 +60,7 @@ def test_the_status_parser_reads_only_the_sub_field() -> None:
 
 
 async def test_a_dirty_submodule_is_refused_at_admission(with_submodule: Layout) -> None:
-    from tests.agent.test_admission import admitted, refused, req
+    from tests.agent.admission_checks import admitted, refused, req
 
     (with_submodule.wt / "mod" / "s.txt").write_text("dirty before the run\n")
     await refused(req(with_submodule), "worktree-not-clean")

@@ -86,7 +86,8 @@ def test_everything_else_is_refused_with_exit_2(url: str) -> None:
     with pytest.raises(EndpointRefused) as info:
         parse_endpoint(url)
     assert info.value.code == "otel-endpoint-refused"
-    assert info.value.exit_code == ExitCode.USAGE == 2
+    assert info.value.exit_code == ExitCode.USAGE
+    assert int(info.value.exit_code) == 2
     assert "hunter2" not in info.value.message
     assert "\n" not in info.value.message
 

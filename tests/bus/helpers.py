@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from factory.bus.model import VERB_INPUTS
 from factory.bus.server import handle_call
 
 AT = "2026-01-01T00:00:00.000Z"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def fixed_clock() -> str:
@@ -62,3 +65,40 @@ def write_lines(data_dir: Path, events: list[dict[str, Any]]) -> None:
 
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / LOG_NAME).write_bytes(b"".join(canonical_bytes(e) + b"\n" for e in events))
+
+
+_APPENDER = """
+import sys
+from pathlib import Path
+from factory.bus.log import EventLog
+from factory.bus.server import handle_call
+
+data_dir, me, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+log = EventLog(data_dir, lock_timeout_s=60)
+sender = handle_call(log, "register", {"name": me, "kind": "worker"})[1]["ref"]
+sink = handle_call(log, "register", {"name": "sink", "kind": "sink"})[1]["ref"]
+for i in range(count):
+    err, out = handle_call(log, "send", {"from": sender, "to": sink, "text": f"{me} {i}"})
+    assert not err, out
+    print(out["messageId"])
+"""
+
+
+def run_appenders(data_dir: Path, processes: int, count: int) -> list[str]:
+    """Start ``processes`` writers at once; return every message id they were given."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _APPENDER, str(data_dir), f"w{n}", str(count)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for n in range(processes)
+    ]
+    ids: list[str] = []
+    for p in procs:
+        out, err = p.communicate(timeout=240)
+        assert p.returncode == 0, err.decode()
+        ids += out.decode().split()
+    return ids

@@ -15,7 +15,7 @@ import rfc8785
 from factory.bus.log import LOG_NAME, EventLog, parse_line
 from factory.bus.verify import verify
 from factory.errors import CorruptLog
-from tests.bus.helpers import bus, call, rich_log
+from tests.bus.helpers import bus, call, rich_log, run_appenders
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -130,43 +130,6 @@ def test_writer_sigkilled_mid_append_leaves_a_log_refused_by_name(
         assert fresh.state().events == len(after.splitlines())
 
 
-_APPENDER = """
-import sys
-from pathlib import Path
-from factory.bus.log import EventLog
-from factory.bus.server import handle_call
-
-data_dir, me, count = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-log = EventLog(data_dir, lock_timeout_s=60)
-sender = handle_call(log, "register", {"name": me, "kind": "worker"})[1]["ref"]
-sink = handle_call(log, "register", {"name": "sink", "kind": "sink"})[1]["ref"]
-for i in range(count):
-    err, out = handle_call(log, "send", {"from": sender, "to": sink, "text": f"{me} {i}"})
-    assert not err, out
-    print(out["messageId"])
-"""
-
-
-def run_appenders(data_dir: Path, processes: int, count: int) -> list[str]:
-    """Start ``processes`` writers at once; return every message id they were given."""
-    data_dir.mkdir(parents=True, exist_ok=True)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", _APPENDER, str(data_dir), f"w{n}", str(count)],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        for n in range(processes)
-    ]
-    ids: list[str] = []
-    for p in procs:
-        out, err = p.communicate(timeout=240)
-        assert p.returncode == 0, err.decode()
-        ids += out.decode().split()
-    return ids
-
-
 def test_eight_concurrent_writers_lose_and_duplicate_nothing(tmp_path: Path) -> None:
     # 8 x 40 here keeps the suite fast; scripts/bench_bus runs the full 8 x 500.
     processes, count = 8, 40
@@ -176,7 +139,7 @@ def test_eight_concurrent_writers_lose_and_duplicate_nothing(tmp_path: Path) -> 
     state = EventLog(tmp_path).state()
     assert state.message_hwm == processes * count
     assert len(state.actors) == processes + 1
-    report = verify(tmp_path)
+    report = verify(tmp_path).to_json_value()
     assert report["ok"], [c for c in report["checks"] if not c["ok"]]
     assert report["fixedPoint"]["events"] == processes * count + 2 * processes
 

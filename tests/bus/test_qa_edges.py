@@ -64,8 +64,8 @@ def test_cli_on_a_fifo_log_exits_4_without_hanging(tmp_path: Path) -> None:
 
 def test_negative_control_a_regular_log_opens_verifies_and_appends(tmp_path: Path) -> None:
     log = rich_log(tmp_path)
-    assert verify(tmp_path, as_evidence=True)["ok"]
-    assert fixed_point(tmp_path)["events"] == 9
+    assert verify(tmp_path, as_evidence=True).ok
+    assert fixed_point(tmp_path).events == 9
     call(log, "heartbeat", actor="act-0001")
     assert len(lines(tmp_path)) == 10
 
@@ -116,7 +116,7 @@ def test_negative_control_the_largest_admissible_text_is_recorded(tmp_path: Path
     summary = "\U0001f600" * ((MAX_TEXT_JSON_BYTES - 2) // 4)
     handed = call(log, "handoff", **{"from": "act-0002", "to": "act-0003", "summary": summary})
     assert handed["authorityTransferred"] == []
-    assert verify(tmp_path, as_evidence=True)["ok"]
+    assert verify(tmp_path, as_evidence=True).ok
 
 
 def _flip_history(data: bytes) -> bytes:
@@ -194,7 +194,7 @@ def test_a_giant_line_is_refused_without_being_held_in_memory(tmp_path: Path, re
                 EventLog(tmp_path).state()
             assert caught.value.code == "line-too-long"
         else:
-            report = verify(tmp_path)
+            report = verify(tmp_path).to_json_value()
             replays = next(c for c in report["checks"] if c["id"] == "log-replays")
             assert replays["detail"].startswith("line-too-long")
         _, peak = tracemalloc.get_traced_memory()

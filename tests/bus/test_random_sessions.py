@@ -18,8 +18,13 @@ from tests.bus.helpers import bus
 def _random_call(
     rng: random.Random, refs: list[str], msgs: list[str]
 ) -> tuple[str, dict[str, Any]]:
-    ref = lambda: rng.choice([*refs, "act-0099", "nobody"]) if refs else "act-0001"  # noqa: E731
-    mid = lambda: rng.choice([*msgs, "msg-0999"]) if msgs else "msg-0001"  # noqa: E731
+
+    def ref() -> str:
+        return rng.choice([*refs, "act-0099", "nobody"]) if refs else "act-0001"
+
+    def mid() -> str:
+        return rng.choice([*msgs, "msg-0999"]) if msgs else "msg-0001"
+
     verb = rng.choice(
         ["register", "send", "send", "inbox", "ack", "ack", "handoff", "heartbeat", "bogus"]
     )
@@ -67,5 +72,5 @@ def test_random_session_replays_to_the_live_state_and_verifies(tmp_path: Path, s
     fresh = EventLog(tmp_path).state()
     assert state_digest(fresh) == state_digest(live)
     assert fresh.rejections == outcomes[True]
-    report = verify(tmp_path)
+    report = verify(tmp_path).to_json_value()
     assert report["ok"], [c for c in report["checks"] if not c["ok"]]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from factory.bus.log import LOG_NAME
+from factory.bus.smoke_report import Trace, TraceActor, TraceHandoff
 from factory.errors import ExitCode
 from tests.support.cli import run_factory
 
@@ -290,7 +291,7 @@ def test_npm_script_runs_the_same_command(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["ok"] is True
 
 
-def _fake_trace(data_dir: Path, *, torn: bool) -> dict:  # type: ignore[type-arg]
+def _fake_trace(data_dir: Path, *, torn: bool) -> Trace:
     from tests.bus.helpers import bus, call
 
     log = bus(data_dir)
@@ -298,14 +299,22 @@ def _fake_trace(data_dir: Path, *, torn: bool) -> dict:  # type: ignore[type-arg
     if torn:
         with open(data_dir / LOG_NAME, "ab") as f:
             f.write(b'{"at":')
-    return {
-        "actors": {"solo": {"ref": me}},
-        "messages": [],
-        "acknowledgements": [],
-        "handoff": {"messageId": None, "correlationId": None, "authorityTransferred": []},
-        "correlationId": None,
-        "toolSurface": ["ack", "handoff", "heartbeat", "inbox", "register", "send"],
-    }
+    handoff = TraceHandoff(
+        message_id="msg-0001",
+        correlation_id="cor-0001",
+        sender=me,
+        to=me,
+        reply_to=me,
+        authority_transferred=[],
+    )
+    return Trace(
+        actors={"solo": TraceActor(ref=me, name="solo", kind="worker")},
+        messages=[],
+        acknowledgements=[],
+        handoff=handoff,
+        correlation_id="cor-0001",
+        tool_surface=["ack", "handoff", "heartbeat", "inbox", "register", "send"],
+    )
 
 
 @pytest.mark.parametrize("torn", [False, True])

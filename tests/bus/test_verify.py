@@ -19,9 +19,10 @@ def failed(report: dict) -> set[str]:  # type: ignore[type-arg]
 def test_rich_log_passes_every_check_and_verification_is_read_only(tmp_path: Path) -> None:
     rich_log(tmp_path)
     before = (tmp_path / LOG_NAME).read_bytes()
-    report = verify(tmp_path, as_evidence=True)
+    report = verify(tmp_path, as_evidence=True).to_json_value()
     assert report["ok"] and report["evidenceOk"] and not failed(report)
-    assert report["fixedPoint"] == report["fixedPointAfter"] == fixed_point(tmp_path)
+    measured = fixed_point(tmp_path).to_json_value()
+    assert report["fixedPoint"] == report["fixedPointAfter"] == measured
     assert (tmp_path / LOG_NAME).read_bytes() == before
     assert {g["id"] for g in report["evidenceGatesResult"]} == {c["id"] for c in report["checks"]}
 
@@ -30,10 +31,10 @@ def test_single_actor_log_fails_only_as_evidence(tmp_path: Path) -> None:
     log = bus(tmp_path)
     me = call(log, "register", name="solo", kind="worker")["ref"]
     call(log, "send", **{"from": me, "to": me, "text": "note to self"})
-    plain = verify(tmp_path)
+    plain = verify(tmp_path).to_json_value()
     assert plain["ok"]  # integrity holds; richness does not gate without the claim
     assert not plain["evidenceOk"]
-    evidence = verify(tmp_path, as_evidence=True)
+    evidence = verify(tmp_path, as_evidence=True).to_json_value()
     assert not evidence["ok"]
     assert {"actors-at-least-3", "actor-kinds-at-least-2", "handoff-at-least-1"} <= failed(evidence)
     assert failed(evidence) <= RICHNESS
@@ -44,7 +45,7 @@ def test_handoff_tampered_to_transfer_authority_fails(tmp_path: Path) -> None:
     events = lines(tmp_path)
     next(e for e in events if e["type"] == "work.handed-off")["authorityTransferred"] = ["approve"]
     write_lines(tmp_path, events)
-    report = verify(tmp_path)
+    report = verify(tmp_path).to_json_value()
     assert not report["ok"]
     assert {"log-replays", "handoffs-transfer-no-authority"} <= failed(report)
 
@@ -54,7 +55,7 @@ def test_widened_authority_set_fails(tmp_path: Path) -> None:
     events = lines(tmp_path)
     events[0]["busAuthority"] = [*events[0]["busAuthority"], "merge"]
     write_lines(tmp_path, events)
-    report = verify(tmp_path)
+    report = verify(tmp_path).to_json_value()
     assert not report["ok"]
     assert {"log-replays", "bus-authority-frozen"} <= failed(report)
 
@@ -66,18 +67,18 @@ def test_never_grantable_grant_and_unlabelled_body_fail_their_checks(tmp_path: P
     sent["message"]["authority"]["granted"] = ["read", "push"]
     sent["message"]["trust"] = "trusted"
     write_lines(tmp_path, events)
-    report = verify(tmp_path)
+    report = verify(tmp_path).to_json_value()
     assert {"no-never-grantable-authority", "bodies-labelled-untrusted"} <= failed(report)
 
 
 def test_a_check_added_later_gates_by_default(tmp_path: Path) -> None:
     rich_log(tmp_path)
     late = Check("added-later", lambda scan: (False, "always fails"))
-    report = verify(tmp_path, checks=(*CHECKS, late))
+    report = verify(tmp_path, checks=(*CHECKS, late)).to_json_value()
     entry = next(c for c in report["checks"] if c["id"] == "added-later")
     assert entry["gates"] and not report["ok"]
     # Negative control: the same log without the new check passes.
-    assert verify(tmp_path)["ok"]
+    assert verify(tmp_path).ok
 
 
 def test_cli_verify_prints_json_and_exit_codes(tmp_path: Path) -> None:
@@ -86,7 +87,7 @@ def test_cli_verify_prints_json_and_exit_codes(tmp_path: Path) -> None:
     assert ok.returncode == 0, ok.stderr
     report = json.loads(ok.stdout)
     assert report["format"] == "factory.bus-verification/1" and report["evidenceOk"]
-    assert report["fixedPoint"] == fixed_point(tmp_path)
+    assert report["fixedPoint"] == fixed_point(tmp_path).to_json_value()
     solo = tmp_path / "solo"
     log = bus(solo)
     call(log, "register", name="solo", kind="worker")

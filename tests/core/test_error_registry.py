@@ -10,13 +10,13 @@ and review the diff.
 from __future__ import annotations
 
 import importlib
-import os
 import pkgutil
 from pathlib import Path
 
 import factory
 import providers
 from factory.errors import Code, registered
+from tests.support.golden import assert_golden
 
 GOLDEN = Path(__file__).parent / "golden" / "error-codes.tsv"
 HEADER = "code\tclass\texit\tnext step"
@@ -39,9 +39,7 @@ def _row(code: Code[object]) -> str:  # type: ignore[type-var]
 def test_the_error_code_list_is_the_reviewed_snapshot() -> None:
     _import_everything()
     text = "\n".join([HEADER, *(_row(c) for c in registered())]) + "\n"
-    if os.environ.get("FACTORY_UPDATE_GOLDEN") == "1":
-        GOLDEN.write_text(text, encoding="utf-8")
-    assert text == GOLDEN.read_text(encoding="utf-8")
+    assert_golden(GOLDEN, text.encode("utf-8"))
 
 
 def test_every_code_is_kebab_case_one_line_and_in_one_family() -> None:

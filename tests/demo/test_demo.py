@@ -11,6 +11,7 @@ import pytest
 from factory.demo.sample import FILES
 from factory.rehearsal import load_scenario
 from tests.support.cli import run_factory
+from tests.support.schemas import assert_valid
 from tests.support.tmux import Terminal
 
 FACTORY = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "factory"
@@ -46,6 +47,14 @@ def test_demo_runs_the_whole_cycle_and_says_it_is_a_rehearsal(tmp_path: Path) ->
     # `factory receipt verify` agrees from the outside, and the candidate still matches.
     verify = run_factory(["receipt", "verify", str(demo / "receipt.json")])
     assert verify.returncode == 0, verify.stdout.decode()
+    # Every document of the run satisfies the schema `factory schema` publishes for it.
+    assert_valid("demo-report", report)
+    assert_valid("agent-receipt", receipt)
+    assert_valid("receipt-verification", json.loads(verify.stdout))
+    progress = [json.loads(line) for line in proc.stderr.splitlines() if line.startswith(b"{")]
+    assert progress
+    for record in progress:
+        assert_valid("agent-progress", record)
 
 
 def test_demo_refuses_an_existing_folder_and_touches_nothing(tmp_path: Path) -> None:

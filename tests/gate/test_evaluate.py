@@ -148,7 +148,7 @@ def dags(draw: st.DrawFn) -> tuple[Scenario, list[str]]:
         [condition(f"c{i}") for i in range(n)],
         stages,
         completion={"any": [s["id"] for s in stages]},
-    )  # type: ignore[misc]
+    )
     growth = draw(st.permutations([f"s{i}" for i in range(n)]))
     return sc, list(growth)
 

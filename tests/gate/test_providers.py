@@ -13,12 +13,12 @@ import pytest
 from factory.gate.acquire import acquire, default_providers
 from factory.gate.providers import command, files, git, receipt, review_gate
 from factory.gate.scenario import load_bytes
-from tests.agent.conftest import Layout, layout  # noqa: F401 - the fixture
 from tests.agent.fakes import Step, write
 from tests.agent.helpers import run as run_agent
 from tests.gate.helpers import condition, new_gate, scenario_doc
 from tests.support.git import add_linked_worktree, init_repo
 from tests.support.git import git as sh_git
+from tests.support.layout import Layout, make_layout
 
 
 async def test_file_digest_and_pointer(tmp_path: Path) -> None:
@@ -94,7 +94,8 @@ async def test_command_timeout_and_missing_program_are_operational_failures(work
     assert nowhere.failure is not None and nowhere.failure.code == "provider-refused"
 
 
-async def test_agent_receipt_verified_forged_and_missing(layout: Layout) -> None:  # noqa: F811
+async def test_agent_receipt_verified_forged_and_missing(tmp_path: Path) -> None:
+    layout = make_layout(tmp_path)
     await run_agent(
         layout,
         [Step(effect=write("src/app.py", "def add(a, b):\n    return a + b\n"))],
@@ -232,7 +233,7 @@ async def test_acquire_records_select_absence_failures_and_artefacts(tmp_path: P
     assert by_id["review"]["result"] == "false"
 
 
-async def test_the_builtin_receipt_scenario_end_to_end(layout: Layout, tmp_path: Path) -> None:  # noqa: F811
+async def test_the_builtin_receipt_scenario_end_to_end(layout: Layout, tmp_path: Path) -> None:
     from factory.gate.scenario import load_builtin
 
     await run_agent(

@@ -69,7 +69,8 @@ def test_a_flipped_byte_fails_integrity(pack: Path) -> None:
 
 
 def _manifest(pack: Path) -> dict[str, Any]:
-    return json.loads((pack / "manifest.json").read_bytes())
+    manifest: dict[str, Any] = json.loads((pack / "manifest.json").read_bytes())
+    return manifest
 
 
 def _write_manifest(pack: Path, manifest: dict[str, Any]) -> None:

@@ -60,7 +60,10 @@ def test_cycles_are_refused() -> None:
 
 
 def test_prerequisites_and_the_completion_law_must_be_monotone() -> None:
-    stages = [{"id": "a", "complete": "c"}, {"id": "b", "after": {"not": "a"}, "complete": "c"}]
+    stages: list[dict[str, Any]] = [
+        {"id": "a", "complete": "c"},
+        {"id": "b", "after": {"not": "a"}, "complete": "c"},
+    ]
     _bad(scenario_doc([condition("c")], stages), "monotone")
     _bad(scenario_doc([condition("c")], completion={"not": "s"}), "monotone")
 

@@ -130,12 +130,22 @@ def _touch_tracked(wt: Path) -> None:
     target.write_bytes(target.read_bytes())  # same bytes, new stat: git must re-read it
 
 
+def _after_touch(*args: str) -> Callable[[Path], None]:
+    """Re-stat a tracked file, then run git ``args`` (so git must re-read the file)."""
+
+    def trigger(wt: Path) -> None:
+        _touch_tracked(wt)
+        _run(wt, *args)
+
+    return trigger
+
+
 TRIGGERS: dict[str, Callable[[Path], None]] = {
-    "filter-clean": lambda wt: (_touch_tracked(wt), _run(wt, "status")),
+    "filter-clean": _after_touch("status"),
     "filter-smudge": lambda wt: _run(wt, "cat-file", "--filters", "HEAD:README.md"),
-    "filter-process": lambda wt: (_touch_tracked(wt), _run(wt, "status")),
+    "filter-process": _after_touch("status"),
     "textconv": lambda wt: _run(wt, "cat-file", "--textconv", "HEAD:README.md"),
-    "diff-command": lambda wt: (_touch_tracked(wt), _run(wt, "diff", "HEAD")),
+    "diff-command": _after_touch("diff", "HEAD"),
     "diff-external": lambda wt: _run(wt, "diff", "HEAD"),
     "fsmonitor": lambda wt: _run(wt, "status"),
     "hooks-dir": lambda wt: _run(wt, "commit", "-qam", "trigger"),

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from factory.gitio import snapshot as snap_mod
 from factory.gitio.gitdata import TreeEntry
 from factory.gitio.rawfs import RawReader
 from factory.gitio.snapshot import decode_divergence, encode_divergence, snapshot, take_baseline
@@ -58,19 +57,18 @@ def test_names_git_would_quote_are_stored(repo: Path) -> None:
     )
 
 
+def _below_symlink(root: Path) -> None:
+    os.rename(root / "d", root / "real")
+    (root / "d").symlink_to("real")
+
+
 @pytest.mark.parametrize(
     ("make", "reason"),
     [
         (lambda r: (r / "link").symlink_to("a.txt"), "symlink"),
         (lambda r: os.mkfifo(r / "pipe"), "special-file"),
         (lambda r: init_repo(r / "nested"), "nested-repository"),
-        (
-            lambda r: (
-                os.rename(r / "d", r / "real"),
-                (r / "d").symlink_to("real"),
-            ),
-            "below-symlink",
-        ),
+        (_below_symlink, "below-symlink"),
     ],
     ids=["symlink", "fifo", "nested-repo", "below-symlink"],
 )
@@ -140,7 +138,7 @@ def test_old_unchanged_files_are_not_read_again(
         reads.append(full)
         return real(self, full, stamp)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(snap_mod.RawReader, "_read_file", spy)
+    monkeypatch.setattr(RawReader, "_read_file", spy)
     assert snapshot(repo, head_tree(repo), cache=first.cache).changes == ()
     assert reads == []
 

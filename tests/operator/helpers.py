@@ -122,7 +122,7 @@ def make_world(tmp: Path, forge: LoopbackForge, remote: HttpRemote | None) -> Wo
 
 
 def revision_on(screen: str) -> str:
-    found = _REVISION.findall(screen)
+    found: list[str] = _REVISION.findall(screen)
     assert found, screen
     return found[-1]
 

@@ -82,7 +82,7 @@ class Screen:
         self.child.expect_exact(prompt.encode())
 
     def revision(self) -> str:
-        found = REVISION.findall(self.text)
+        found: list[bytes] = REVISION.findall(self.text)
         assert found, self.text
         return found[-1].decode()
 

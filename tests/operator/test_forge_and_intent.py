@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
 import httpx
 import pytest
@@ -155,10 +156,16 @@ def test_token_sources() -> None:
     assert find_token("https://api.github.com", {"GH_TOKEN": "a", "GITHUB_TOKEN": "b"}) == "a"
     assert find_token("https://api.github.com", {"GITHUB_TOKEN": "b"}) == "b"
     asked: list[str] = []
-    assert find_token("https://api.github.com", {}, lambda host: asked.append(host) or None) is None
-    assert (
-        find_token("https://ghe.example/api/v3", {}, lambda host: asked.append(host) or "t") == "t"
-    )
+
+    def ask(answer: str | None) -> Callable[[str], str | None]:
+        def prompt(host: str) -> str | None:
+            asked.append(host)
+            return answer
+
+        return prompt
+
+    assert find_token("https://api.github.com", {}, ask(None)) is None
+    assert find_token("https://ghe.example/api/v3", {}, ask("t")) == "t"
     assert asked == ["github.com", "ghe.example"]
 
 

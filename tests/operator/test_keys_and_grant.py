@@ -8,14 +8,16 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from factory.operator import keys
-from factory.operator.grant import Expected, GrantRefused, GrantScope, sign
-from factory.operator.ledger import consume, open_ledger
+from factory.operator.grant import Expected, GrantRefused, GrantScope, SignedGrant, sign
+from factory.operator.ledger import LedgerEntry, consume, open_ledger
 from tests.operator.helpers import PASSPHRASE, make_keys
 
 NOW = dt.datetime(2026, 3, 1, 12, 0, 0, tzinfo=dt.UTC)
@@ -103,25 +105,35 @@ def test_wrong_passphrase_and_mismatched_pair(tmp_path: Path) -> None:
     assert exc.value.code == "key-pair-mismatch"
 
 
+Pair = tuple[Ed25519PrivateKey, Ed25519PublicKey, Path]
+
+
 @pytest.fixture
-def pair(tmp_path: Path):  # type: ignore[no-untyped-def]
+def pair(tmp_path: Path) -> Pair:
     private, public = make_keys(tmp_path / "keys")
     key = keys.unlock(keys.read_private(private), PASSPHRASE, keys.load_public(public))
     return key, keys.load_public(public), open_ledger(tmp_path / "ledger")
 
 
-def _consume(value, public, ledger, now=NOW, scope=SCOPE, rev=REV):  # type: ignore[no-untyped-def]
+def _consume(
+    value: Any,
+    public: Ed25519PublicKey,
+    ledger: Path,
+    now: dt.datetime = NOW,
+    scope: GrantScope = SCOPE,
+    rev: str = REV,
+) -> tuple[SignedGrant, LedgerEntry, Path]:
     return consume(
         value, Expected(rev, "FACTORY_RUN", "octo/widgets", scope), public, ledger, lambda: now
     )
 
 
-def _grant(key, ttl=120):  # type: ignore[no-untyped-def]
+def _grant(key: Ed25519PrivateKey, ttl: int = 120) -> dict[str, Any]:
     expected = Expected(REV, "FACTORY_RUN", "octo/widgets", SCOPE)
     return sign(key, expected, ttl_s=ttl, clock=lambda: NOW).to_json_value()
 
 
-def test_a_grant_is_spent_exactly_once(pair) -> None:  # type: ignore[no-untyped-def]
+def test_a_grant_is_spent_exactly_once(pair: Pair) -> None:
     key, public, ledger = pair
     value = _grant(key)
     signed, entry, path = _consume(value, public, ledger)
@@ -169,7 +181,7 @@ def test_consume_refuses_by_name(pair, mutate, code) -> None:  # type: ignore[no
     assert list(ledger.iterdir()) == []
 
 
-def test_time_checks(pair) -> None:  # type: ignore[no-untyped-def]
+def test_time_checks(pair: Pair) -> None:
     key, public, ledger = pair
     value = _grant(key, ttl=60)
     for now, code in (

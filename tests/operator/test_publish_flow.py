@@ -194,9 +194,9 @@ def test_replayed_grant_is_refused(world: World, monkeypatch: object) -> None:
 def test_forged_signature_is_refused(world: World) -> None:
     import pytest
 
-    from factory.operator import session
+    from factory.operator import grant, session
 
-    real = session.sign
+    real = grant.sign
 
     def forge_signature(*args: object, **kw: object):  # type: ignore[no-untyped-def]
         signed = real(*args, **kw)  # type: ignore[arg-type]

@@ -147,9 +147,8 @@ def test_ctrl_c_right_after_spawn_still_sweeps(mode: str, sleep: str, rc: int, o
     ],
 )
 async def test_bad_specs_are_typed_launch_failures(changes: dict[str, object], needle: str) -> None:
-    spec = dataclasses.replace(
-        RunSpec(argv=["echo", "hi"], env={"PATH": "/usr/bin:/bin"}, timeout_s=5.0), **changes
-    )  # type: ignore[arg-type]
+    base = RunSpec(argv=["echo", "hi"], env={"PATH": "/usr/bin:/bin"}, timeout_s=5.0)
+    spec = dataclasses.replace(base, **changes)  # type: ignore[arg-type]
     with pytest.raises(ProcessFailure) as info:
         await run(spec)
     assert info.value.code == "launch-failed" and needle in info.value.message

@@ -18,6 +18,7 @@ import trio.testing
 from factory.proc import MIB, ProcessFailure, RunSpec, run
 from factory.proc.procfs import become_subreaper
 from tests.proc.helpers import PY, TREE, recorded, survivors
+from tests.support.proc_tree import tree_size
 
 ENV = {"PATH": "/usr/bin:/bin"}
 
@@ -288,6 +289,13 @@ async def test_concurrent_trees_do_not_take_each_other_down(tmp_path: Path) -> N
     assert survivors(recorded(rec_b)) == []
 
 
+def _wait_for_records(rec: Path, count: int, deadline_s: float = 60) -> None:
+    end = time.monotonic() + deadline_s
+    while len(recorded(rec)) < count:
+        assert time.monotonic() < end, f"{len(recorded(rec))} of {count} processes recorded"
+        time.sleep(0.02)
+
+
 def test_second_ctrl_c_during_cleanup_skips_the_grace_but_not_the_sweep(tmp_path: Path) -> None:
     rec = tmp_path / "tree.jsonl"
     proc = subprocess.Popen(
@@ -296,11 +304,12 @@ def test_second_ctrl_c_during_cleanup_skips_the_grace_but_not_the_sweep(tmp_path
         stderr=subprocess.PIPE,
         cwd=Path(__file__).resolve().parents[2],
     )
-    end = time.monotonic() + 10
-    while len(recorded(rec)) < 5 and time.monotonic() < end:
-        time.sleep(0.05)
+    built = tree_size()
+    _wait_for_records(rec, built)
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.5)
+    # Readiness, not a pause: the tree's children fork a new process on SIGTERM, so a
+    # longer record proves the first Ctrl-C was handled and the runner is in its grace.
+    _wait_for_records(rec, built + 1)
     assert proc.poll() is None  # first Ctrl-C: SIGTERM sent, waiting out the 30 s grace
     started = time.monotonic()
     proc.send_signal(signal.SIGINT)

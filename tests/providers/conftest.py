@@ -10,10 +10,9 @@ import pytest
 
 from factory.provider_api import RehearsalRoute
 from providers import Effects
+from tests.providers.helpers import GRACE_S
 from tests.support.fake_cli import Fakes, install_fakes
 from tests.support.git import init_repo
-
-GRACE_S = 0.4
 
 
 @pytest.fixture

@@ -59,7 +59,9 @@ def test_doctor_reports_codex_not_logged_in(fakes: Fakes) -> None:
 
 
 async def test_doctor_reports_binaries_not_found(tmp_path: Path) -> None:
-    report = await diagnose(Effects(environ={"PATH": str(tmp_path)}, fallback_dirs=()))
+    report = (
+        await diagnose(Effects(environ={"PATH": str(tmp_path)}, fallback_dirs=()))
+    ).to_json_value()
     for name in ("claude", "codex"):
         entry = report["profiles"][name]
         assert entry["binary"] is None and entry["version"] is None
@@ -77,7 +79,9 @@ def test_pins_come_from_package_json() -> None:
     reason="pinned CLIs not installed in this checkout (run scripts/setup)",
 )
 async def test_doctor_on_the_pinned_real_clis(tmp_path: Path) -> None:
-    report = await diagnose(Effects(environ={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}))
+    report = (
+        await diagnose(Effects(environ={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}))
+    ).to_json_value()
     for name in ("claude", "codex"):
         entry = report["profiles"][name]
         assert entry["binary"]["via"] == "checkout" and entry["matches_pin"] is True

@@ -34,15 +34,15 @@ def _fake_claude(folder: Path, version: str, logged_in: bool) -> Path:
 async def test_a_version_other_than_the_pin_is_a_problem(tmp_path: Path) -> None:
     bin_dir = _fake_claude(tmp_path / "bin", "2.1.400 (Claude Code)", True)
     entry = await check_claude(Effects(environ={"PATH": str(bin_dir)}, fallback_dirs=()), "2.1.332")
-    assert entry["matches_pin"] is False
-    assert any("not the pinned 2.1.332" in p for p in entry["problems"])
+    assert entry.matches_pin is False
+    assert any("not the pinned 2.1.332" in p for p in entry.problems)
 
 
 async def test_the_pinned_version_twin_has_no_problem(tmp_path: Path) -> None:
     bin_dir = _fake_claude(tmp_path / "bin", "2.1.332 (Claude Code)", True)
     entry = await check_claude(Effects(environ={"PATH": str(bin_dir)}, fallback_dirs=()), "2.1.332")
-    assert entry["matches_pin"] is True and entry["problems"] == []
-    assert entry["ignored_env"] == []
+    assert entry.matches_pin is True and entry.problems == []
+    assert entry.ignored_env == []
 
 
 async def test_login_problem_names_ignored_caller_variables(tmp_path: Path) -> None:
@@ -54,9 +54,9 @@ async def test_login_problem_names_ignored_caller_variables(tmp_path: Path) -> N
         "HTTPS_PROXY": "http://proxy:3128",
     }
     entry = await check_claude(Effects(environ=environ, fallback_dirs=()), "2.1.332")
-    assert entry["ignored_env"] == ["ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "HTTPS_PROXY"]
-    assert "ANTHROPIC_API_KEY, CLAUDE_CONFIG_DIR, HTTPS_PROXY" in entry["problems"][0]
-    assert "sk-secret-value" not in json.dumps(entry)  # names only, never values
+    assert entry.ignored_env == ["ANTHROPIC_API_KEY", "CLAUDE_CONFIG_DIR", "HTTPS_PROXY"]
+    assert "ANTHROPIC_API_KEY, CLAUDE_CONFIG_DIR, HTTPS_PROXY" in entry.problems[0]
+    assert "sk-secret-value" not in entry.canonical().decode()  # names only, never values
 
 
 def test_doctor_cli_reports_ignored_codex_home(fakes: Fakes, tmp_path: Path) -> None:
@@ -77,7 +77,7 @@ def test_doctor_help_documents_the_json_shape() -> None:
 
 def test_no_sentinel_reaches_any_doctor_probe(fakes: Fakes) -> None:
     # P-3 for doctor's own children too: version, login and sandbox probes.
-    from tests.providers.test_env_sentinels import FAMILIES, SENTINEL
+    from tests.support.sentinels import FAMILIES, SENTINEL
 
     env = {**os.environ, **{name: f"{SENTINEL}-{name}" for name in FAMILIES}}
     proc = run_factory(["doctor"], env=env, timeout=60)

@@ -12,78 +12,7 @@ import pytest
 from factory.provider_api import RehearsalRoute, Route, SubscriptionRoute
 from providers import ClaudeProfile, CodexProfile, Effects
 from tests.support.fake_cli import Fakes
-
-SENTINEL = "SENTINEL-7f3a"
-FAMILIES = [
-    # Anthropic: keys, tokens, endpoint, headers, model routing
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_AUTH_TOKEN",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_CUSTOM_HEADERS",
-    "ANTHROPIC_MODEL",
-    "ANTHROPIC_DEFAULT_SONNET_MODEL",
-    "ANTHROPIC_VERTEX_PROJECT_ID",
-    "ANTHROPIC_BEDROCK_BASE_URL",
-    "CLAUDE_CODE_USE_BEDROCK",
-    "CLAUDE_CODE_USE_VERTEX",
-    "CLAUDE_CODE_USE_FOUNDRY",
-    "CLAUDE_CODE_OAUTH_TOKEN",
-    "CLAUDE_CONFIG_DIR",
-    "CLAUDE_CODE_MAX_RETRIES",
-    # parent-agent markers
-    "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CLAUDE_CODE_SSE_PORT",
-    "CLAUDE_AGENT_SDK_VERSION",
-    # OpenAI / Codex
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_ORG_ID",
-    "OPENAI_PROJECT_ID",
-    "CODEX_API_KEY",
-    "CODEX_HOME",
-    "CODEX_CA_CERTIFICATE",
-    "CODEX_SQLITE_HOME",
-    # cloud credentials and routing
-    "AWS_ACCESS_KEY_ID",
-    "AWS_SECRET_ACCESS_KEY",
-    "AWS_SESSION_TOKEN",
-    "AWS_PROFILE",
-    "AWS_REGION",
-    "AWS_BEARER_TOKEN_BEDROCK",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-    "GOOGLE_CLOUD_PROJECT",
-    "CLOUDSDK_CONFIG",
-    "GCLOUD_PROJECT",
-    "AZURE_CLIENT_ID",
-    "AZURE_CLIENT_SECRET",
-    "AZURE_TENANT_ID",
-    "AZURE_OPENAI_API_KEY",
-    "AZURE_OPENAI_ENDPOINT",
-    # git redirection
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_CONFIG_GLOBAL",
-    "GIT_SSH_COMMAND",
-    "GIT_ASKPASS",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_OBJECT_DIRECTORY",
-    # proxies, CAs, loader and config redirection (decided: never forwarded)
-    "HTTPS_PROXY",
-    "HTTP_PROXY",
-    "ALL_PROXY",
-    "NO_PROXY",
-    "https_proxy",
-    "http_proxy",
-    "SSL_CERT_FILE",
-    "NODE_EXTRA_CA_CERTS",
-    "NODE_OPTIONS",
-    "LD_PRELOAD",
-    "PYTHONPATH",
-    "XDG_CONFIG_HOME",
-    "RUST_LOG",
-]
+from tests.support.sentinels import FAMILIES, SENTINEL
 
 
 @pytest.fixture
@@ -119,7 +48,7 @@ async def test_no_sentinel_reaches_claude(
         await ClaudeProfile(effects).run_agent(
             role=role,
             worktree=worktree,
-            prompt="x",  # type: ignore[arg-type]
+            prompt="x",
             timeout_ms=10_000,
             route=route,
         )

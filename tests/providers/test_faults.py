@@ -12,7 +12,7 @@ import pytest
 from factory.errors import ProviderFailure
 from factory.provider_api import RehearsalRoute, SubscriptionRoute
 from providers import ClaudeProfile, CodexProfile, Effects
-from tests.providers.conftest import GRACE_S
+from tests.providers.helpers import GRACE_S
 from tests.support.fake_cli import Fakes
 
 SUB = SubscriptionRoute()
@@ -24,8 +24,12 @@ async def _claude_fails(
     started = time.monotonic()
     with pytest.raises(ProviderFailure) as info:
         await ClaudeProfile(effects).run_agent(
-            role="worker", worktree=worktree, prompt="do it", timeout_ms=timeout_ms, route=route
-        )  # type: ignore[arg-type]
+            role="worker",
+            worktree=worktree,
+            prompt="do it",
+            timeout_ms=timeout_ms,
+            route=route,  # type: ignore[arg-type]
+        )
     return info.value, time.monotonic() - started
 
 
@@ -35,8 +39,12 @@ async def _codex_fails(
     started = time.monotonic()
     with pytest.raises(ProviderFailure) as info:
         await CodexProfile(effects).run_reviewer(
-            worktree=worktree, prompt="review", scratch=scratch, timeout_ms=timeout_ms, route=route
-        )  # type: ignore[arg-type]
+            worktree=worktree,
+            prompt="review",
+            scratch=scratch,
+            timeout_ms=timeout_ms,
+            route=route,  # type: ignore[arg-type]
+        )
     return info.value, time.monotonic() - started
 
 

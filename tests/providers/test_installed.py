@@ -72,7 +72,7 @@ def test_install_runs_npm_with_exactly_the_pins_and_the_resolver_finds_them(
 
     monkeypatch.setattr(resolve_mod, "CHECKOUT", tmp_path / "no-checkout")
     for name in ("claude", "codex"):
-        got = resolve_mod.resolve(name, path_env="/usr/bin:/bin", environ=env)  # type: ignore[arg-type]
+        got = resolve_mod.resolve(name, path_env="/usr/bin:/bin", environ=env)
         assert got.via == "factory-providers" and got.found == home / "node_modules/.bin" / name
     with pytest.raises(ProviderFailure) as info:  # negative control: another home is empty
         resolve_mod.resolve("claude", path_env="/usr/bin", environ={"HOME": str(tmp_path)})

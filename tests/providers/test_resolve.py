@@ -115,7 +115,7 @@ def test_claude_after_postinstall_is_already_native(tmp_path: Path) -> None:
 )
 def test_pinned_checkout_clis_resolve_to_native_elf() -> None:
     for name in ("claude", "codex"):
-        got = resolve(name, path_env="/nonexistent")  # type: ignore[arg-type]
+        got = resolve(name, path_env="/nonexistent")
         assert got.via == "checkout"
         with got.path.open("rb") as fh:
             assert fh.read(4) == b"\x7fELF"

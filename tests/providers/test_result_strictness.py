@@ -6,11 +6,11 @@ import json
 
 import pytest
 
-from factory.errors import ProviderFailure
+from factory.errors import Code, ProviderFailure
 from providers import claude, codex
 
 
-def _claude(**fields: object) -> tuple[str, str] | None:
+def _claude(**fields: object) -> tuple[Code[ProviderFailure], str] | None:
     doc: dict[str, object] = {
         "type": "result",
         "subtype": "success",

@@ -9,6 +9,7 @@ same script then does have its effect.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -33,7 +34,7 @@ pytestmark = pytest.mark.realcli
 VERDICT = '{"verdict":"REQUEST_CHANGES","summary":"add a test"}'
 
 
-def scenario(*invocations: dict[str, object]) -> Scenario:
+def scenario(*invocations: Mapping[str, object]) -> Scenario:
     doc = {"schema": "factory.rehearsal-scenario/1", "invocations": list(invocations)}
     return parse_scenario(json.dumps(doc).encode())
 

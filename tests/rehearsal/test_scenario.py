@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from factory.rehearsal import (
 )
 
 
-def doc(*invocations: dict[str, object], **extra: object) -> bytes:
+def doc(*invocations: Mapping[str, object], **extra: object) -> bytes:
     body = {"schema": "factory.rehearsal-scenario/1", "invocations": list(invocations), **extra}
     return json.dumps(body).encode()
 

@@ -14,10 +14,10 @@ from factory.errors import ExitCode
 from factory.rehearsal import (
     NonLoopbackRefused,
     RehearsalIncomplete,
-    RehearsalSession,
     open_rehearsal,
     parse_scenario,
 )
+from tests.rehearsal.http_client import call, claude_body, request, sse_events
 
 SCENARIO = parse_scenario(
     json.dumps(
@@ -39,71 +39,6 @@ SCENARIO = parse_scenario(
         }
     ).encode()
 )
-
-
-def _request(
-    base_url: str, method: str, path: str, body: object | None, headers: dict[str, str]
-) -> tuple[int, bytes]:
-    parts = urlsplit(base_url)
-    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=5)
-    try:
-        data = None if body is None else json.dumps(body).encode()
-        conn.request(method, path, body=data, headers=headers)
-        response = conn.getresponse()
-        return response.status, response.read()
-    finally:
-        conn.close()
-
-
-async def call(
-    session: RehearsalSession,
-    method: str,
-    path: str,
-    body: object | None = None,
-    headers: dict[str, str] | None = None,
-    *,
-    key: bool = True,
-) -> tuple[int, bytes]:
-    sent = dict(headers or {})
-    if key:
-        sent.setdefault("x-api-key", session.route.api_key)
-    return await trio.to_thread.run_sync(_request, session.route.base_url, method, path, body, sent)
-
-
-def sse_events(raw: bytes) -> list[dict[str, object]]:
-    events = []
-    for frame in raw.decode().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in frame.splitlines() if ": " in line)
-        if "data" in lines:
-            data = json.loads(lines["data"])
-            assert data["type"] == lines["event"]
-            events.append(data)
-    return events
-
-
-def claude_body(assistant_turns: int) -> dict[str, object]:
-    messages: list[dict[str, object]] = [{"role": "user", "content": "task"}]
-    for n in range(assistant_turns):
-        messages.append(
-            {
-                "role": "assistant",
-                "content": [{"type": "tool_use", "id": f"t{n}", "name": "Write", "input": {}}],
-            }
-        )
-        messages.append(
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": f"t{n}", "content": f"result {n}"}
-                ],
-            }
-        )
-    return {
-        "model": "m",
-        "stream": True,
-        "messages": messages,
-        "tools": [{"name": "Write", "input_schema": {}}],
-    }
 
 
 def codex_body(calls: int) -> dict[str, object]:
@@ -275,7 +210,7 @@ async def test_loopback_host_twin_starts_and_stops(tmp_path: Path) -> None:
         base_url = session.route.base_url
         assert (await call(session, "HEAD", "/api/hello"))[0] == 200
     with pytest.raises(ConnectionRefusedError):
-        await trio.to_thread.run_sync(_request, base_url, "HEAD", "/api/hello", None, {})
+        await trio.to_thread.run_sync(request, base_url, "HEAD", "/api/hello", None, {})
 
 
 async def test_each_run_mints_its_own_key(tmp_path: Path) -> None:
@@ -297,7 +232,7 @@ async def test_cancellation_still_stops_the_server(tmp_path: Path) -> None:
             await trio.sleep(1)  # cancelled at once; the exit path must still stop it
     assert scope.cancelled_caught
     with pytest.raises(ConnectionRefusedError):
-        await trio.to_thread.run_sync(_request, seen[0], "HEAD", "/api/hello", None, {})
+        await trio.to_thread.run_sync(request, seen[0], "HEAD", "/api/hello", None, {})
 
 
 def _raw_post(base_url: str, path: str, headers: dict[str, str], chunks: list[bytes]) -> int:

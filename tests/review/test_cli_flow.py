@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from factory.review.receipt import RECEIPT_FILE
-from tests.review.conftest import (
+from tests.review.cli_helpers import (
     edit_parser,
     review,
     reviewer_doc,

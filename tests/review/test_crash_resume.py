@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from factory.review.store import ReviewStore
-from tests.review.conftest import BASE_FILES, edit_parser, reviewer_doc, store_root
+from tests.review.cli_helpers import BASE_FILES, edit_parser, reviewer_doc, store_root
 from tests.support.fake_cli import Fakes, install_fakes
 from tests.support.git import init_repo
 

@@ -10,7 +10,7 @@ import pytest
 from factory.review import machine
 from factory.review.invariants import state_problems
 from factory.review.risk import Risk, RiskReason
-from factory.review.state import ReviewState
+from factory.review.state import Escalation, ReviewState
 from tests.review import builders as b
 
 
@@ -68,7 +68,7 @@ FORGERIES: dict[str, Callable[[ReviewState], ReviewState]] = {
     ),
     "approved without evidence": lambda s: s.model_copy(update={"state": "approved"}),
     "escalated without a true reason": lambda s: machine.apply(s, machine.Abandon(None)).model_copy(
-        update={"escalation": machine.Escalation(reason="attempts_exhausted", detail="x")}
+        update={"escalation": Escalation(reason="attempts_exhausted", detail="x")}
     ),
 }
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from factory.review.incident import load_preserved
-from tests.review.conftest import (
+from tests.review.cli_helpers import (
     Ran,
     edit_parser,
     review,
@@ -74,7 +74,8 @@ def test_a_lens_runs_once_read_only_with_the_binding_and_is_captured(
     assert ran.doc["missing_lenses"] == [] and ran.doc["state"] == "reviewing"
     (run,) = fakes.records("run")
     argv = run["argv"]
-    assert argv[argv.index("--sandbox") + 1] == "read-only"  # type: ignore[union-attr]
+    assert isinstance(argv, list)
+    assert argv[argv.index("--sandbox") + 1] == "read-only"
     schema = run["schema"]
     assert set(schema["required"]) == {"findings", "evidence", "lens", "binding"}  # type: ignore[index]
     prompt = str(run["prompt"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.review.conftest import edit_parser, review, reviewer_doc, run_lens
+from tests.review.cli_helpers import edit_parser, review, reviewer_doc, run_lens
 
 pytestmark = pytest.mark.realcli
 

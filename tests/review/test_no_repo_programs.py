@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.gitio import plant
-from tests.review.conftest import BASE_FILES, edit_parser, review, reviewer_doc, write_json
+from tests.review.cli_helpers import BASE_FILES, edit_parser, review, reviewer_doc, write_json
 from tests.support.git import init_repo
 
 

@@ -27,7 +27,7 @@ def _store(tmp_path: Path) -> ReviewStore:
 
 def _created(tmp_path: Path, **kw: object) -> tuple[ReviewStore, Loaded]:
     store = _store(tmp_path)
-    committed = store.replace(None, b.started(**kw))  # type: ignore[arg-type]
+    committed = store.replace(None, b.started(**kw))
     return store, committed.loaded
 
 

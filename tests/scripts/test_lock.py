@@ -59,7 +59,7 @@ def test_every_locked_package_is_pinned_with_hashes() -> None:
 def test_the_checkout_venv_holds_exactly_the_locked_versions() -> None:
     env = default_environment()
     for name, (version, marker, _) in locked().items():
-        if marker is not None and not Requirement(f"x; {marker}").marker.evaluate(env):  # type: ignore[union-attr]
+        if marker is not None and not Requirement(f"x; {marker}").marker.evaluate(env):  # type: ignore[union-attr, arg-type]
             continue
         assert metadata.version(name) == version, f"{name}: run ./scripts/setup"
 

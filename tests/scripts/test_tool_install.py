@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from factory import __version__
+
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 
@@ -93,7 +95,10 @@ def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) -
 
 def check_installed(tmp: Path, env: dict[str, str]) -> None:
     factory = tmp / "bin" / "factory"
-    assert run([str(factory), "--version"], env, tmp).startswith("factory 0.1.0")
+    assert run([str(factory), "--version"], env, tmp) == f"factory {__version__}\n"
+    # The JSON Schemas ship in the package.
+    shipped = REPO / "factory" / "cli" / "schemas" / "agent-receipt.json"
+    assert run([str(factory), "schema", "agent-receipt"], env, tmp) == shipped.read_text()
     # No CLI on PATH and no checkout: doctor says so, and what to do.
     report = json.loads(run([str(factory), "doctor"], env, tmp))
     claude = report["profiles"]["claude"]

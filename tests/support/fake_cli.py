@@ -263,7 +263,7 @@ class Fakes:
         if not folder.is_dir():
             return []
         docs = [json.loads(p.read_text()) for p in folder.glob("*.json")]
-        docs.sort(key=lambda d: float(d["create_time"]))  # type: ignore[arg-type]
+        docs.sort(key=lambda d: float(d["create_time"]))
         return [d for d in docs if kind is None or d["kind"] == kind]
 
     def clear(self) -> None:

@@ -168,8 +168,8 @@ class _Handler(BaseHTTPRequestHandler):
             query = {k: v[0] for k, v in rec.query.items()}
             query["page"] = str(page + 1)
             text = "&".join(f"{k}={v}" for k, v in query.items())
-            host, port = self.server.server_address[:2]
-            links = f'<http://{host}:{port}{rec.path}?{text}>; rel="next"'
+            port = int(self.server.server_address[1])
+            links = f'<http://127.0.0.1:{port}{rec.path}?{text}>; rel="next"'
         self._reply(200, chunk, links)
 
     def _unexpected(self, rec: Recorded) -> None:
@@ -270,8 +270,8 @@ def serve_forge(token: str | None = "forge-test-token") -> Iterator[LoopbackForg
     thread = threading.Thread(target=server.serve_forever, name="loopback-forge", daemon=True)
     thread.start()
     try:
-        host, port = server.server_address[:2]
-        yield LoopbackForge(f"http://{host}:{port}", server.state)
+        port = int(server.server_address[1])
+        yield LoopbackForge(f"http://127.0.0.1:{port}", server.state)
     finally:
         server.shutdown()
         server.server_close()

@@ -139,8 +139,8 @@ class _Server(ThreadingHTTPServer):
 def serve_http(root: Path) -> Iterator[HttpRemote]:
     """Serve every bare repository under ``root`` at ``http://127.0.0.1:PORT/<name>``."""
     server = _Server(("127.0.0.1", 0), _Bridge)
-    host, port = server.server_address[:2]
-    server.remote = HttpRemote(f"http://{host}:{port}", root)
+    port = int(server.server_address[1])
+    server.remote = HttpRemote(f"http://127.0.0.1:{port}", root)
     thread = threading.Thread(target=server.serve_forever, name="git-http-backend", daemon=True)
     thread.start()
     try:

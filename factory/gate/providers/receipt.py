@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from factory.agent.verify import ReceiptInvalid, load_receipt, verify
+from factory.agent.verify import ReceiptInvalid, load_receipt, verify_json
 from factory.errors import FactoryError, UsageError
 from factory.gate.providers import Observed, integrity, operational
 
@@ -23,7 +23,7 @@ from factory.gate.providers import Observed, integrity, operational
 async def acquire(args: Mapping[str, Any]) -> Observed:
     path = Path(args["receipt"])
     try:
-        report = verify(path)
+        report = verify_json(path)
         receipt, _ = load_receipt(path)
     except UsageError:
         return operational("provider-unavailable", "the receipt does not exist")

@@ -1,0 +1,107 @@
+"""The ``factory.receipt-verification/1`` document (SPEC A-8): what ``factory receipt
+verify`` found, check by check. Pure models; :mod:`factory.agent.verify` fills them.
+
+Optional keys are absent unless the check set them (:class:`~factory.models.SparseModel`),
+so the bytes are those the verification has always written.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+from pydantic import Field
+
+from factory.agent.receipt import Status
+from factory.models import SparseModel, StrictModel
+
+VERIFY_SCHEMA: Final = "factory.receipt-verification/1"
+Liveness = Literal["running", "abandoned", "unknown"]
+
+
+class RevisionCheck(StrictModel):
+    """The stored revision against the digest recomputed from the body."""
+
+    ok: bool
+    stored: str | None
+    computed: str
+
+
+class EvidenceCheck(StrictModel):
+    """One evidence file re-hashed; ``problem`` names what is wrong (``None``: nothing)."""
+
+    role: str
+    path: str
+    ok: bool
+    problem: str | None
+
+
+class PatchCheck(SparseModel):
+    """A bound candidate's stored patch replayed on its base (``reason`` when it could not
+    be checked, ``problem`` when it was)."""
+
+    candidate: str
+    checked: bool
+    ok: bool | None
+    reason: str | None = None
+    problem: str | None = None
+
+
+class CandidateCheck(SparseModel):
+    """The judged candidate re-derived from the live worktree, when it still exists;
+    ``gating``: whether a mismatch fails the verification."""
+
+    checked: bool
+    identity: str | None
+    gating: bool
+    observed: str | None = None
+    still_matches: bool | None = None
+    reason: str | None = None
+
+
+_UNFINISHED: Final[dict[str | None, str]] = {
+    "abandoned": "abandoned: the factory process that wrote it is gone, the run will never "
+    "finish (status running)",
+    "running": "the run is still in progress (status running)",
+    None: "the run never finished (status running)",
+}
+
+
+class ReceiptVerification(StrictModel):
+    """``factory.receipt-verification/1``; ``ok`` only when every check held."""
+
+    schema_id: Literal["factory.receipt-verification/1"] = Field(
+        default=VERIFY_SCHEMA, alias="schema"
+    )
+    receipt: str
+    status: Status
+    exit_code: int | None
+    route: Literal["subscription", "rehearsal"]
+    execution: str
+    terminal: bool
+    liveness: Liveness | None
+    revision: RevisionCheck
+    canonical_bytes: bool
+    consistency_problems: list[str]
+    evidence: list[EvidenceCheck]
+    patches: list[PatchCheck]
+    candidate: CandidateCheck
+    ok: bool
+
+    def failed_checks(self) -> list[str]:
+        """Which checks failed, one short phrase each (observed: exit 4 with nothing on
+        stderr left a user to read the JSON)."""
+        failed: list[str] = []
+        if not self.revision.ok:
+            failed.append("revision does not match the body")
+        if not self.canonical_bytes:
+            failed.append("bytes are not the canonical form")
+        if not self.terminal:
+            failed.append(_UNFINISHED.get(self.liveness, _UNFINISHED[None]))
+        failed.extend(f"inconsistent: {p}" for p in self.consistency_problems)
+        failed.extend(f"evidence {e.role}: {e.problem}" for e in self.evidence if not e.ok)
+        failed.extend(
+            f"{p.candidate} candidate: {p.problem}" for p in self.patches if p.ok is False
+        )
+        if self.candidate.gating and self.candidate.still_matches is False:
+            failed.append("the worktree no longer holds the judged candidate")
+        return failed or ["see the JSON on stdout"]
