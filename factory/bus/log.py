@@ -40,7 +40,7 @@ from pydantic import ValidationError
 from factory.bus.model import EVENT_ADAPTER, EVENT_TYPES, Event
 from factory.bus.reducer import HANDOFF_AUTHORITY, NEVER_REPAIRED, ReplayError, State, apply, check
 from factory.canonical import canonical_bytes
-from factory.errors import Code, CorruptLog, FactoryError, Failure
+from factory.errors import Code, CorruptLog, FactoryError, Failure, Refused
 from factory.fsio import fsync_dir
 
 LOG_NAME: Final = "events.jsonl"
@@ -75,6 +75,11 @@ LOCK_UNUSABLE = Failure.define(
 WRITE_FAILED = Failure.define(
     "bus-write-failed", "free space on the device, keep the log as evidence, use a new data dir"
 )
+LOG_UNUSABLE = Refused.define(
+    "bus-log-unusable",
+    "give this user read (and, for a verb, write) access to the data dir's events.jsonl, or "
+    "use another data dir",
+)
 _define = CorruptLog.define
 BAD_JSON = _define("bad-json", NEVER_REPAIRED)
 NOT_AN_OBJECT = _define("not-an-object", NEVER_REPAIRED)
@@ -102,6 +107,8 @@ def _diagnose(line: bytes, lineno: int, exc: ValidationError) -> CorruptLog:
         value: Any = json.loads(line.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return _corrupt(lineno, BAD_JSON, "not valid JSON")
+    except RecursionError:  # valid grammar, but no event is nested like that
+        return _corrupt(lineno, BAD_JSON, "nested too deeply to be an event")
     if not isinstance(value, dict):
         return _corrupt(lineno, NOT_AN_OBJECT, "not a JSON object")
     kind = value.get("type")
@@ -179,6 +186,7 @@ def open_log(path: Path) -> BinaryIO | None:
 
     Raises:
         CorruptLog: ``log-not-regular`` (a symlink, folder, FIFO, socket or device).
+        Refused: ``bus-log-unusable`` (exit 2) when this user may not read it.
     """
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
@@ -186,8 +194,9 @@ def open_log(path: Path) -> BinaryIO | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
+        # ELOOP: a symlink; ENXIO: a socket (it cannot be opened at all).
+        if exc.errno not in (errno.ELOOP, errno.ENXIO):
+            raise LOG_UNUSABLE(f"cannot read {path} ({exc.strerror})") from None
         fd = -1
     if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
         if fd >= 0:
@@ -277,12 +286,15 @@ class EventLog:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the exclusive bus lock (``flock``; released by the kernel if we die)."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(self.lock_path, flags, 0o600)
         except OSError as exc:
-            raise LOCK_UNUSABLE(
-                f"cannot open the bus lock {self.lock_path} ({exc.strerror})"
-            ) from None
+            why = "a symlink, never followed" if exc.errno == errno.ELOOP else exc.strerror
+            raise LOCK_UNUSABLE(f"cannot open the bus lock {self.lock_path} ({why})") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise LOCK_UNUSABLE(f"the bus lock {self.lock_path} is not a regular file")
         try:
             deadline = time.monotonic() + self._lock_timeout_s
             pause = 0.0005
@@ -408,22 +420,44 @@ class EventLog:
     def _append(self, line: bytes) -> None:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
         created = not os.path.lexists(self.path)
-        fd = os.open(self.path, flags, 0o644)
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except OSError as exc:  # nothing written
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise LOG_UNUSABLE(f"cannot append to {self.path} ({exc.strerror})") from None
+            raise WRITE_FAILED(
+                f"cannot open {self.path} ({exc.strerror}); nothing was recorded"
+            ) from None
         try:
             before = os.fstat(fd).st_size
-            written = self._writer(fd, line)
+            try:
+                written = self._writer(fd, line)
+            except OSError as exc:  # a full device, an I/O error: the write did not happen
+                self._forget()
+                raise WRITE_FAILED(
+                    f"the event could not be written to {self.path} ({exc.strerror}); it was "
+                    "not recorded"
+                ) from None
             if written != len(line):
                 self._forget()
                 raise WRITE_FAILED(
                     f"short write to {self.path} ({written} of {len(line)} bytes); the log now "
                     "ends in a torn line and will be refused"
                 )
-            os.fsync(fd)
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                self._forget()
+                raise WRITE_FAILED(
+                    f"the event written to {self.path} could not be made durable "
+                    f"({exc.strerror}); treat it as not recorded"
+                ) from None
             st = os.fstat(fd)
         finally:
             os.close(fd)
         if created:
-            fsync_dir(self.data_dir)
+            with contextlib.suppress(OSError):  # the line is durable; the entry may not be
+                fsync_dir(self.data_dir)
         proof = self._proof
         if proof is None or proof.size != before or st.st_size != before + len(line):
             self._forget()  # someone wrote outside the protocol; re-prove from scratch next time

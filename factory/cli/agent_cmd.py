@@ -22,7 +22,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from factory.cli.framework import emit_stdout, say
+from factory.cli.framework import emit_stdout, refuse_non_utf8, say
+from factory.errors import ExitCode
 
 HELP = """\
 Run a coding agent on TASK in the linked git worktree W and write a receipt to R.
@@ -36,7 +37,9 @@ W must be a clean *linked* worktree ('git worktree add'); R and the evidence fol
 (default R.evidence) must not exist and must lie outside W and its git directories.
 stdout: the terminal receipt (canonical JSON). stderr: progress (no task text, no paths).
 Exit codes: 0 completed, 2 refused before anything ran, 3 rejected, 4 typed failure,
-130 interrupted (the receipt says so), 1 internal error.
+130 interrupted (SIGINT/SIGTERM at any point; the receipt says what the run had reached),
+1 internal error. If the receipt is written but stdout is not (a full device), exit 4
+'output-write-failed': read R; do not rerun.
 APPROVE grants no publication authority. With --rehearsal the real CLIs talk to a scripted
 loopback model: that proves the control path, nothing about model judgement.
 """
@@ -107,18 +110,46 @@ def run(args: argparse.Namespace) -> int:
     # Human progress of a rehearsal reads exactly like a real run: say which it is, first
     # and last, so a scripted APPROVE is never mistaken for a model's; and say why a run
     # failed, not only "finished: failed". With --progress jsonl, stderr stays JSON lines.
+    SIGNALS.install()
     human = args.progress == "human"
     banner = human and args.rehearsal is not None
     if banner:
         say(REHEARSAL_BANNER)
     exit_code, receipt = execute(args)
-    emit_stdout(receipt)
+    kept_in = f"the receipt {os.path.abspath(args.out)}" if receipt else None
+    emit_stdout(receipt, kept_in=kept_in)
     line = error_line(receipt) if human else None
     if line is not None:
         say(line)
     if banner:
         say(REHEARSAL_BANNER)
-    return exit_code
+    return int(ExitCode.INTERRUPTED) if SIGNALS.seen else exit_code
+
+
+class Signals:
+    """SIGINT and SIGTERM for the whole of ``factory agent``, not only while the run is in
+    trio: a signal is noted, never allowed to end the process by itself.
+
+    During the run, trio's signal receiver (in :func:`_main`) cancels the run, which writes
+    its ``interrupted`` receipt; before the run starts it is noted and cancels the run at
+    once; after the run ended (the terminal receipt is written: a Ctrl-C exactly at
+    completion, a second SIGTERM while the receipt is printed) it is noted too. Whenever one
+    was noted, the command exits 130 once the receipt is on stdout — the receipt says what
+    happened (``interrupted``, or the outcome the run had already reached).
+    """
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def note(self, signum: int, frame: object) -> None:
+        self.seen = True
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self.note)
+
+
+SIGNALS = Signals()
 
 
 def error_line(receipt: bytes) -> str | None:
@@ -147,6 +178,7 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
 
     from factory.agent.admission import AgentRequest, admit
 
+    refuse_non_utf8(args, {dest: "--" + dest.replace("_", "-") for dest in _TEXT_FLAGS})
     request = AgentRequest(
         worktree=Path(args.worktree),
         task=args.task,
@@ -167,6 +199,9 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
         _main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence
     )
     return result
+
+
+_TEXT_FLAGS = ("worktree", "task", "out", "evidence", "rehearsal", "otel_endpoint")
 
 
 def rehearsal_report(session: Any) -> Any:
@@ -231,8 +266,11 @@ async def _main(
 
     async def watch_signals(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            if SIGNALS.seen:  # noted before the run began: cancel it before it starts
+                run_scope.cancel()
             task_status.started()
             async for _ in signals:
+                SIGNALS.seen = True
                 run_scope.cancel()
 
     try:
