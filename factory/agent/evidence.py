@@ -14,7 +14,6 @@ checks it by re-hashing. A stream longer than its cap is kept as captured and ma
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -23,6 +22,7 @@ from pathlib import Path
 from factory.agent.receipt import EVIDENCE_POLICY, EvidenceRef
 from factory.canonical import sha256_hex
 from factory.errors import IntegrityFailure
+from factory.filehash import digest_file
 from factory.fsio import OutputExists, claim_dir, fsync_dir, write_exclusive
 from factory.proc import Captured
 
@@ -93,10 +93,10 @@ class EvidenceStore:
         path = self.folder / f"{role}-{sha}"
         try:
             write_exclusive(path, data, mode=0o600)
-            back = read_nofollow(path)
+            back = digest_file(path)
         except (OSError, OutputExists) as exc:
             raise EVIDENCE_STORE_FAILED("evidence could not be stored") from exc
-        if len(back) != len(data) or sha256_hex(back) != sha:
+        if back != (len(data), sha):
             raise EVIDENCE_STORE_FAILED("evidence did not read back as written")
         ref = self._ref(role, path, len(data), sha, media_type)
         self.refs.append(ref)
@@ -121,7 +121,7 @@ class EvidenceStore:
                 os.link(captured.spool, path, follow_symlinks=False)
                 os.unlink(captured.spool)
                 fsync_dir(self.folder)
-                size, sha = _rehash(path)
+                size, sha = digest_file(path)
             except OSError as exc:
                 raise EVIDENCE_STORE_FAILED("a provider's output could not be stored") from exc
             if (size, sha) != (captured.kept_bytes, captured.sha256):
@@ -141,22 +141,6 @@ class EvidenceStore:
             media_type=media_type,
             policy=EVIDENCE_POLICY,
         )
-
-
-def _rehash(path: Path) -> tuple[int, str]:
-    """Size and SHA-256 of a regular file, streamed (a spooled stream may be large)."""
-    h = hashlib.sha256()
-    size = 0
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError("not a regular file")
-        while chunk := os.read(fd, 1 << 20):
-            h.update(chunk)
-            size += len(chunk)
-    finally:
-        os.close(fd)
-    return size, h.hexdigest()
 
 
 def resolve_evidence_path(ref: EvidenceRef, receipt_path: Path) -> Path:

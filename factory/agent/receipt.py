@@ -269,6 +269,10 @@ class Timings(StrictModel):
     duration_ms: int | None
 
 
+#: Optional receipt fields left out of the JSON value when they are ``None``.
+OMITTED_WHEN_ABSENT: Final = ("route_evidence", "trace_id", "factory_process")
+
+
 class AgentReceipt(StrictModel):
     """``factory.agent-receipt/1`` (SPEC A-8).
 
@@ -281,6 +285,8 @@ class AgentReceipt(StrictModel):
     ``factory.rehearsal-log/1``, SPEC P-5); absent on the subscription route.
     ``factory_process`` identifies the process that wrote the receipt, so a ``running``
     reservation left by a killed factory reads as abandoned.
+    ``trace_id`` is the OpenTelemetry trace id (32 lowercase hex digits) of the run's spans
+    when ``--otel-endpoint`` was given, so a trace and its receipt can be joined.
     """
 
     schema_id: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
@@ -302,16 +308,17 @@ class AgentReceipt(StrictModel):
     timings: Timings
     route_evidence: EvidenceRef | None = None
     factory_process: FactoryProcess | None = None
+    trace_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
     revision: str | None = None
 
     def to_json_value(self) -> dict[str, Any]:
-        """The JSON value; ``route_evidence`` and ``factory_process`` are left out when
-        absent, so receipts written before the fields existed keep their exact bytes and
-        revision."""
+        """The JSON value; optional fields added later (:data:`OMITTED_WHEN_ABSENT`) are
+        left out when absent, so receipts written before they existed keep their exact
+        bytes and revision."""
         value = super().to_json_value()
-        for optional in ("route_evidence", "factory_process"):
-            if value.get(optional) is None:
-                value.pop(optional, None)
+        for key in OMITTED_WHEN_ABSENT:
+            if value.get(key) is None:
+                value.pop(key, None)
         return value
 
     def body_value(self) -> dict[str, Any]:

@@ -86,7 +86,7 @@ class _Run:
         self.wt = admitted.worktree
         self.deps = deps
         self.store = ev.EvidenceStore(admitted.evidence, admitted.receipt.parent)
-        self.rec = RunRecord(admitted, deps.route, deps.utc_now())
+        self.rec = RunRecord(admitted, deps.route, deps.utc_now(), trace_id=deps.trace_id)
         self.rec.factory_process = _this_process()
         self.remaining = phases.MAX_INVOCATIONS
         self.last_tree: Bound | None = None
@@ -144,7 +144,11 @@ class _Run:
         safely(
             partial(observe.stage, "terminal_outcome", remaining_invocations=0, outcome=end.status)
         )
-        safely(partial(observe.close, outcome=end.status, exit_code=end.exit_code))
+        error_code = end.error.code if end.error is not None else None
+        close = partial(
+            observe.close, outcome=end.status, exit_code=end.exit_code, error_code=error_code
+        )
+        safely(close)
         return RunOutcome(receipt, data, end.exit_code)
 
     # -- phases ----------------------------------------------------------------------------
