@@ -134,19 +134,27 @@ class Signals:
     """SIGINT and SIGTERM for the whole of ``factory agent``, not only while the run is in
     trio: a signal is noted, never allowed to end the process by itself.
 
-    During the run, trio's signal receiver (in :func:`_main`) cancels the run, which writes
-    its ``interrupted`` receipt; before the run starts it is noted and cancels the run at
-    once; after the run ended (the terminal receipt is written: a Ctrl-C exactly at
-    completion, a second SIGTERM while the receipt is printed) it is noted too. Whenever one
+    During the run the handler also cancels the run (through the trio token, which is safe
+    from a signal handler), which writes its ``interrupted`` receipt; before the run starts
+    it is noted and cancels the run at once; after the run ended (the terminal receipt is
+    written: a Ctrl-C exactly at completion, a second SIGTERM while the receipt is printed)
+    it is noted too. Whenever one
     was noted, the command exits 130 once the receipt is on stdout — the receipt says what
     happened (``interrupted``, or the outcome the run had already reached).
     """
 
     def __init__(self) -> None:
         self.seen = False
+        self.on_signal: Callable[[], object] | None = None
 
     def note(self, signum: int, frame: object) -> None:
+        """The handler (Python runs it in the main thread between bytecodes, also while
+        trio waits: trio's wakeup fd interrupts the wait)."""
         self.seen = True
+        act = self.on_signal
+        if act is not None:
+            with contextlib.suppress(RuntimeError):  # the run is finishing: noted is enough
+                act()
 
     def install(self) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -270,13 +278,15 @@ async def _main(
     outcome = None
 
     async def watch_signals(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        token = trio.lowlevel.current_trio_token()
+        SIGNALS.on_signal = lambda: token.run_sync_soon(run_scope.cancel)
+        try:
             if SIGNALS.seen:  # noted before the run began: cancel it before it starts
                 run_scope.cancel()
             task_status.started()
-            async for _ in signals:
-                SIGNALS.seen = True
-                run_scope.cancel()
+            await trio.sleep_forever()
+        finally:
+            SIGNALS.on_signal = None
 
     try:
         async with trio.open_nursery() as nursery:

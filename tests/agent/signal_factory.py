@@ -28,7 +28,7 @@ class SignalOnClose(NullObserver):
     def __init__(self, sig: signal.Signals) -> None:
         self.sig = sig
 
-    def close(self, *, outcome: Outcome, exit_code: int) -> None:
+    def close(self, *, outcome: Outcome, exit_code: int, **_: object) -> None:
         os.kill(os.getpid(), self.sig)
 
 
@@ -54,8 +54,8 @@ if __name__ == "__main__":
         observer = agent_cmd._observer
 
         def with_signal(args: Any) -> Any:
-            fan, tasks = observer(args)
-            return FanOut(fan, SignalOnClose(signal.SIGINT)), tasks
+            fan, *rest = observer(args)  # the observer, then what the CLI wires with it
+            return (FanOut(fan, SignalOnClose(signal.SIGINT)), *rest)
 
         agent_cmd._observer = with_signal  # type: ignore[assignment]
     if mode == "int-before-stdout":
