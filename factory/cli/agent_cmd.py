@@ -156,12 +156,25 @@ class Signals:
             with contextlib.suppress(RuntimeError):  # the run is finishing: noted is enough
                 act()
 
-    def install(self) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, self.note)
+    def install(self) -> list[Any]:
+        """Install :meth:`note` for SIGINT and SIGTERM; the previous handlers, to restore
+        (nothing is installed outside the main thread, where Python allows no handler)."""
+        previous = []
+        try:
+            for sig in _SIGNALS_NOTED:
+                previous.append((sig, signal.signal(sig, self.note)))
+        except ValueError:
+            pass
+        return previous
+
+    @staticmethod
+    def restore(previous: list[Any]) -> None:
+        for sig, handler in previous:
+            signal.signal(sig, handler)
 
 
 SIGNALS = Signals()
+_SIGNALS_NOTED = (signal.SIGINT, signal.SIGTERM)
 
 
 def error_line(receipt: bytes) -> str | None:
@@ -207,10 +220,16 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
     admitted = admit(request)  # refusals exit 2 before any provider is even imported
     agent, reviewer = load_profiles()
     observer, tasks, trace_id = _observer(args)
-    result: tuple[int, bytes] = trio.run(
-        _main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence, trace_id
-    )
-    return result
+    # For the run only when called by another command (demo, operator): their own prompts
+    # after it must stay interruptible. 'factory agent' installed the handler already.
+    previous = SIGNALS.install()
+    try:
+        code, data = trio.run(
+            _main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence, trace_id
+        )
+    finally:
+        SIGNALS.restore(previous)
+    return (int(ExitCode.INTERRUPTED) if SIGNALS.seen else code), data
 
 
 _TEXT_FLAGS = ("worktree", "task", "out", "evidence", "rehearsal", "otel_endpoint")
