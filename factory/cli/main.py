@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "digest_cmd",
     "operator_cmd",
     "gate_cmd",
+    "review_cmd",
 )
 
 DESCRIPTION = """\
