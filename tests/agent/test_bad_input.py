@@ -94,9 +94,13 @@ def test_a_deeply_nested_receipt_is_receipt_invalid(
 # ---- arguments that are not UTF-8 ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("flag", ["--task", "--out", "--evidence", "--worktree"])
+@pytest.mark.parametrize(
+    "flag", ["--task", "--out", "--evidence", "--worktree", "--rehearsal", "--otel-endpoint"]
+)
 def test_a_flag_that_is_not_utf8_is_refused_before_anything(layout: Layout, flag: str) -> None:
-    args: list[str | bytes] = list(agent_args(layout, "--evidence", str(layout.evidence)))
+    extra = {"--rehearsal": str(layout.out / "s.json"), "--otel-endpoint": "http://127.0.0.1:9/"}
+    more = [flag, extra[flag]] if flag in extra else []
+    args: list[str | bytes] = list(agent_args(layout, "--evidence", str(layout.evidence), *more))
     i = args.index(flag) + 1
     args[i] = os.fsencode(args[i]) + b"\xff"  # argv bytes, as a shell passes them
     proc = subprocess.run(
