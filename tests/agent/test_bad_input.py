@@ -202,3 +202,20 @@ def test_twin_without_a_signal_the_same_run_exits_0(layout: Layout) -> None:
         check=False,
     )
     assert proc.returncode == 0 and proc.stdout == layout.receipt.read_bytes()
+
+
+# ---- an operator receipt nested too deeply ---------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [100_000, 10])
+def test_a_deeply_nested_operator_receipt_is_invalid_not_a_crash(
+    tmp_path: Path, depth: int
+) -> None:
+    """depth 10 is the twin: JSON the parser reads, refused by the schema with the same
+    code; depth 100,000 used to escape as RecursionError (internal, exit 1)."""
+    path = tmp_path / "deep.operator.json"
+    path.write_bytes(b'{"schema":' + b"[" * depth + b"]" * depth + b"}\n")
+    proc = run_factory(["operator", "verify", str(path)], timeout=60)
+    assert proc.returncode == ExitCode.FAILURE, proc.stderr
+    assert last_code(proc.stderr) == "operator-receipt-invalid"
+    assert b"Traceback" not in proc.stderr
