@@ -229,7 +229,7 @@ class ClaudeProfile(ClosedProfile):
             return {}
         try:
             doc = json.loads(res.stdout)
-        except ValueError:
+        except (ValueError, RecursionError):
             return {}
         return doc if isinstance(doc, dict) else {}
 

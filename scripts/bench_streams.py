@@ -142,7 +142,7 @@ def measure(case: str) -> tuple[float, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=3, help="runs per case (default 3)")
     args = parser.parse_args()
     expected = {"runner": 0, "agent-flood": 4, "agent-large": 0}

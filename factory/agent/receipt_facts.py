@@ -123,7 +123,7 @@ def _read_verified(
 def _summary_of(data: bytes) -> str | None:
     try:
         value = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     summary = value.get("summary") if isinstance(value, dict) else None
     return summary if isinstance(summary, str) else None

@@ -32,7 +32,10 @@ from factory.agent.receipt_show import (
     evidence_rows,
     format_bytes,
     format_ms,
+    liveness_note,
     short_digest,
+    sweep_note,
+    truncation_note,
 )
 from factory.display import inert
 
@@ -161,6 +164,7 @@ def _phases(r: AgentReceipt, trusted: bool) -> list[dict[str, Any]]:
                 "bar_class": bar,
                 "percent": max(1, round(100 * p.duration_ms / longest)),
                 "observed": p.observed_postcondition,
+                "swept": sweep_note(p),
             }
         )
     return out
@@ -219,6 +223,7 @@ def context(facts: ReceiptFacts, receipt_path: Path) -> dict[str, Any]:
                 "file": evidence_file(e),
                 "size": format_bytes(e.bytes),
                 "sha256": short_digest(e.sha256),
+                "truncated": truncation_note(e),
                 "ok": ok,
                 "check": "re-hashed, matches" if ok else f"FAILED: {check.get('problem')}",
             }
@@ -242,6 +247,7 @@ def context(facts: ReceiptFacts, receipt_path: Path) -> dict[str, Any]:
         "status_upper": r.status.upper(),
         "status_class": f"status-{r.status}" if facts.verified else "plain",
         "rehearsal": r.route == "rehearsal",
+        "liveness": liveness_note(facts),
         "summary": _summary(r),
         "phases": _phases(r, facts.verified),
         "reviews": reviews,

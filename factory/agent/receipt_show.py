@@ -37,7 +37,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from factory.agent.receipt import AgentReceipt, CandidateRecord, EvidenceRef
+from factory.agent.receipt import AgentReceipt, CandidateRecord, EvidenceRef, PhaseRecord
 from factory.agent.receipt_facts import MODEL_OUTPUT_LABEL, ReceiptFacts, gather
 from factory.agent.verify import RECEIPT_INVALID
 from factory.display import inert, inert_lines
@@ -201,20 +201,51 @@ def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     return out
 
 
-def _liveness(f: ReceiptFacts) -> Text:
-    """Whether the factory process that wrote a ``running`` receipt is still there."""
-    state = f.report.get("liveness")
+def liveness_note(f: ReceiptFacts) -> tuple[str, str] | None:
+    """For a ``running`` receipt: its liveness (``running``, ``abandoned``, ``unknown``, as
+    ``receipt verify`` judged it) and what that means in words; None for a terminal one."""
+    if f.receipt.status != "running":
+        return None
+    state = str(f.report.get("liveness") or "unknown")
     proc = f.receipt.factory_process
     pid = proc.pid if proc is not None else None
     if state == "abandoned":
-        return _t(
+        words = (
             f"ABANDONED: the factory process that wrote it (pid {pid}) is gone; this run will "
-            "never finish",
-            "bold red",
+            "never finish"
         )
-    if state == "running":
-        return _t(f"in progress: the factory process (pid {pid}) is still running", "cyan")
-    return _t("unknown: the receipt names no process this system can check", "dim")
+    elif state == "running":
+        words = f"in progress: the factory process (pid {pid}) is still running"
+    else:
+        state, words = "unknown", "unknown: the receipt names no process this system can check"
+    return state, words
+
+
+_LIVENESS_STYLE: Final = {"abandoned": "bold red", "running": "cyan", "unknown": "dim"}
+
+
+def _liveness(f: ReceiptFacts) -> Text:
+    """Whether the factory process that wrote a ``running`` receipt is still there."""
+    state, words = liveness_note(f) or ("unknown", "-")
+    return _t(words, _LIVENESS_STYLE[state])
+
+
+def sweep_note(p: PhaseRecord) -> str | None:
+    """What the phase record says about leftover processes of its CLI (issue 8 §4), or
+    None when none was swept. ``swept_processes`` is None when no CLI run got that far."""
+    if not p.swept_processes:
+        return None
+    return (
+        f"swept: {p.swept_processes} leftover process(es) of the CLI were frozen and killed "
+        "after it ended; what they wrote before is in the worktree"
+    )
+
+
+def truncation_note(e: EvidenceRef) -> str | None:
+    """``TRUNCATED: <true length> written`` for a stream kept only up to its cap."""
+    if not e.truncated:
+        return None
+    return f"TRUNCATED: {format_bytes(e.stream_bytes)} written"
 
 
 def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
@@ -231,14 +262,9 @@ def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
             "\n",
             _t(f"observed: {p.observed_postcondition}", "dim"),
         )
-        if p.swept_processes:
-            line.append_text(
-                _t(
-                    f"\nswept: {p.swept_processes} leftover process(es) of the CLI were frozen "
-                    "and killed after it ended; what they wrote before is in the worktree",
-                    "yellow",
-                )
-            )
+        swept = sweep_note(p)
+        if swept is not None:
+            line.append_text(_t("\n" + swept, "yellow"))
         grid.add_row(_t(p.phase), line)
     if not f.receipt.phases:
         grid.add_row(_t("-"), _t("no phase ran"))
@@ -387,8 +413,9 @@ def _evidence(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         if e.path in failed:
             name.append(" FAILED", style="bold red")
         size = _t(format_bytes(e.bytes))
-        if e.truncated:
-            size.append_text(_t(f"\nTRUNCATED: {format_bytes(e.stream_bytes)} written", "yellow"))
+        cut = truncation_note(e)
+        if cut is not None:
+            size.append_text(_t("\n" + cut, "yellow"))
         table.add_row(name, size, _t(short_digest(e.sha256)))
     if not rows:
         table.add_row(*(_t("-") for _ in range(3)))

@@ -73,6 +73,8 @@ def load_receipt(path: Path) -> tuple[AgentReceipt, bytes]:
         value = json.loads(data)
     except ValueError as exc:
         raise RECEIPT_INVALID("the receipt is not JSON") from exc
+    except RecursionError:
+        raise RECEIPT_INVALID("the receipt is nested too deeply to be a receipt") from None
     return parse_model(AgentReceipt, value, code=RECEIPT_INVALID, what="the receipt"), data
 
 

@@ -23,6 +23,7 @@ import errno
 import fcntl
 import hashlib
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ from factory.bus.logfile import (
     LINE_TOO_LONG,
     LOG_NAME,
     LOG_REWRITTEN,
+    LOG_UNUSABLE,
     LOG_VANISHED,
     MAX_LINE_BYTES,
     PATH_ROLE,
@@ -135,12 +137,15 @@ class EventLog:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the exclusive bus lock (``flock``; released by the kernel if we die)."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
-            fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(self.lock_path, flags, 0o600)
         except OSError as exc:
-            raise LOCK_UNUSABLE(
-                f"cannot open the bus lock {self.lock_path} ({exc.strerror})"
-            ) from None
+            why = "a symlink, never followed" if exc.errno == errno.ELOOP else exc.strerror
+            raise LOCK_UNUSABLE(f"cannot open the bus lock {self.lock_path} ({why})") from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise LOCK_UNUSABLE(f"the bus lock {self.lock_path} is not a regular file")
         try:
             deadline = time.monotonic() + self._lock_timeout_s
             pause = 0.0005
@@ -266,22 +271,44 @@ class EventLog:
     def _append(self, line: bytes) -> None:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
         created = not os.path.lexists(self.path)
-        fd = os.open(self.path, flags, 0o644)
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except OSError as exc:  # nothing written
+            if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+                raise LOG_UNUSABLE(f"cannot append to {self.path} ({exc.strerror})") from None
+            raise WRITE_FAILED(
+                f"cannot open {self.path} ({exc.strerror}); nothing was recorded"
+            ) from None
         try:
             before = os.fstat(fd).st_size
-            written = self._writer(fd, line)
+            try:
+                written = self._writer(fd, line)
+            except OSError as exc:  # a full device, an I/O error: the write did not happen
+                self._forget()
+                raise WRITE_FAILED(
+                    f"the event could not be written to {self.path} ({exc.strerror}); it was "
+                    "not recorded"
+                ) from None
             if written != len(line):
                 self._forget()
                 raise WRITE_FAILED(
                     f"short write to {self.path} ({written} of {len(line)} bytes); the log now "
                     "ends in a torn line and will be refused"
                 )
-            os.fsync(fd)
+            try:
+                os.fsync(fd)
+            except OSError as exc:
+                self._forget()
+                raise WRITE_FAILED(
+                    f"the event written to {self.path} could not be made durable "
+                    f"({exc.strerror}); treat it as not recorded"
+                ) from None
             st = os.fstat(fd)
         finally:
             os.close(fd)
         if created:
-            fsync_dir(self.data_dir)
+            with contextlib.suppress(OSError):  # the line is durable; the entry may not be
+                fsync_dir(self.data_dir)
         proof = self._proof
         if proof is None or proof.size != before or st.st_size != before + len(line):
             self._forget()  # someone wrote outside the protocol; re-prove from scratch next time

@@ -24,7 +24,7 @@ from pydantic import Field, ValidationError
 from factory.bus.model import EVENT_ADAPTER, EVENT_TYPES, Event
 from factory.bus.reducer import HANDOFF_AUTHORITY, NEVER_REPAIRED, ReplayError, State, apply
 from factory.canonical import canonical_bytes
-from factory.errors import Code, CorruptLog
+from factory.errors import Code, CorruptLog, Refused
 from factory.models import StrictModel
 
 LOG_NAME: Final = "events.jsonl"
@@ -47,6 +47,11 @@ TORN_TAIL = _define("torn-tail", NEVER_REPAIRED)
 LOG_REWRITTEN = _define("log-rewritten", NEVER_REPAIRED)
 LOG_NOT_REGULAR = _define("log-not-regular", NEVER_REPAIRED)
 LOG_VANISHED = _define("log-vanished", NEVER_REPAIRED)
+LOG_UNUSABLE = Refused.define(
+    "bus-log-unusable",
+    "give this user read (and, for a verb, write) access to the data dir's events.jsonl, or "
+    "use another data dir",
+)
 
 
 def corrupt(lineno: int, code: Code[CorruptLog], what: str) -> CorruptLog:
@@ -62,6 +67,8 @@ def _diagnose(line: bytes, lineno: int, exc: ValidationError) -> CorruptLog:
         value: Any = json.loads(line.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return corrupt(lineno, BAD_JSON, "not valid JSON")
+    except RecursionError:  # valid grammar, but no event is nested like that
+        return corrupt(lineno, BAD_JSON, "nested too deeply to be an event")
     if not isinstance(value, dict):
         return corrupt(lineno, NOT_AN_OBJECT, "not a JSON object")
     kind = value.get("type")
@@ -139,6 +146,7 @@ def open_log(path: Path) -> BinaryIO | None:
 
     Raises:
         CorruptLog: ``log-not-regular`` (a symlink, folder, FIFO, socket or device).
+        Refused: ``bus-log-unusable`` (exit 2) when this user may not read it.
     """
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
@@ -146,8 +154,9 @@ def open_log(path: Path) -> BinaryIO | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
+        # ELOOP: a symlink; ENXIO: a socket (it cannot be opened at all).
+        if exc.errno not in (errno.ELOOP, errno.ENXIO):
+            raise LOG_UNUSABLE(f"cannot read {path} ({exc.strerror})") from None
         fd = -1
     if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
         if fd >= 0:

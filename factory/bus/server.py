@@ -9,8 +9,9 @@ never raises for anything a caller can send:
 * a verb the reducer refuses (ack of someone else's message, unregistered address, ...) →
   the same: the refusal is on the record and the result is a tool error;
 * a corrupt log or a lock timeout → a tool error naming the code; nothing is appended;
-* a call whose text is not valid UTF-8 or holds a lone surrogate (screened on the wire by
-  :mod:`factory.bus.wire`) → ``command.rejected`` with reason ``malformed-text``.
+* a call whose text is not valid UTF-8 or holds a lone surrogate, repeats a key, or nests
+  too deeply (screened on the wire by :mod:`factory.bus.wire`) → ``command.rejected`` with
+  reason ``malformed-text``, ``duplicate-key`` or ``request-too-deep``.
 
 The SDK's own argument validation is bypassed on purpose: it would refuse malformed calls
 before any of our code ran, leaving no ``command.rejected`` event behind.
@@ -30,7 +31,7 @@ from factory.bus.decide import decide, denial_echo, rejected
 from factory.bus.log import EventLog
 from factory.bus.model import VERB_INPUTS, VERBS, MessageSent, VerbInput
 from factory.bus.reducer import Rejection
-from factory.bus.wire import MALFORMED_KEY, interpose_on_stdin
+from factory.bus.wire import MALFORMED_KEY, MAX_DEPTH, interpose_on_stdin
 from factory.crashlog import write_crash_log
 from factory.errors import INTERNAL, ExitCode, FactoryError, Refused
 
@@ -88,6 +89,24 @@ def _parse(verb: str, arguments: Any) -> VerbInput | Rejection:
         )
 
 
+_WIRE_REFUSALS: Final = {
+    "duplicate-key": "the request gives a key twice, so it means no one thing (parsers "
+    "disagree on which counts); send each key once",
+    "request-too-deep": f"the request nests deeper than {MAX_DEPTH} levels; no verb takes such "
+    "input",
+}
+
+
+def _refused_on_the_wire(marker: object) -> Rejection:
+    """The rejection for a call :mod:`factory.bus.wire` marked (see :data:`MALFORMED_KEY`)."""
+    if isinstance(marker, str) and marker in _WIRE_REFUSALS:
+        return Rejection(marker, _WIRE_REFUSALS[marker])
+    return Rejection(
+        "malformed-text",
+        "the call held text that is not valid UTF-8 (or a lone surrogate); send UTF-8",
+    )
+
+
 def handle_call(
     log: EventLog, name: str, arguments: Any, *, raise_failures: bool = False
 ) -> tuple[bool, dict[str, Any]]:
@@ -99,10 +118,7 @@ def handle_call(
     verb = name if name in VERB_INPUTS else "unknown"
     try:
         if isinstance(arguments, dict) and MALFORMED_KEY in arguments:
-            parsed: VerbInput | Rejection = Rejection(
-                "malformed-text",
-                "the call held text that is not valid UTF-8 (or a lone surrogate); send UTF-8",
-            )
+            parsed: VerbInput | Rejection = _refused_on_the_wire(arguments[MALFORMED_KEY])
         elif verb == "unknown":
             parsed = Rejection("unknown-tool", f"the tools are exactly: {', '.join(VERBS)}")
         else:

@@ -156,7 +156,7 @@ def scan_log(lines: Iterable[bytes]) -> Scan:
                     scan.replay_error = f"{exc.code.name}: line {lineno}: {exc.message}"
             try:
                 raw = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested too deeply is not JSON we examine
                 raw = None
             if isinstance(raw, dict):
                 _observe_raw(scan, lineno, raw)

@@ -22,7 +22,8 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from factory.cli.framework import emit_stdout, say
+from factory.cli.framework import emit_stdout, refuse_non_utf8, say
+from factory.errors import ExitCode
 
 HELP = """\
 Run a coding agent on TASK in the linked git worktree W and write a receipt to R.
@@ -36,7 +37,9 @@ W must be a clean *linked* worktree ('git worktree add'); R and the evidence fol
 (default R.evidence) must not exist and must lie outside W and its git directories.
 stdout: the terminal receipt (canonical JSON). stderr: progress (no task text, no paths).
 Exit codes: 0 completed, 2 refused before anything ran, 3 rejected, 4 typed failure,
-130 interrupted (the receipt says so), 1 internal error.
+130 interrupted (SIGINT/SIGTERM at any point; the receipt says what the run had reached),
+1 internal error. If the receipt is written but stdout is not (a full device), exit 4
+'output-write-failed': read R; do not rerun.
 APPROVE grants no publication authority. With --rehearsal the real CLIs talk to a scripted
 loopback model: that proves the control path, nothing about model judgement.
 """
@@ -111,18 +114,67 @@ def run(args: argparse.Namespace) -> int:
     # Human progress of a rehearsal reads exactly like a real run: say which it is, first
     # and last, so a scripted APPROVE is never mistaken for a model's; and say why a run
     # failed, not only "finished: failed". With --progress jsonl, stderr stays JSON lines.
+    SIGNALS.install()
     human = args.progress == "human"
     banner = human and args.rehearsal is not None
     if banner:
         say(REHEARSAL_BANNER)
     exit_code, receipt = execute(args)
-    emit_stdout(receipt)
+    kept_in = f"the receipt {os.path.abspath(args.out)}" if receipt else None
+    emit_stdout(receipt, kept_in=kept_in)
     line = error_line(receipt) if human else None
     if line is not None:
         say(line)
     if banner:
         say(REHEARSAL_BANNER)
-    return exit_code
+    return int(ExitCode.INTERRUPTED) if SIGNALS.seen else exit_code
+
+
+class Signals:
+    """SIGINT and SIGTERM for the whole of ``factory agent``, not only while the run is in
+    trio: a signal is noted, never allowed to end the process by itself.
+
+    During the run the handler also cancels the run (through the trio token, which is safe
+    from a signal handler), which writes its ``interrupted`` receipt; before the run starts
+    it is noted and cancels the run at once; after the run ended (the terminal receipt is
+    written: a Ctrl-C exactly at completion, a second SIGTERM while the receipt is printed)
+    it is noted too. Whenever one
+    was noted, the command exits 130 once the receipt is on stdout — the receipt says what
+    happened (``interrupted``, or the outcome the run had already reached).
+    """
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.on_signal: Callable[[], object] | None = None
+
+    def note(self, signum: int, frame: object) -> None:
+        """The handler (Python runs it in the main thread between bytecodes, also while
+        trio waits: trio's wakeup fd interrupts the wait)."""
+        self.seen = True
+        act = self.on_signal
+        if act is not None:
+            with contextlib.suppress(RuntimeError):  # the run is finishing: noted is enough
+                act()
+
+    def install(self) -> list[Any]:
+        """Install :meth:`note` for SIGINT and SIGTERM; the previous handlers, to restore
+        (nothing is installed outside the main thread, where Python allows no handler)."""
+        previous = []
+        try:
+            for sig in _SIGNALS_NOTED:
+                previous.append((sig, signal.signal(sig, self.note)))
+        except ValueError:
+            pass
+        return previous
+
+    @staticmethod
+    def restore(previous: list[Any]) -> None:
+        for sig, handler in previous:
+            signal.signal(sig, handler)
+
+
+SIGNALS = Signals()
+_SIGNALS_NOTED = (signal.SIGINT, signal.SIGTERM)
 
 
 def error_line(receipt: bytes) -> str | None:
@@ -151,6 +203,7 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
 
     from factory.agent.admission import AgentRequest, admit
 
+    refuse_non_utf8(args, {dest: "--" + dest.replace("_", "-") for dest in _TEXT_FLAGS})
     request = AgentRequest(
         worktree=Path(args.worktree),
         task=args.task,
@@ -167,10 +220,19 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
     admitted = admit(request)  # refusals exit 2 before any provider is even imported
     agent, reviewer = load_profiles()
     observer, tasks, trace_id = _observer(args)
-    result: tuple[int, bytes] = trio.run(
-        _main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence, trace_id
-    )
-    return result
+    # For the run only when called by another command (demo, operator): their own prompts
+    # after it must stay interruptible. 'factory agent' installed the handler already.
+    previous = SIGNALS.install()
+    try:
+        code, data = trio.run(
+            _main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence, trace_id
+        )
+    finally:
+        SIGNALS.restore(previous)
+    return (int(ExitCode.INTERRUPTED) if SIGNALS.seen else code), data
+
+
+_TEXT_FLAGS = ("worktree", "task", "out", "evidence", "rehearsal", "otel_endpoint")
 
 
 def rehearsal_report(session: Any) -> Any:
@@ -235,10 +297,15 @@ async def _main(
     outcome = None
 
     async def watch_signals(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            task_status.started()
-            async for _ in signals:
+        token = trio.lowlevel.current_trio_token()
+        SIGNALS.on_signal = lambda: token.run_sync_soon(run_scope.cancel)
+        try:
+            if SIGNALS.seen:  # noted before the run began: cancel it before it starts
                 run_scope.cancel()
+            task_status.started()
+            await trio.sleep_forever()
+        finally:
+            SIGNALS.on_signal = None
 
     try:
         async with trio.open_nursery() as nursery:

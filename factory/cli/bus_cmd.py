@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
+from factory.cli.digest_cmd import EMPTY_PATH
 from factory.cli.framework import StrictParser, emit_stdout, say
 from factory.errors import Failure, Refused, UsageError
 
@@ -13,6 +16,18 @@ BUS_VERIFICATION_FAILED = Failure.define(
     "bus-verification-failed", "keep the log as evidence; the JSON on stdout names every check"
 )
 NO_EVENT_LOG = Refused.define("no-event-log", "pass the --data-dir that a bus or smoke run used")
+STDIO_CLOSED = UsageError.define(
+    "stdio-closed", "bus serve speaks MCP on stdin and stdout: start it with both open"
+)
+
+
+def data_dir_of(args: argparse.Namespace) -> Path:
+    """``--data-dir`` as a path; an empty one is refused (it would mean the current folder)."""
+    if not args.data_dir:
+        raise EMPTY_PATH("--data-dir is empty")
+    return Path(args.data_dir)
+
+
 ENTRY_NEEDS_CLAUDE = UsageError.define(
     "entry-needs-claude", "drop --entry, or use it with --client claude"
 )
@@ -176,7 +191,7 @@ def register(sub: Any) -> None:
         action="store_true",
         help="claim the log as evidence: the five richness checks gate too",
     )
-    verify.set_defaults(handler=run_verify)
+    verify.set_defaults(handler=run_verify, read_only=True)  # no crash log in the data dir
     for verb, flags in VERB_FLAGS.items():
         vp = verbs.add_parser(
             verb,
@@ -214,11 +229,11 @@ def register(sub: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from factory.bus.server import serve
     from factory.errors import ExitCode
 
+    _require_stdio()
+    data_dir = data_dir_of(args)
     # Decided now: once serving, fd 0 is the screening pipe (factory.bus.wire), not the tty.
     at_terminal = sys.stdin is not None and sys.stdin.isatty()
 
@@ -231,33 +246,41 @@ def run_serve(args: argparse.Namespace) -> int:
                 "bus mcp-config'). Ctrl-C or Ctrl-D stops it."
             )
 
-    if serve(Path(args.data_dir), on_ready=ready):
+    if serve(data_dir, on_ready=ready):
         say("factory bus serve: stopped (Ctrl-C); nothing was written to the log for it")
         return int(ExitCode.INTERRUPTED)
     return 0
 
 
 def run_mcp_config(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from factory.bus.mcp_config import render
 
     if args.entry and args.client != "claude":
         raise ENTRY_NEEDS_CLAUDE("--entry prints Claude Code's server object only")
-    emit_stdout(render(args.client, Path(args.data_dir), entry=args.entry).encode("utf-8"))
+    emit_stdout(render(args.client, data_dir_of(args), entry=args.entry).encode("utf-8"))
     return 0
+
+
+def _require_stdio() -> None:
+    """Refuse to serve without stdin and stdout (exit 2, before anything is opened: a file
+    opened next would otherwise take the free descriptor and be read as the client)."""
+    for fd, stream, name in ((0, sys.stdin, "stdin"), (1, sys.stdout, "stdout")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            stream = None
+        if stream is None:
+            raise STDIO_CLOSED(f"bus serve was started with {name} closed")
 
 
 def run_verify(args: argparse.Namespace) -> int:
     import json
-    import os
-    from pathlib import Path
 
     from factory.bus.log import LOG_NAME
     from factory.bus.verify import verify
     from factory.errors import ExitCode
 
-    data_dir = Path(args.data_dir)
+    data_dir = data_dir_of(args)
     if not os.path.lexists(data_dir / LOG_NAME):  # anything else there is refused by verify
         raise NO_EVENT_LOG(f"no event log at {data_dir / LOG_NAME}")
     report = verify(data_dir, as_evidence=args.as_evidence)
@@ -272,8 +295,8 @@ def run_verify(args: argparse.Namespace) -> int:
 
 def run_verb(args: argparse.Namespace) -> int:
     import json
-    from pathlib import Path
 
+    from factory.bus.log import LOG_NAME
     from factory.bus.server import handle_call, open_data_dir
     from factory.errors import ExitCode
 
@@ -282,7 +305,8 @@ def run_verb(args: argparse.Namespace) -> int:
         value = getattr(args, "arg_" + key)
         if value is not None and not (kind == "flag" and value is False):
             arguments[key] = value
-    log = open_data_dir(Path(args.data_dir))
+    data_dir = data_dir_of(args)
+    log = open_data_dir(data_dir)
     is_error, payload = handle_call(log, args.verb, arguments, raise_failures=True)
     if is_error:
         say(f"factory: {payload['error']}: {payload['message']} (recorded as command.rejected)")
@@ -292,5 +316,6 @@ def run_verb(args: argparse.Namespace) -> int:
             flag_of = {key: flag for flag, key, _kind in VERB_FLAGS[args.verb]}
             say("factory: fields: " + ", ".join(flag_of.get(str(f), str(f)) for f in fields))
         return int(ExitCode.REJECTED)
-    emit_stdout((json.dumps(payload, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+    out = (json.dumps(payload, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    emit_stdout(out, kept_in=f"the event log {data_dir / LOG_NAME}")
     return int(ExitCode.OK)

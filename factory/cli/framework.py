@@ -14,6 +14,7 @@ diagnostic goes to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -21,10 +22,17 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from factory.crashlog import write_crash_log
-from factory.errors import USAGE, ExitCode, FactoryError, UsageError
+from factory.errors import USAGE, ExitCode, FactoryError, Failure, UsageError
 
 _SEEN = "_factory_seen_options"
 DUPLICATE_FLAG = UsageError.define("duplicate-flag", "give each flag once")
+ARGUMENT_NOT_UTF8 = UsageError.define(
+    "argument-not-utf8", "pass it as UTF-8 (what a command records is JSON text)"
+)
+OUTPUT_WRITE_FAILED = Failure.define(
+    "output-write-failed",
+    "read the result where it is kept; do not rerun: the effect has already happened",
+)
 _HELP = "_factory_print_help"
 
 
@@ -108,20 +116,66 @@ class StrictParser(argparse.ArgumentParser):
 Handler = Callable[[argparse.Namespace], int]
 
 
-def emit_stdout(data: bytes) -> None:
-    """Write the command's final machine output to stdout, exactly these bytes."""
+def emit_stdout(data: bytes, *, kept_in: str | None = None) -> None:
+    """Write the command's final machine output to stdout, exactly these bytes.
+
+    ``kept_in`` names where the result is recorded besides stdout (a receipt, the event
+    log), for a command whose effect has already happened when it prints.
+
+    Raises:
+        FactoryError: ``output-write-failed`` (exit 4) when stdout refuses the bytes (a full
+            device, an I/O error): the effect stands and ``kept_in`` holds it, so the exit
+            code says "not done as asked" and the message says "do not rerun" (SPEC F-3).
+            A reader that went away (``BrokenPipeError``) is left to the caller.
+    """
     if sys.stdout is None:
         return  # the caller closed fd 1: nowhere to write; the command's files stand
-    sys.stdout.flush()
-    sys.stdout.buffer.write(data)
-    sys.stdout.buffer.flush()
+    try:
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _drop_stdout()
+        where = f"; the result is kept in {kept_in}" if kept_in else ""
+        raise OUTPUT_WRITE_FAILED(
+            f"stdout could not be written ({exc.strerror or exc}){where}"
+        ) from None
+
+
+def _drop_stdout() -> None:
+    """Point ``sys.stdout`` at nothing, so the interpreter's flush at exit does not fail
+    again on the same bytes (it would turn the exit code into 120)."""
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # not a file descriptor (an in-process capture): nothing flushes it at exit
 
 
 def say(message: str) -> None:
     """One diagnostic line on stderr (dropped when the caller closed fd 2: ``print`` would
-    otherwise fall back to stdout, which carries only the final output)."""
+    otherwise fall back to stdout, which carries only the final output; dropped too when
+    stderr itself cannot be written — nothing could report that)."""
     if sys.stderr is not None:
-        print(message, file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError):
+            print(message, file=sys.stderr, flush=True)
+
+
+def refuse_non_utf8(args: argparse.Namespace, flags: dict[str, str]) -> None:
+    """Refuse (exit 2) a flag whose argv bytes are not UTF-8 (Python hands them over as lone
+    surrogates): a receipt or report records it as JSON text, which cannot hold them.
+
+    ``flags`` maps an ``args`` attribute to the flag shown (``{"task": "--task"}``).
+    """
+    for dest, flag in flags.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ARGUMENT_NOT_UTF8(f"{flag} is not valid UTF-8") from None
 
 
 def default_state_dir() -> Path:
@@ -142,8 +196,10 @@ def default_state_dir() -> Path:
 
 def _write_crash_log(args: argparse.Namespace | None, exc: BaseException) -> Path | None:
     data_dir = getattr(args, "data_dir", None) if args is not None else None
+    if getattr(args, "read_only", False):
+        data_dir = None  # a read-only command (bus verify) writes nothing into what it reads
     candidates = []
-    if data_dir is not None and Path(data_dir).is_dir():
+    if data_dir and Path(data_dir).is_dir():
         candidates.append(Path(data_dir) / "logs")
     candidates.append(default_state_dir() / "logs")
     return write_crash_log(exc, candidates)

@@ -294,7 +294,9 @@ def publish_preconditions() -> Sequence[Any]:
 
 def _receipt_worktree(path: Path) -> Path | None:
     """The worktree an agent (or operator-run) receipt names, when it can be read."""
-    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+    with contextlib.suppress(
+        OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError
+    ):
         value = json.loads(path.read_bytes())
         if value.get("schema") == "factory.operator-receipt/1":
             path = Path(os.path.abspath(path)).parent / value["agent_run"]["path"]

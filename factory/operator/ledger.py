@@ -152,5 +152,5 @@ def read_entry(path: Path) -> LedgerEntry | None:
         os.close(fd)
     try:
         return parse_model(LedgerEntry, json.loads(data), code=LEDGER_ENTRY_INVALID)
-    except (ValueError, LedgerRefused):
+    except (ValueError, RecursionError, LedgerRefused):
         return None

@@ -71,7 +71,7 @@ def resolve_source(path: Path, repository: str) -> Source:
         value = json.loads(path.read_bytes())
     except FileNotFoundError:
         raise PUBLISH_RECEIPT_MISSING("--receipt does not exist") from None
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         raise PUBLISH_RECEIPT_INVALID("--receipt is not a JSON receipt") from None
     if not isinstance(value, dict) or value.get("schema") != "factory.operator-receipt/1":
         return Source(Path(os.path.abspath(path)), None)

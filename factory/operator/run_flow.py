@@ -84,7 +84,7 @@ def outcome_of(code: int, data: bytes, name: str) -> Outcome:
         parsed = json.loads(data)
         if isinstance(parsed, dict):
             value = parsed
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     ref = AgentRunRef(
         path=name,

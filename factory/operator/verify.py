@@ -70,7 +70,7 @@ def load(path: Path) -> tuple[OperatorReceipt, bytes]:
         finally:
             os.close(fd)
         value = json.loads(data)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # nested too deeply: not JSON we read
         raise OperatorReceiptUnreadable("the operator receipt is not readable JSON") from exc
     return parse_model(
         OperatorReceipt, value, code=OPERATOR_RECEIPT_INVALID, what="the receipt"

@@ -117,10 +117,22 @@ def all_pids() -> list[int]:
     return [int(n) for n in names if n.isdigit()]
 
 
+#: Pids past the highest listed one that :func:`scan` also tries.
+PROBE_AHEAD = 64
+
+
 def scan() -> list[Stat]:
-    """A stat of every process on the system (a full ``/proc`` scan, ~1 ms per 100)."""
+    """A stat of every process on the system (a full ``/proc`` scan, ~1 ms per 100).
+
+    Newest first: the highest pids are read right after the listing, then the next
+    :data:`PROBE_AHEAD` pids past it (processes born while the listing was made), then
+    the rest in descending order. A process that forks and exits at once (a fork chain)
+    has the highest pid only for a moment; read last, it would always be gone already.
+    """
+    listed = sorted(all_pids(), reverse=True)
+    top = listed[0] if listed else 0
     stats = []
-    for pid in all_pids():
+    for pid in [*range(top + PROBE_AHEAD, top, -1), *listed]:
         st = read_stat(pid)
         if st is not None:
             stats.append(st)

@@ -185,7 +185,10 @@ async def _feed(stream: trio.abc.SendStream, data: bytes) -> None:
 async def _track(tree: ProcessTree, interval_s: float) -> None:
     while True:
         await trio.sleep(interval_s)
-        tree.refresh()
+        # Reaped as they go: orphans that exit re-parent to the factory as zombies, and a
+        # tree that forks without end would otherwise fill the process table (and slow
+        # every later scan) until its teardown.
+        tree.reap(tree.refresh())
 
 
 class _Callback:

@@ -143,11 +143,25 @@ class ProcessTree:
                     guard.watch_process(self.sid, pid, st.starttime)
         return members
 
-    def reap(self, members: dict[int, Stat]) -> None:
-        """Reap exited members whose parent is the factory (never the leader: trio does)."""
-        for pid, st in members.items():
-            if pid != self.leader and st.exited and st.ppid == self.self_pid:
-                reap_if_zombie_child(pid)
+    def reap(self, members: dict[int, Stat]) -> int:
+        """Reap exited members whose parent is the factory (never the leader: trio does),
+        dropping each reaped one from ``members`` (the scan saw its zombie; it is gone now).
+
+        Returns how many were reaped. A scan that reaped something saw the tree act since
+        the previous one — a fork chain leaves one zombie per link, even when the scan
+        missed the link alive — so the tree is not known to be quiet yet.
+        """
+        reaped = 0
+        for pid, st in list(members.items()):
+            ours = pid != self.leader and st.exited and st.ppid == self.self_pid
+            if ours and reap_if_zombie_child(pid):
+                del members[pid]
+                reaped += 1
+        return reaped
+
+    def quiet(self, members: dict[int, Stat], reaped: int) -> bool:
+        """Nothing of the tree is left in this scan, and it reaped nothing new."""
+        return not reaped and not self.pending(members)
 
     def pending(self, members: dict[int, Stat]) -> list[int]:
         """Members not yet gone: running ones, and zombies nobody has reaped yet.
@@ -222,10 +236,13 @@ class ProcessTree:
         Returns a :class:`SweepReport`; ``survivors`` is non-empty only if the tree
         outlived ``kill_budget_s`` of SIGKILL rounds (a process stuck in the kernel).
         """
-        members = self.refresh()
-        self.reap(members)
-        if not self.pending(members):
-            return self._report(False, False, ())
+        for _ in range(_SETTLE_SCANS):  # zombies of children that exited before the leader
+            members = self.refresh()
+            reaped = self.reap(members)
+            if self.quiet(members, reaped):
+                return self._report(False, False, ())
+            if self.pending(members):
+                break
         members = await self.freeze()
         leader = members.get(self.leader)
         if leader_running and leader is not None and not leader.exited:
@@ -235,9 +252,9 @@ class ProcessTree:
             while trio.current_time() < grace_end:
                 await trio.sleep(min(poll_s, max(0.0, grace_end - trio.current_time())))
                 members = self.refresh()
-                self.reap(members)
+                reaped = self.reap(members)
                 self._stop_all_but_leader(members)
-                if not self.pending(members):
+                if self.quiet(members, reaped):
                     return self._report(True, False, ())
                 leader = members.get(self.leader)
                 if leader is None or leader.exited:
@@ -248,9 +265,9 @@ class ProcessTree:
             self.signal(members, signal.SIGKILL)
             await trio.sleep(poll_s / 4)
             members = self.refresh()
-            self.reap(members)
+            reaped = self.reap(members)
             left = self.pending(members)
-            if not left:
+            if not left and not reaped:
                 return self._report(True, True, ())
             if trio.current_time() >= kill_end:
                 return self._report(True, True, tuple(sorted(left)))
@@ -263,6 +280,11 @@ class ProcessTree:
             survivors=survivors,
             swept=len(self.swept),
         )
+
+
+#: Scans that may each reap a zombie before a tree with nothing pending counts as not quiet
+#: (a fork chain then goes through freeze and kill like any running tree).
+_SETTLE_SCANS = 3
 
 
 def _leader_first(groups: Iterable[int], leader: int) -> list[int]:

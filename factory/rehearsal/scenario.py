@@ -29,6 +29,8 @@ written; the CLI resolves them against its working directory.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -213,6 +215,8 @@ def parse_scenario(data: bytes) -> Scenario:
         json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ScenarioInvalid(f"scenario is not UTF-8 JSON ({exc})") from exc
+    except RecursionError:
+        raise ScenarioInvalid("scenario is nested too deeply to be a scenario") from None
     # JSON-mode validation: strict types, but JSON arrays may fill tuple fields.
     try:
         return Scenario.model_validate_json(data)
@@ -226,11 +230,18 @@ def load_scenario(path: Path) -> Scenario:
     """Read and parse the scenario at ``path``.
 
     Raises:
-        ScenarioInvalid: unreadable, or as :func:`parse_scenario`.
+        ScenarioInvalid: unreadable, not a regular file, or as :func:`parse_scenario`.
     """
     try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_SCENARIO_BYTES + 1)
+        # Non-blocking, then refused unless regular: a FIFO would wait for a writer forever.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise ScenarioInvalid(f"cannot read scenario {path}: {exc.strerror}") from exc
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ScenarioInvalid(f"scenario {path} is not a regular file (a FIFO, device …)")
+        try:
+            data = handle.read(MAX_SCENARIO_BYTES + 1)
+        except OSError as exc:
+            raise ScenarioInvalid(f"cannot read scenario {path}: {exc.strerror}") from exc
     return parse_scenario(data)

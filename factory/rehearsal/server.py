@@ -228,6 +228,8 @@ class _Handler(BaseHTTPRequestHandler):
             parsed = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ScriptViolation(f"{path}: body is not JSON") from exc
+        except RecursionError:
+            raise ScriptViolation(f"{path}: body is nested too deeply") from None
         if not isinstance(parsed, dict):
             raise ScriptViolation(f"{path}: body is not a JSON object")
         if path == "/v1/messages/count_tokens":

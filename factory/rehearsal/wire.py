@@ -48,7 +48,7 @@ def anthropic_session(headers: Mapping[str, str], body: Mapping[str, Any]) -> st
     if isinstance(metadata, dict) and isinstance(metadata.get("user_id"), str):
         try:
             user = json.loads(metadata["user_id"])
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             return None
         if isinstance(user, dict) and isinstance(user.get("session_id"), str):
             return str(user["session_id"])

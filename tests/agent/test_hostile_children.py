@@ -24,8 +24,11 @@ from factory.agent.run import AgentDeps, RunOutcome, run_agent
 from factory.agent.verify import verify_json as verify
 from factory.provider_api import SubscriptionRoute
 from providers import ClaudeProfile, CodexProfile, Effects
+from tests.support.cli import run_factory
 from tests.support.fake_cli import Fakes, install_fakes
 from tests.support.layout import Layout
+
+_WIDE = {**os.environ, "COLUMNS": "250"}  # receipt show's table does not wrap the marks
 
 
 @pytest.fixture
@@ -121,6 +124,8 @@ async def test_leftovers_of_a_finished_worker_are_swept_before_binding(
     time.sleep(1.5)  # past the moment the leftover would have written
     assert not (layout.wt / "late.txt").exists()
     assert verify(layout.receipt)["ok"]
+    shown = run_factory(["receipt", "show", str(layout.receipt)], env=_WIDE)
+    assert b"swept: 1 leftover process(es)" in shown.stdout, shown.stdout
 
 
 def test_unswept_the_leftover_writes(layout: Layout, fakes: Fakes) -> None:
@@ -146,6 +151,8 @@ async def test_stderr_overflow_is_truncation_not_failure(layout: Layout, fakes: 
     data = resolve_evidence_path(ref, layout.receipt).read_bytes()
     assert data == b"d" * (1 << 20)
     assert verify(layout.receipt)["ok"]
+    shown = run_factory(["receipt", "show", str(layout.receipt)], env=_WIDE)
+    assert b"TRUNCATED: 3,000,000 B" in shown.stdout, shown.stdout
     doc = json.loads(layout.receipt.read_bytes())
     stderr_doc = next(e for e in doc["phases"][0]["evidence"] if e["role"] == "worker-stderr")
     assert stderr_doc["truncated"] is True and stderr_doc["stream_bytes"] == 3_000_000

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+import trio
 
 from factory.proc import ProcessFailure, RunSpec, run
 from tests.proc.helpers import PY, recorded, survivors
@@ -228,3 +229,61 @@ def _kill(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+# Fifty orphans in new sessions that exit at once: each re-parents to the factory (the
+# subreaper) as a zombie. Then the leader marks that it is done and waits.
+ORPHANS = r"""
+import os, sys, time
+for _ in range(50):
+    if os.fork() == 0:
+        if os.fork() == 0:
+            os.setsid()
+        os._exit(0)
+    os.wait()
+open(sys.argv[1], "w").close()
+time.sleep(3)
+"""
+
+
+def _our_zombies() -> int:
+    me = os.getpid()
+    count = 0
+    for proc in psutil.process_iter(["ppid", "status"]):
+        if proc.info["ppid"] == me and proc.info["status"] == psutil.STATUS_ZOMBIE:
+            count += 1
+    return count
+
+
+async def _zombies_while_running(tmp_path: Path, track_interval_s: float) -> int:
+    marker = tmp_path / "made"
+    spec = RunSpec(
+        argv=[PY, "-c", ORPHANS, str(marker)],
+        env={"PATH": "/usr/bin:/bin"},
+        timeout_s=60,
+        grace_s=0.1,
+        track_interval_s=track_interval_s,
+    )
+    seen: list[int] = []
+
+    async def sample() -> None:
+        while not marker.exists():
+            await trio.sleep(0.05)
+        await trio.sleep(1.5)  # several tracking scans (0.25 s) under any load
+        seen.append(_our_zombies())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sample)
+        res = await run(spec)
+    assert res.sweep.survivors == ()
+    return seen[0]
+
+
+async def test_orphans_that_exit_during_the_run_are_reaped_as_they_go(tmp_path: Path) -> None:
+    """A tree that keeps forking cannot fill the process table with its zombies (and slow
+    every scan of the machine) until its teardown: the tracking scan reaps them."""
+    assert await _zombies_while_running(tmp_path, 0.25) < 10
+
+
+async def test_twin_without_tracking_scans_the_zombies_pile_up(tmp_path: Path) -> None:
+    assert await _zombies_while_running(tmp_path, 30.0) >= 40

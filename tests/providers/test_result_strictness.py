@@ -86,3 +86,29 @@ def test_codex_truncated_last_line() -> None:
     assert got is not None and got[0].name == "provider-protocol"
     trailing = codex.parse_events(done + b'{"type":"item.comp')
     assert trailing.garbage_lines == 1 and codex.classify(trailing, 0, b"") is None
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def test_a_deeply_nested_verdict_is_protocol_not_a_crash() -> None:
+    """Issue 8 §7: nesting past the parser's limit is a verdict-schema violation."""
+    with pytest.raises(ProviderFailure) as info:
+        codex.parse_verdict(b'{"verdict":"APPROVE","summary":' + DEEP + b"}")
+    assert info.value.code == "provider-protocol" and "nested too deeply" in info.value.message
+
+
+def test_a_deeply_nested_event_line_is_one_garbage_line_for_both_profiles() -> None:
+    deep = b'{"type":"x","a":' + DEEP + b"}\n"
+    done = b'{"type":"turn.started"}\n{"type":"turn.completed","usage":{}}\n'
+    events = codex.parse_events(deep + done)
+    assert events.garbage_lines == 1 and codex.classify(events, 0, b"") is None
+    init = b'{"type":"system","subtype":"init"}\n'
+    result = (
+        b'{"type":"result","subtype":"success","is_error":false,"result":"ok",'
+        b'"terminal_reason":"completed"}\n'
+    )
+    stream = claude.parse_stream(init + deep + result)
+    assert stream.garbage_lines == 1 and claude.classify(stream, 0, b"") is None
+    # twin: without the deep line nothing is garbage
+    assert claude.parse_stream(init + result).garbage_lines == 0

@@ -127,3 +127,25 @@ async def test_new_or_empty_config_root_twin_is_used_and_made_private(tmp_path: 
             assert session.route.config_root == root
             assert (root / "claude").is_dir() and (root / "codex").is_dir()
         assert stat.S_IMODE(root.stat().st_mode) == 0o700
+
+
+async def test_a_deeply_nested_body_is_a_violation_not_a_python_message(tmp_path: Path) -> None:
+    """Issue 8 §7: nesting past the parser's limit is answered 400 as a script violation
+    whose note names it, never the interpreter's RecursionError text; twin: the same
+    request with an ordinary body is served."""
+    deep = b'{"model":"m","messages":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    async with open_rehearsal(SCENARIO, tmp_path / "route") as session:
+        base, key = session.route.base_url, session.route.api_key
+        statuses = []
+        for body in (deep, BODY):
+            headers = {
+                "x-api-key": key,
+                "x-claude-code-session-id": "s",
+                "content-length": str(len(body)),
+            }
+            statuses.append(await trio.to_thread.run_sync(_post, base, headers, body))
+        records = list(session.requests)
+    assert statuses == [b"HTTP/1.1 400 Bad Request", b"HTTP/1.1 200 OK"]
+    assert [r.outcome for r in records] == ["violation", "scripted"]
+    assert "nested too deeply" in (records[0].note or "")
+    assert "Recursion" not in (records[0].note or "")

@@ -1,0 +1,221 @@
+"""Bad input to ``factory agent`` and ``factory receipt`` gets its named error, never exit 1,
+a hang or an end by signal (issue 8 §7). Real subprocesses; fake profiles."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from factory.errors import ExitCode
+from tests.agent.conftest import Layout
+from tests.agent.test_cli import FAKE, agent_args
+from tests.agent.test_rehearsal_e2e import scenario
+from tests.support.cli import run_factory
+
+SIGNALLER = Path(__file__).with_name("signal_factory.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def last_code(stderr: bytes) -> str:
+    line = stderr.decode(errors="replace").strip().splitlines()[-1]
+    assert line.startswith("factory: "), stderr
+    return line.split(": ")[1]
+
+
+def nothing_written(layout: Layout) -> bool:
+    return not os.path.lexists(layout.receipt) and not os.path.lexists(layout.evidence)
+
+
+# ---- the rehearsal scenario ------------------------------------------------------------------
+
+
+def test_a_fifo_as_the_scenario_is_refused_at_once(layout: Layout, tmp_path: Path) -> None:
+    fifo = tmp_path / "scenario.fifo"
+    os.mkfifo(fifo)
+    started = time.monotonic()
+    proc = run_factory([*agent_args(layout), "--rehearsal", str(fifo)], timeout=60)
+    assert time.monotonic() - started < 30  # it used to wait for a writer forever
+    assert proc.returncode == ExitCode.USAGE, proc.stderr
+    assert last_code(proc.stderr) == "rehearsal-scenario-invalid"
+    assert nothing_written(layout)
+
+
+def test_twin_a_regular_scenario_file_is_read(layout: Layout, tmp_path: Path) -> None:
+    """The same flags with a valid scenario file get past it: the refusal comes from the
+    next check (the primary checkout is not a linked worktree)."""
+    path = scenario(tmp_path, {"role": "worker", "final_message": "done"})
+    args = agent_args(layout, "--rehearsal", str(path))
+    args[args.index("--worktree") + 1] = str(layout.repo)
+    proc = run_factory(args, timeout=60)
+    assert proc.returncode == ExitCode.USAGE and last_code(proc.stderr) != (
+        "rehearsal-scenario-invalid"
+    )
+
+
+@pytest.mark.parametrize("depth", [300, 100_000])
+def test_a_deeply_nested_scenario_is_invalid_not_a_crash(
+    layout: Layout, tmp_path: Path, depth: int
+) -> None:
+    path = tmp_path / "deep.json"
+    path.write_bytes(
+        b'{"schema":"factory.rehearsal-scenario/1","invocations":'
+        + b"[" * depth
+        + b"]" * depth
+        + b"}"
+    )
+    proc = run_factory([*agent_args(layout), "--rehearsal", str(path)], timeout=60)
+    assert proc.returncode == ExitCode.USAGE, proc.stderr
+    assert last_code(proc.stderr) == "rehearsal-scenario-invalid"
+    assert b"Traceback" not in proc.stderr and nothing_written(layout)
+
+
+# ---- a receipt nested too deeply -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["verify", "show"])
+@pytest.mark.parametrize("depth", [300, 100_000])
+def test_a_deeply_nested_receipt_is_receipt_invalid(
+    tmp_path: Path, command: str, depth: int
+) -> None:
+    path = tmp_path / "deep.receipt.json"
+    path.write_bytes(b'{"schema":' + b"[" * depth + b"]" * depth + b"}\n")
+    proc = run_factory(["receipt", command, str(path)], timeout=60)
+    assert proc.returncode == ExitCode.FAILURE, proc.stderr
+    assert last_code(proc.stderr) == "receipt-invalid"
+
+
+# ---- arguments that are not UTF-8 ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "flag", ["--task", "--out", "--evidence", "--worktree", "--rehearsal", "--otel-endpoint"]
+)
+def test_a_flag_that_is_not_utf8_is_refused_before_anything(layout: Layout, flag: str) -> None:
+    extra = {"--rehearsal": str(layout.out / "s.json"), "--otel-endpoint": "http://127.0.0.1:9/"}
+    more = [flag, extra[flag]] if flag in extra else []
+    args: list[str | bytes] = list(agent_args(layout, "--evidence", str(layout.evidence), *more))
+    i = args.index(flag) + 1
+    args[i] = os.fsencode(args[i]) + b"\xff"  # argv bytes, as a shell passes them
+    proc = subprocess.run(
+        [sys.executable, "-m", "factory", *args],
+        cwd=ROOT,
+        input=b"",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == ExitCode.USAGE, proc.stderr
+    assert last_code(proc.stderr) == "argument-not-utf8"
+    assert flag.encode() in proc.stderr.splitlines()[-1]
+    assert nothing_written(layout)
+    assert not list(layout.out.iterdir())  # not even a receipt under the odd name
+
+
+def test_twin_a_non_ascii_utf8_task_runs(layout: Layout) -> None:
+    args = agent_args(layout)
+    args[args.index("--task") + 1] = "corrige la fonction add() — déjà vu"
+    proc = subprocess.run(
+        [sys.executable, str(FAKE), "approve", "--", *args],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["task"] == "corrige la fonction add() — déjà vu"
+
+
+# ---- stdout on a full device -----------------------------------------------------------------
+
+
+def test_agent_with_stdout_on_dev_full_exits_4_beside_a_completed_receipt(
+    layout: Layout,
+) -> None:
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, str(FAKE), "approve", "--", *agent_args(layout)],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+    assert proc.returncode == ExitCode.FAILURE, proc.stderr
+    last = proc.stderr.decode().strip().splitlines()[-1]
+    assert last.startswith("factory: output-write-failed: ") and "do not rerun" in last
+    assert str(layout.receipt) in last
+    assert json.loads(layout.receipt.read_bytes())["status"] == "completed"
+    verified = run_factory(["receipt", "verify", str(layout.receipt)])
+    assert verified.returncode == 0, verified.stderr
+
+
+# ---- signals at completion, and a second SIGTERM --------------------------------------------
+
+
+def _signalled(mode: str, layout: Layout, tmp_path: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, str(SIGNALLER), mode, str(tmp_path / "marker"), "--", *agent_args(layout)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+
+
+@pytest.mark.parametrize("mode", ["int-at-completion", "int-before-stdout"])
+def test_sigint_at_completion_exits_130_with_the_terminal_receipt(
+    layout: Layout, tmp_path: Path, mode: str
+) -> None:
+    proc = _signalled(mode, layout, tmp_path)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ExitCode.INTERRUPTED, err  # not -2: not ended by the signal
+    assert out == layout.receipt.read_bytes()
+    receipt = json.loads(out)
+    assert receipt["status"] == "completed"  # it had completed: the record says so
+    assert run_factory(["receipt", "verify", str(layout.receipt)]).returncode == 0
+
+
+def test_a_second_sigterm_exits_130_with_the_interrupted_receipt(
+    layout: Layout, tmp_path: Path
+) -> None:
+    proc = _signalled("term-twice", layout, tmp_path)
+    marker = tmp_path / "marker"
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)  # the first; the helper sends the second later
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ExitCode.INTERRUPTED, err  # not -15
+    assert out == layout.receipt.read_bytes()
+    assert json.loads(out)["status"] == "interrupted"
+
+
+def test_twin_without_a_signal_the_same_run_exits_0(layout: Layout) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(FAKE), "approve", "--", *agent_args(layout)],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0 and proc.stdout == layout.receipt.read_bytes()
+
+
+# ---- an operator receipt nested too deeply ---------------------------------------------------
+
+
+@pytest.mark.parametrize("depth", [100_000, 10])
+def test_a_deeply_nested_operator_receipt_is_invalid_not_a_crash(
+    tmp_path: Path, depth: int
+) -> None:
+    """depth 10 is the twin: JSON the parser reads, refused by the schema with the same
+    code; depth 100,000 used to escape as RecursionError (internal, exit 1)."""
+    path = tmp_path / "deep.operator.json"
+    path.write_bytes(b'{"schema":' + b"[" * depth + b"]" * depth + b"}\n")
+    proc = run_factory(["operator", "verify", str(path)], timeout=60)
+    assert proc.returncode == ExitCode.FAILURE, proc.stderr
+    assert last_code(proc.stderr) == "operator-receipt-invalid"
+    assert b"Traceback" not in proc.stderr
