@@ -49,6 +49,11 @@ def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def git_argv(args: Sequence[str]) -> list[str]:
+    """The full argv of ``git ARGS`` with the options every factory git call carries."""
+    return [*_BASE_ARGV, *args]
+
+
 def run_git(
     cwd: Path,
     args: Sequence[str],

@@ -1,0 +1,213 @@
+"""Create a fresh linked worktree whose files are the base tree's raw blobs (issue 16).
+
+Two steps, so that a caller can reserve its own outputs in between:
+
+* :func:`plan_worktree` (reads only) resolves the repository from any folder inside it,
+  pins the base to a full commit id once, chooses the folder and the branch, lists and
+  checks the base tree, and refuses bad input with exit 2 — nothing is created.
+* :func:`create_worktree` (effects) claims the folder with an exclusive ``mkdir``, registers
+  it with ``git worktree add --no-checkout`` (hooks switched off: ``core.hooksPath=/dev/null``
+  — the branch creation would otherwise run ``reference-transaction``), then writes the
+  files and the index itself (:mod:`factory.gitio.checkout`: no smudge filter, no ``ident``,
+  no end-of-line conversion, no ``post-checkout``).
+
+Nothing here prunes, repairs, unlocks or removes a worktree registration, and nothing
+removes what it created when a later step fails: the folder stays for the user to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from factory.errors import Failure
+from factory.fsio import physically_inside
+from factory.gitio.checkout import TreeEntry, list_tree, write_index, write_tree_files
+from factory.gitio.repository import Repository, RepositoryRefused, locate_repository, resolve_base
+from factory.gitio.run import GitFailure, run_git, try_git
+from factory.gitio.worktree import Worktree, head_commit, head_ref, index_path, locate
+
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
+BRANCH_PREFIX = "factory/run-"
+DIR_INFIX = ".factory-run-"
+
+
+class CreateRefused(RepositoryRefused):
+    """The folder or the branch cannot be used; nothing was created (exit 2)."""
+
+    default_code = "worktree-create-refused"
+
+
+class CreateFailed(Failure):
+    """Creating the worktree failed after it began (exit 4); what exists stays."""
+
+    default_code = "worktree-create-failed"
+
+
+def new_run_id() -> str:
+    """A short random run id (12 hex digits) naming the default folder and branch."""
+    return secrets.token_hex(6)
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreeSpec:
+    """What the caller asked for.
+
+    ``base``: a revision (default ``HEAD`` of ``repo``). ``path``: the new folder (default:
+    beside the repository, named after the run). ``branch``: ``None`` for
+    ``factory/run-<run id>``, ``""`` for a detached HEAD, else the new branch's name.
+    """
+
+    repo: Path
+    base: str | None = None
+    path: Path | None = None
+    branch: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WorktreePlan:
+    """Everything :func:`create_worktree` needs, decided once (``base_commit`` is the full
+    commit id; ``path`` is physical, the path git and the receipt will name)."""
+
+    repository: Repository
+    base_commit: str
+    base_tree: str
+    path: Path
+    branch: str | None
+    run_id: str
+    entries: tuple[TreeEntry, ...]
+
+
+def _default_path(repo: Repository, run_id: str) -> Path:
+    stem = repo.anchor.name
+    if repo.anchor == repo.common_dir and stem.endswith(".git") and len(stem) > 4:
+        stem = stem[:-4]
+    return repo.anchor.parent / f"{stem or 'repository'}{DIR_INFIX}{run_id}"
+
+
+def _check_path(repo: Repository, raw: Path) -> Path:
+    absolute = Path(os.path.abspath(raw))
+    if os.path.lexists(absolute):
+        raise CreateRefused(
+            "--worktree-dir already exists; name a new folder (factory creates it)",
+            code="worktree-dir-exists",
+        )
+    parent = absolute.parent
+    if not parent.is_dir():
+        raise CreateRefused(
+            "the folder of --worktree-dir does not exist; create it first",
+            code="worktree-dir-folder-missing",
+        )
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise CreateRefused(
+            "the folder of --worktree-dir is not writable; choose another place",
+            code="worktree-dir-not-writable",
+        )
+    path = Path(os.path.realpath(parent)) / absolute.name
+    folders = [repo.common_dir, repo.anchor, *(w for w in repo.worktrees if w.is_dir())]
+    if any(physically_inside(path, f) for f in folders):
+        raise CreateRefused(
+            "--worktree-dir lies inside the repository's git directory or one of its "
+            "worktrees; choose a folder outside them",
+            code="worktree-dir-inside-repository",
+        )
+    if any(os.path.abspath(w) in (os.fspath(absolute), os.fspath(path)) for w in repo.worktrees):
+        raise CreateRefused(
+            "--worktree-dir is still registered as a (missing) worktree of this repository; "
+            "choose another folder (factory never prunes registrations)",
+            code="worktree-dir-registered",
+        )
+    return path
+
+
+def _check_branch(repo: Repository, name: str) -> None:
+    valid = (
+        not name.startswith("-")
+        and name != "HEAD"
+        and try_git(repo.common_dir, ["check-ref-format", f"refs/heads/{name}"])[0] == 0
+    )
+    if not valid:
+        raise CreateRefused(
+            "--branch is not a valid branch name (see git check-ref-format); pass another, "
+            'or --branch "" for a detached HEAD',
+            code="branch-invalid",
+        )
+    parts = name.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts))]
+    patterns = [f"refs/heads/{name}", *(f"refs/heads/{p}" for p in prefixes)]
+    out = run_git(
+        repo.common_dir, ["for-each-ref", "--format=%(refname)", *patterns], what="git for-each-ref"
+    )
+    taken = {f"refs/heads/{p}" for p in prefixes}
+    for ref in out.decode("utf-8", "surrogateescape").splitlines():
+        if ref == f"refs/heads/{name}" or ref.startswith(f"refs/heads/{name}/") or ref in taken:
+            raise CreateRefused(
+                "--branch already exists (or a branch above or below its name does); pass a "
+                'new name, or --branch "" for a detached HEAD',
+                code="branch-exists",
+            )
+
+
+def plan_worktree(spec: WorktreeSpec, run_id: str | None = None) -> WorktreePlan:
+    """Decide the creation without changing anything (see the module docstring).
+
+    Raises:
+        RepositoryRefused: see :func:`~factory.gitio.repository.locate_repository` and
+            :func:`~factory.gitio.repository.resolve_base`.
+        CreateRefused: ``worktree-dir-exists``, ``worktree-dir-folder-missing``,
+            ``worktree-dir-not-writable``, ``worktree-dir-inside-repository``,
+            ``worktree-dir-registered``, ``branch-invalid``, ``branch-exists``.
+        UnsafeTree: the base tree holds a path git refuses to check out.
+    """
+    run_id = run_id or new_run_id()
+    if not re.fullmatch(r"[0-9a-f]{6,64}", run_id):
+        raise ValueError("run ids are lower-case hex")
+    repo = locate_repository(spec.repo)
+    commit, tree = resolve_base(repo, spec.base)
+    path = _check_path(repo, spec.path if spec.path is not None else _default_path(repo, run_id))
+    branch = f"{BRANCH_PREFIX}{run_id}" if spec.branch is None else (spec.branch or None)
+    if branch is not None:
+        _check_branch(repo, branch)
+    entries = tuple(list_tree(repo.common_dir, commit))
+    return WorktreePlan(repo, commit, tree, path, branch, run_id, entries)
+
+
+def create_worktree(plan: WorktreePlan) -> Worktree:
+    """Create the planned worktree and return it (see the module docstring).
+
+    Raises:
+        CreateFailed: the folder was taken meanwhile, git failed, or the new worktree does
+            not hold the planned HEAD (exit 4).
+        CheckoutFailed: writing the files or the index failed (exit 4).
+    """
+    mtime_ns = (time.time_ns() // 1_000_000_000 - 1) * 1_000_000_000
+    try:
+        os.mkdir(plan.path, 0o777)
+    except FileExistsError as exc:
+        raise CreateFailed(
+            "the worktree folder was created by someone else after the checks; rerun",
+            code="worktree-dir-taken",
+        ) from exc
+    how = ["-b", plan.branch] if plan.branch is not None else ["--detach"]
+    args = [*NO_HOOKS, "worktree", "add", "--no-checkout", *how, "--", os.fspath(plan.path)]
+    try:
+        run_git(plan.repository.common_dir, [*args, plan.base_commit], what="git worktree add")
+    except GitFailure as exc:
+        raise CreateFailed(
+            "git worktree add failed (the branch may have been created meanwhile); the "
+            "folder stays for inspection",
+        ) from exc
+    wt = locate(plan.path)
+    ref = f"refs/heads/{plan.branch}" if plan.branch is not None else None
+    if head_commit(wt) != plan.base_commit or head_ref(wt) != ref:
+        raise CreateFailed(
+            "the new worktree's HEAD is not the planned base and branch; inspect it",
+            code="worktree-create-mismatch",
+        )
+    files = write_tree_files(wt.root, plan.repository.common_dir, list(plan.entries), mtime_ns)
+    write_index(index_path(wt), files, plan.repository.object_format, mtime_ns)
+    return wt

@@ -1,0 +1,174 @@
+"""Find the repository a folder belongs to, and resolve revisions in it (issue 16).
+
+Any folder inside a repository will do: its main worktree, a linked worktree, a folder in
+its git directory, a bare repository, a submodule's checkout. Everything here only reads.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from factory.errors import Refused
+from factory.gitio.run import run_git, try_git
+
+
+class RepositoryRefused(Refused):
+    """The repository or the base revision cannot be used; nothing was created (exit 2)."""
+
+    default_code = "repository-refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Repository:
+    """A repository as git sees it from ``start`` (physical paths).
+
+    ``anchor`` is the folder a new worktree goes beside by default: the worktree ``start``
+    lies in, else the main worktree (the common dir's parent when it is named ``.git``),
+    else the bare repository itself. ``worktrees`` are the folders of every registered
+    worktree, existing or not (``git worktree list``).
+    """
+
+    start: Path
+    common_dir: Path
+    anchor: Path
+    worktrees: tuple[Path, ...]
+    object_format: str
+    shallow: bool
+
+
+def _text(out: bytes) -> str:
+    return out.decode("utf-8", "surrogateescape").strip()
+
+
+def _registered(common: Path) -> tuple[Path, ...]:
+    out = run_git(common, ["worktree", "list", "--porcelain", "-z"], what="git worktree list")
+    return tuple(
+        Path(os.fsdecode(rec[len(b"worktree ") :]))
+        for rec in out.split(b"\0")
+        if rec.startswith(b"worktree ")
+    )
+
+
+def locate_repository(path: Path) -> Repository:
+    """Resolve the repository ``path`` lies in.
+
+    Raises:
+        RepositoryRefused: ``repo-missing``, ``not-a-git-repository``,
+            ``repository-partial-clone`` (its objects may be fetched from the network on
+            demand, and factory never reaches the network for a checkout).
+    """
+    if not path.is_dir():
+        raise RepositoryRefused(
+            "--repo is not an existing folder; pass a folder inside a git repository",
+            code="repo-missing",
+        )
+    code, out = try_git(
+        path, ["rev-parse", "--path-format=absolute", "--git-common-dir", "--show-object-format"]
+    )
+    parts = _text(out).split("\n")
+    if code != 0 or len(parts) < 2:
+        raise RepositoryRefused(
+            "--repo is not inside a git repository; pass a repository, a worktree of one, or "
+            "a folder inside it",
+            code="not-a-git-repository",
+        )
+    common = Path(os.path.realpath(parts[0]))
+    object_format = parts[1]
+    code, top = try_git(path, ["rev-parse", "--path-format=absolute", "--show-toplevel"])
+    if code == 0 and _text(top):
+        anchor = Path(os.path.realpath(_text(top)))
+    else:  # a bare repository, or a folder inside a git directory
+        anchor = common.parent if common.name == ".git" else common
+    if _partial_clone(common):
+        raise RepositoryRefused(
+            "--repo is a partial clone: checking out its base may fetch objects from the "
+            "network, which factory never does; create the worktree yourself and pass "
+            "--worktree",
+            code="repository-partial-clone",
+        )
+    shallow = _text(try_git(common, ["rev-parse", "--is-shallow-repository"])[1]) == "true"
+    return Repository(
+        start=Path(os.path.realpath(path)),
+        common_dir=common,
+        anchor=anchor,
+        worktrees=_registered(common),
+        object_format=object_format,
+        shallow=shallow,
+    )
+
+
+def _partial_clone(common: Path) -> bool:
+    """A promisor remote is configured (``extensions.partialClone`` or any
+    ``remote.<name>.promisor`` true): missing objects would be fetched on demand."""
+    if try_git(common, ["config", "--get", "extensions.partialclone"])[0] == 0:
+        return True
+    out = try_git(common, ["config", "--type=bool", "--get-regexp", r"^remote\..*\.promisor$"])[1]
+    return any(line.endswith(b" true") for line in out.splitlines())
+
+
+def _has_any_ref(repo: Repository) -> bool:
+    out = try_git(repo.common_dir, ["for-each-ref", "--count=1", "--format=%(refname)"])[1]
+    return bool(out.strip())
+
+
+def _object_id(repo: Repository, rev: str) -> str | None:
+    """The id of the existing object ``rev`` names, or ``None``. Two steps: a suffix cannot
+    follow every revision syntax (``HEAD:path^{object}`` names a path), and a full hex id
+    resolves whether or not the object exists."""
+    code, out = try_git(repo.start, ["rev-parse", "--verify", "-q", "--end-of-options", rev])
+    if code != 0 or not out.strip():
+        return None
+    code, out = try_git(repo.start, ["rev-parse", "--verify", "-q", f"{_text(out)}^{{object}}"])
+    return _text(out) if code == 0 and out.strip() else None
+
+
+def _missing(repo: Repository, rev: str) -> RepositoryRefused:
+    if not _has_any_ref(repo) and try_git(repo.start, ["rev-parse", "-q", "--verify", "HEAD"])[0]:
+        return RepositoryRefused(
+            "the repository has no commit yet; commit a base first", code="repository-empty"
+        )
+    if rev == "HEAD":
+        return RepositoryRefused(
+            "HEAD of --repo names a branch with no commit yet; pass --base with a commit",
+            code="base-unborn",
+        )
+    if repo.shallow:
+        return RepositoryRefused(
+            "--base is not in this repository, which is a shallow clone: the commit may lie "
+            "beyond its boundary; fetch more history (git fetch --deepen) or choose another base",
+            code="base-missing-shallow",
+        )
+    return RepositoryRefused(
+        "--base names nothing in this repository; pass a commit, branch or tag",
+        code="base-missing",
+    )
+
+
+def resolve_base(repo: Repository, base: str | None) -> tuple[str, str]:
+    """The full commit id and tree id ``base`` names (default ``HEAD`` of ``repo.start``).
+
+    Resolved once; every later step uses the ids, never the expression.
+
+    Raises:
+        RepositoryRefused: ``repository-empty`` (no commit at all), ``base-unborn`` (HEAD
+            names a branch with no commit yet), ``base-missing`` / ``base-missing-shallow``
+            (nothing by that name here; in a shallow clone it may lie beyond the boundary),
+            ``base-not-a-commit`` (a tree, a blob, or a tag of one).
+    """
+    rev = "HEAD" if base is None else base
+    oid = _object_id(repo, rev)
+    if oid is None:
+        raise _missing(repo, rev)
+    code, commit = try_git(repo.start, ["rev-parse", "--verify", "-q", f"{oid}^{{commit}}"])
+    if code != 0 or not commit.strip():
+        raise RepositoryRefused(
+            "--base names an object that is not a commit (a tree or a blob); pass a commit",
+            code="base-not-a-commit",
+        )
+    commit_id = _text(commit)
+    tree = run_git(
+        repo.common_dir, ["rev-parse", "--verify", f"{commit_id}^{{tree}}"], what="git rev-parse"
+    )
+    return commit_id, _text(tree)
