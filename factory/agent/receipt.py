@@ -159,16 +159,36 @@ class PhaseRecord(StrictModel):
     duration_ms: int
 
 
+Isolation = Literal["caller-supplied-linked-git-worktree", "factory-created-linked-git-worktree"]
+
+
 class BaseRecord(StrictModel):
-    """The entry state of the worktree (SPEC A-3)."""
+    """The entry state of the worktree (SPEC A-3). ``isolation`` says who made the linked
+    worktree: the caller (``--worktree``) or factory itself (``--repo``, see
+    :class:`WorktreeCreation`)."""
 
     commit: str
     tree: str
     index_tree: str
-    isolation: Literal["caller-supplied-linked-git-worktree"] = (
-        "caller-supplied-linked-git-worktree"
-    )
+    isolation: Isolation = "caller-supplied-linked-git-worktree"
     execution_boundary: Literal["host-user-process"] = "host-user-process"
+
+
+class WorktreeCreation(StrictModel):
+    """The linked worktree factory created for the run (``factory agent --repo``).
+
+    ``repository``: the repository's common git directory; ``base_commit``: the full commit
+    id the base was pinned to, once, before anything was created; ``branch``: the new
+    branch's short name, ``None`` for a detached HEAD; ``path``: the worktree's folder
+    (physical). Written into the ``running`` reservation before the folder exists, so a
+    run that fails or is interrupted while creating it still names it. The worktree is
+    never removed automatically (``factory worktree remove`` does it on request).
+    """
+
+    repository: str
+    base_commit: str
+    branch: str | None
+    path: str
 
 
 class ErrorRecord(StrictModel):
@@ -196,6 +216,7 @@ class AgentReceipt(StrictModel):
     verify`` can re-derive the candidate. ``route_evidence`` is what the route itself
     recorded (on the rehearsal route: the scripted model's log of every request it served,
     ``factory.rehearsal-log/1``, SPEC P-5); absent on the subscription route.
+    ``worktree_creation`` is present exactly when factory created the worktree (``--repo``).
     """
 
     schema_: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
@@ -216,14 +237,17 @@ class AgentReceipt(StrictModel):
     residuals: list[str]
     timings: Timings
     route_evidence: EvidenceRef | None = None
+    worktree_creation: WorktreeCreation | None = None
     revision: str | None = None
 
     def to_json_value(self) -> dict[str, Any]:
-        """The JSON value; ``route_evidence`` is left out when absent, so receipts written
-        before the field existed keep their exact bytes and revision."""
+        """The JSON value; ``route_evidence`` and ``worktree_creation`` are left out when
+        absent, so receipts written before the fields existed keep their exact bytes and
+        revision."""
         value = super().to_json_value()
-        if value.get("route_evidence") is None:
-            value.pop("route_evidence", None)
+        for optional in ("route_evidence", "worktree_creation"):
+            if value.get(optional) is None:
+                value.pop(optional, None)
         return value
 
     def body_value(self) -> dict[str, Any]:

@@ -29,7 +29,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -41,6 +41,7 @@ from factory import __version__
 from factory.agent import evidence as ev
 from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
+from factory.agent.creating import Prelude
 from factory.agent.faults import (
     AgentFailure,
     failure_code,
@@ -66,6 +67,7 @@ from factory.agent.receipt import (
     RoleName,
     Timings,
     VerdictName,
+    WorktreeCreation,
     receipt_bytes,
 )
 from factory.errors import ExitCode, ProviderFailure
@@ -166,10 +168,13 @@ _EVIDENCE_PREFIX = {
 class _Run:
     """One admitted run: mutable phase state and the terminal-receipt writer."""
 
-    def __init__(self, admitted: Admitted, deps: AgentDeps) -> None:
+    def __init__(
+        self, admitted: Admitted, deps: AgentDeps, creation: WorktreeCreation | None = None
+    ) -> None:
         self.a = admitted
         self.wt: Worktree = admitted.worktree
         self.deps = deps
+        self.creation = creation  # set when factory created the worktree (--repo)
         self.store = ev.EvidenceStore(admitted.evidence, admitted.receipt.parent)
         self.phases: list[PhaseRecord] = []
         self.initial: _Candidate | None = None
@@ -232,6 +237,7 @@ class _Run:
                 "error": error,
                 "residuals": list(DECLARED_RESIDUALS),
                 "route_evidence": self.route_ref,
+                "worktree_creation": self.creation,
                 "timings": Timings(
                     started_at=self.started_at,
                     ended_at=self.deps.utc_now() if terminal else None,
@@ -239,6 +245,16 @@ class _Run:
                 ),
             }
         ).closed()
+
+    def adopt(self, admitted: Admitted) -> None:
+        """Take over the admission of the worktree created after the reservation; its HEAD
+        must be the base pinned before creation."""
+        if admitted.base_commit != self.a.base_commit or admitted.receipt != self.a.receipt:
+            raise AgentFailure(
+                "the created worktree's HEAD is not the pinned base commit; inspect it",
+                code="worktree-create-mismatch",
+            )
+        self.a, self.wt = admitted, admitted.worktree
 
     def report_route(self) -> None:
         """Store the route's own record once (see :class:`RouteReport`); never raises."""
@@ -497,7 +513,14 @@ class _Run:
         await self.io(self.store.claim)
         commit = self.a.base_commit
         idx = await self.io(partial(index_tree, self.wt))
-        self.base = BaseRecord(commit=commit, tree=self.a.base_tree, index_tree=idx)
+        self.base = BaseRecord(
+            commit=commit,
+            tree=self.a.base_tree,
+            index_tree=idx,
+            isolation="factory-created-linked-git-worktree"
+            if self.creation is not None
+            else "caller-supplied-linked-git-worktree",
+        )
         self.entry_ref = await self.io(partial(head_ref, self.wt))
         task = self.a.request.task
 
@@ -532,8 +555,14 @@ class _Run:
         return self.finish("rejected", int(ExitCode.REJECTED), None)
 
 
-async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
+async def run_agent(
+    request: AgentRequest, deps: AgentDeps, *, prelude: Prelude | None = None
+) -> RunOutcome:
     """Admit, reserve, run the cycle and write the terminal receipt (SPEC A-1…A-8).
+
+    With ``prelude`` (``factory agent --repo``, :mod:`factory.agent.creating`) the receipt
+    is reserved first, then the worktree is created, then admitted as usual; a refusal of
+    that admission is then a failure (4) whose receipt names the worktree.
 
     Returns:
         the outcome: exit 0 completed, 3 rejected, 4 typed failure (receipt ``failed``).
@@ -545,6 +574,8 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
     """
     observer = deps.observer
     safely(partial(observer.stage, "validating", remaining_invocations=4))
+    if prelude is not None:
+        return await _created_run(prelude, deps)
     first = await trio.to_thread.run_sync(admit, request)
     with hold_worktree(first.worktree):
         # Admitted again under the lock: a run that ended meanwhile may have left changes.
@@ -555,8 +586,28 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
 async def _admitted_run(admitted: Admitted, deps: AgentDeps) -> RunOutcome:
     run = _Run(admitted, deps)
     reserve(admitted.receipt, receipt_bytes(run.receipt("running", None, None)))
+    return await _closing(run, run.cycle)
+
+
+async def _created_run(prelude: Prelude, deps: AgentDeps) -> RunOutcome:
+    run = _Run(prelude.planned, deps, prelude.record)
+    reserve(prelude.planned.receipt, receipt_bytes(run.receipt("running", None, None)))
+    admit_created = partial(admit, prelude.planned.request, receipt_reserved=True)
+
+    async def create_admit_cycle() -> RunOutcome:
+        await trio.to_thread.run_sync(prelude.effect)
+        first = await trio.to_thread.run_sync(admit_created)
+        with hold_worktree(first.worktree):
+            run.adopt(await trio.to_thread.run_sync(admit_created))
+            return await run.cycle()
+
+    return await _closing(run, create_admit_cycle)
+
+
+async def _closing(run: _Run, body: Callable[[], Awaitable[RunOutcome]]) -> RunOutcome:
+    """Run ``body`` after the reservation; every way out leaves a terminal receipt."""
     try:
-        return await run.cycle()
+        return await body()
     except BaseException as exc:
         if interrupted(exc):
             run.finish(

@@ -32,8 +32,16 @@ Run a coding agent on TASK in the linked git worktree W and write a receipt to R
     REQUEST_CHANGES  → exactly one repair (claude) → a fresh reviewer → its verdict is final:
                        APPROVE → exit 0, REQUEST_CHANGES → rejected, exit 3
 
-W must be a clean *linked* worktree ('git worktree add'); R and the evidence folder
-(default R.evidence) must not exist and must lie outside W and its git directories.
+W must be a clean *linked* worktree ('git worktree add'). Or let factory create one:
+--repo REPO (any folder inside a repository, a linked worktree or a bare repository)
+creates a fresh linked worktree at --base (default: REPO's HEAD, pinned to a full commit
+id) in --worktree-dir (default: a new folder beside the repository, named after the run)
+on a new branch (--branch, default factory/run-<id>; --branch "" for a detached HEAD),
+with the base's raw bytes — no hooks, no filters — and then admits it like any other.
+The worktree stays after the run, whatever its outcome; the receipt names it, and
+'factory worktree remove R' removes it when it is clean or holds exactly the candidate.
+R and the evidence folder (default R.evidence) must not exist and must lie outside W and
+its git directories.
 stdout: the terminal receipt (canonical JSON). stderr: progress (no task text, no paths).
 Exit codes: 0 completed, 2 refused before anything ran, 3 rejected, 4 typed failure,
 130 interrupted (the receipt says so), 1 internal error.
@@ -44,7 +52,19 @@ loopback model: that proves the control path, nothing about model judgement.
 
 def register(sub: Any) -> None:
     p = sub.add_parser("agent", help="run worker → review → one repair → review", description=HELP)
-    p.add_argument("--worktree", required=True, metavar="W", help="a clean linked git worktree")
+    p.add_argument("--worktree", metavar="W", help="a clean linked git worktree")
+    p.add_argument(
+        "--repo", metavar="REPO", help="create a fresh linked worktree of this repository"
+    )
+    p.add_argument("--base", metavar="REV", help="with --repo: the base commit (default HEAD)")
+    p.add_argument(
+        "--worktree-dir", metavar="D", help="with --repo: the new folder (must not exist)"
+    )
+    p.add_argument(
+        "--branch",
+        metavar="NAME",
+        help='with --repo: the new branch (default factory/run-<id>; "" detaches HEAD)',
+    )
     p.add_argument("--task", required=True, metavar="T", help="what the worker should do")
     p.add_argument("--out", required=True, metavar="R", help="receipt path (must not exist)")
     p.add_argument(
@@ -147,26 +167,68 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
 
     from factory.agent.admission import AgentRequest, admit
 
-    request = AgentRequest(
-        worktree=Path(args.worktree),
-        task=args.task,
-        receipt=Path(args.out),
-        evidence=Path(args.evidence) if args.evidence is not None else None,
-        timeout_ms=args.timeout_ms,
-    )
+    _check_worktree_flags(args)
     _check_endpoint(args.otel_endpoint)
     scenario = None
     if args.rehearsal is not None:
         from factory.rehearsal import load_scenario
 
         scenario = load_scenario(Path(args.rehearsal))
-    admitted = admit(request)  # refusals exit 2 before any provider is even imported
+    request = AgentRequest(
+        worktree=Path(args.worktree if args.repo is None else args.repo),
+        task=args.task,
+        receipt=Path(args.out),
+        evidence=Path(args.evidence) if args.evidence is not None else None,
+        timeout_ms=args.timeout_ms,
+    )
+    prelude = None
+    if args.repo is not None:
+        # Every refusal of the creating form happens here, before anything is created.
+        prelude = _prepare_creation(args, request)
+        request, evidence = prelude.planned.request, prelude.planned.evidence
+    else:
+        evidence = admit(request).evidence  # refusals exit 2 before any provider is imported
     agent, reviewer = load_profiles()
     observer, tasks = _observer(args)
     result: tuple[int, bytes] = trio.run(
-        _main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence
+        _main, request, agent, reviewer, observer, tasks, scenario, evidence, prelude
     )
     return result
+
+
+_CREATION_FLAGS = (("base", "--base"), ("worktree_dir", "--worktree-dir"), ("branch", "--branch"))
+
+
+def _check_worktree_flags(args: argparse.Namespace) -> None:
+    """Exactly one of --worktree and --repo; the creation flags only with --repo (exit 2)."""
+    from factory.errors import UsageError
+
+    if (args.worktree is None) == (args.repo is None):
+        raise UsageError(
+            "give exactly one of --worktree W (an existing linked worktree) and --repo REPO "
+            "(factory creates one)",
+            code="worktree-or-repo",
+        )
+    for dest, flag in (("repo", "--repo"), *_CREATION_FLAGS[:2]):
+        if getattr(args, dest) == "":
+            raise UsageError(f"{flag} is empty; pass a path or revision", code="empty-path")
+    if args.repo is None:
+        for dest, flag in _CREATION_FLAGS:
+            if getattr(args, dest) is not None:
+                raise UsageError(f"{flag} needs --repo", code="creation-flag-needs-repo")
+
+
+def _prepare_creation(args: argparse.Namespace, draft: Any) -> Any:
+    from factory.agent.creating import prepare
+    from factory.gitio.create import WorktreeSpec
+
+    spec = WorktreeSpec(
+        repo=Path(args.repo),
+        base=args.base,
+        path=Path(args.worktree_dir) if args.worktree_dir is not None else None,
+        branch=args.branch,
+    )
+    return prepare(spec, draft)
 
 
 def rehearsal_report(session: Any) -> Any:
@@ -220,6 +282,7 @@ async def _main(
     tasks: list[Callable[[], Any]],
     scenario: Any,
     evidence: Path,
+    prelude: Any = None,
 ) -> tuple[int, bytes]:
     import trio
 
@@ -250,7 +313,7 @@ async def _main(
                         observer=observer,
                         route_report=report,
                     )
-                    outcome = await run_agent(request, deps)
+                    outcome = await run_agent(request, deps, prelude=prelude)
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # A refusal raised inside run_agent (e.g. worktree-busy) arrives wrapped by the
