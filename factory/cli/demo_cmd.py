@@ -1,7 +1,8 @@
 """``factory demo``: the README's main job on its embedded default (SPEC A, P-5).
 
-Creates a sample repository with a real bug and a linked worktree under ``state/``, runs
-the full agent cycle on the rehearsal route — the real, pinned Claude Code and Codex CLIs
+Creates a sample repository with a real bug under ``state/`` and runs, through ``factory
+agent --repo`` (factory creates the linked worktree itself), the full agent cycle on the
+rehearsal route — the real, pinned Claude Code and Codex CLIs
 against a scripted loopback model: the worker fixes the bug, the reviewer asks for a test,
 the repair adds it, a fresh reviewer approves — then verifies the receipt and renders it.
 
@@ -28,8 +29,9 @@ bug in median(), the reviewer requests a test, one repair adds it, a fresh revie
 approves. The receipt is then verified and shown. A rehearsal proves the control path,
 nothing about model judgement. Needs the pinned CLIs (./scripts/setup installs them).
 
-Files go to a new folder (default: state/demo-<UTC time>): repo/, worktree/,
-receipt.json and receipt.json.evidence/. stdout: a factory.demo-report/1 JSON object.
+Files go to a new folder (default: state/demo-<UTC time>): repo/, worktree/ (the linked
+worktree the run creates, as 'factory agent --repo' does), receipt.json and
+receipt.json.evidence/. stdout: a factory.demo-report/1 JSON object.
 """
 
 BANNER = (
@@ -71,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from factory import fsio
     from factory.agent.verify import verify
     from factory.cli import agent_cmd
-    from factory.demo.sample import DEMO_TASK, create_sample
+    from factory.demo.sample import DEMO_BRANCH, DEMO_TASK, create_sample
     from factory.errors import ExitCode
 
     root = _demo_dir(args.dir)
@@ -83,7 +85,11 @@ def run(args: argparse.Namespace) -> int:
     receipt = root / "receipt.json"
     scenario = Path(str(files("factory.demo").joinpath("scenario.json")))
     agent_args = argparse.Namespace(
-        worktree=str(sample.worktree),
+        worktree=None,
+        repo=str(sample.repo),
+        base=None,
+        worktree_dir=str(sample.worktree),
+        branch=DEMO_BRANCH,
         task=DEMO_TASK,
         out=str(receipt),
         evidence=None,
