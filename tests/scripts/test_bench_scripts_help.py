@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-SCRIPTS = ("bench_digest", "bench_bus", "bench_supervise", "bench_agent", "bench_observers")
+SCRIPTS = (
+    "bench_digest",
+    "bench_bus",
+    "bench_supervise",
+    "bench_agent",
+    "bench_observers",
+    "bench_worktree",
+)
 
 
 def _bare_env() -> dict[str, str]:
