@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -15,13 +14,6 @@ from factory.errors import ExitCode, FactoryError
 from factory.gitio.create import WorktreeSpec, create_worktree, plan_worktree
 from tests.gitio.helpers import sample_repo, snapshot
 from tests.support.git import git
-
-
-@dataclass
-class Case:
-    code: str
-    bad: Callable[[Path], WorktreeSpec]
-    twin: Callable[[Path], WorktreeSpec]
 
 
 def _repo(tmp: Path) -> Path:
@@ -98,110 +90,54 @@ def _unsafe_base(tmp: Path) -> str:
     return git(repo, "commit-tree", "-m", "evil", tree).strip()
 
 
-CASES = [
-    Case(
-        "base-missing",
-        lambda t: WorktreeSpec(_repo(t), base="nope"),
-        lambda t: WorktreeSpec(_repo(t), base="main"),
-    ),
-    Case(
-        "base-unborn",
-        lambda t: WorktreeSpec(_unborn(t)),
-        lambda t: WorktreeSpec(_unborn(t), base="main"),
-    ),
-    Case(
-        "base-not-a-commit",
-        lambda t: WorktreeSpec(_repo(t), base="HEAD^{tree}"),
-        lambda t: WorktreeSpec(_repo(t), base="HEAD^{commit}"),
-    ),
-    Case(
-        "base-not-a-commit",
-        lambda t: WorktreeSpec(_repo(t), base="HEAD:README.md"),
-        lambda t: WorktreeSpec(_repo(t), base="HEAD~1"),
-    ),
-    Case(
-        "repository-empty",
-        lambda t: WorktreeSpec(_empty(t)),
-        lambda t: WorktreeSpec(_first_commit(t)),
-    ),
-    Case(
-        "base-missing-shallow",
-        lambda t: WorktreeSpec(_shallow(t), base=_root_commit(t)),
-        lambda t: WorktreeSpec(_shallow(t), base="HEAD"),
-    ),
-    Case(
-        "base-missing-shallow",
-        lambda t: WorktreeSpec(_shallow(t), base="HEAD~1"),
-        lambda t: WorktreeSpec(_shallow(t), base="HEAD~0"),
-    ),
-    Case(
-        "worktree-dir-exists",
-        lambda t: WorktreeSpec(_repo(t), path=_taken(t)),
-        lambda t: WorktreeSpec(_repo(t), path=t / "free"),
-    ),
-    Case(
-        "worktree-dir-exists",
-        lambda t: WorktreeSpec(_repo(t), path=_dangling(t)),
-        lambda t: WorktreeSpec(_repo(t), path=t / "nowhere"),
-    ),
-    Case(
-        "worktree-dir-folder-missing",
-        lambda t: WorktreeSpec(_repo(t), path=t / "no" / "wt"),
-        lambda t: WorktreeSpec(_repo(t), path=t / "wt"),
-    ),
-    Case(
-        "worktree-dir-inside-repository",
-        lambda t: WorktreeSpec(_repo(t), path=t / "proj" / "wt"),
-        lambda t: WorktreeSpec(_repo(t), path=t / "proj-wt"),
-    ),
-    Case(
-        "worktree-dir-inside-repository",
-        lambda t: WorktreeSpec(_repo(t), path=t / "proj" / ".git" / "wt"),
-        lambda t: WorktreeSpec(_repo(t), path=t / "wt"),
-    ),
-    Case(
-        "branch-exists",
-        lambda t: WorktreeSpec(_repo(t), branch="main"),
-        lambda t: WorktreeSpec(_repo(t), branch="main-2"),
-    ),
-    Case(
-        "branch-exists",
-        lambda t: WorktreeSpec(_repo(t), branch="main/sub"),
-        lambda t: WorktreeSpec(_repo(t), branch="mainline/sub"),
-    ),
-    Case(
-        "branch-invalid",
-        lambda t: WorktreeSpec(_repo(t), branch="a..b"),
-        lambda t: WorktreeSpec(_repo(t), branch="a.b"),
-    ),
-    Case(
-        "branch-invalid",
-        lambda t: WorktreeSpec(_repo(t), branch="-x"),
-        lambda t: WorktreeSpec(_repo(t), branch="x-"),
-    ),
-    Case("repo-missing", lambda t: WorktreeSpec(t / "absent"), lambda t: WorktreeSpec(_repo(t))),
-    Case(
-        "not-a-git-repository", lambda t: WorktreeSpec(_taken(t)), lambda t: WorktreeSpec(_repo(t))
-    ),
-    Case(
-        "base-tree-unsafe",
-        lambda t: WorktreeSpec(_repo(t), base=_unsafe_base(t)),
-        lambda t: WorktreeSpec(_repo(t), base="HEAD"),
-    ),
+def at(*parts: str) -> Callable[[Path], Path]:
+    return lambda t: t.joinpath(*parts)
+
+
+Make = Callable[[Path], object]
+# code, repository, the bad input, its twin (values may be made from the test folder)
+CASES: list[tuple[str, Make, dict[str, object], dict[str, object]]] = [
+    ("base-missing", _repo, {"base": "nope"}, {"base": "main"}),
+    ("base-unborn", _unborn, {}, {"base": "main"}),
+    ("base-not-a-commit", _repo, {"base": "HEAD^{tree}"}, {"base": "HEAD^{commit}"}),
+    ("base-not-a-commit", _repo, {"base": "HEAD:README.md"}, {"base": "HEAD~1"}),
+    ("repository-empty", _empty, {}, {"repo": _first_commit}),
+    ("base-missing-shallow", _shallow, {"base": _root_commit}, {"base": "HEAD"}),
+    ("base-missing-shallow", _shallow, {"base": "HEAD~1"}, {"base": "HEAD~0"}),
+    ("worktree-dir-exists", _repo, {"path": _taken}, {"path": at("free")}),
+    ("worktree-dir-exists", _repo, {"path": _dangling}, {"path": at("nowhere")}),
+    ("worktree-dir-folder-missing", _repo, {"path": at("no", "wt")}, {"path": at("wt")}),
+    ("worktree-dir-inside-repository", _repo, {"path": at("proj", "wt")}, {"path": at("p-wt")}),
+    ("worktree-dir-inside-repository", _repo, {"path": at("proj", ".git", "w")}, {}),
+    ("branch-exists", _repo, {"branch": "main"}, {"branch": "main-2"}),
+    ("branch-exists", _repo, {"branch": "main/sub"}, {"branch": "mainline/sub"}),
+    ("branch-invalid", _repo, {"branch": "a..b"}, {"branch": "a.b"}),
+    ("branch-invalid", _repo, {"branch": "-x"}, {"branch": "x-"}),
+    ("repo-missing", at("absent"), {}, {"repo": _repo}),
+    ("not-a-git-repository", _taken, {}, {"repo": _repo}),
+    ("base-tree-unsafe", _repo, {"base": _unsafe_base}, {"base": "HEAD"}),
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"{i:02d}-{c.code}" for i, c in enumerate(CASES)])
-def test_refusal_creates_nothing_and_its_twin_creates(tmp_path: Path, case: Case) -> None:
-    bad = case.bad(tmp_path)
+def spec(tmp: Path, repo: Make, fields: dict[str, object]) -> WorktreeSpec:
+    made = {k: v(tmp) if callable(v) else v for k, v in {"repo": repo, **fields}.items()}
+    return WorktreeSpec(**made)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("code", "repo", "bad", "twin"), CASES, ids=[f"{i:02d}-{c[0]}" for i, c in enumerate(CASES)]
+)
+def test_refusal_creates_nothing_and_its_twin_creates(
+    tmp_path: Path, code: str, repo: Make, bad: dict[str, object], twin: dict[str, object]
+) -> None:
+    refused_spec = spec(tmp_path, repo, bad)
     before = snapshot(tmp_path)
     with pytest.raises(FactoryError) as refused:
-        plan_worktree(bad, "0123456789ab")
-    assert (refused.value.code, refused.value.exit_code) == (case.code, ExitCode.USAGE)
+        plan_worktree(refused_spec, "0123456789ab")
+    assert (refused.value.code, refused.value.exit_code) == (code, ExitCode.USAGE)
     assert snapshot(tmp_path) == before  # nothing created, nothing rewritten
 
-    twin = case.twin(tmp_path)
-    plan = plan_worktree(twin, "0123456789ab")
+    plan = plan_worktree(spec(tmp_path, repo, twin), "0123456789ab")
     wt = create_worktree(plan)
     assert git(wt.root, "status", "--porcelain") == ""
     assert git(wt.root, "rev-parse", "HEAD").strip() == plan.base_commit
