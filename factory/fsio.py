@@ -29,7 +29,8 @@ from factory.errors import FactoryError, Refused
 class OutputExists(Refused):
     """The output path is already taken; nothing was written."""
 
-    default_code = "output-exists"
+
+OUTPUT_EXISTS = OutputExists.define("output-exists", "choose a new path", default=True)
 
 
 def fsync_dir(folder: Path) -> None:
@@ -58,7 +59,7 @@ def write_exclusive(path: Path, data: bytes, *, mode: int = 0o600) -> None:
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     except FileExistsError as exc:
-        raise OutputExists(f"{path} already exists; choose a new path") from exc
+        raise OUTPUT_EXISTS(f"{path} already exists") from exc
     try:
         _write_all(fd, data)
         os.fsync(fd)
@@ -109,7 +110,7 @@ def claim_dir(path: Path, *, mode: int = 0o700) -> None:
     try:
         os.mkdir(path, mode)
     except FileExistsError as exc:
-        raise OutputExists(f"{path} already exists; choose a new folder") from exc
+        raise OUTPUT_EXISTS(f"{path} already exists") from exc
 
 
 def nearest_existing(path: Path) -> tuple[Path, tuple[str, ...]]:

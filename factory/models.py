@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from factory.canonical import canonical_bytes
-from factory.errors import FactoryError
+from factory.errors import INTERNAL, Code
 
 M = TypeVar("M", bound="StrictModel")
 
@@ -46,11 +46,10 @@ def parse_model(
     model: type[M],
     data: Any,
     *,
-    error: type[FactoryError] = FactoryError,
+    code: Code[Any] = INTERNAL,
     what: str = "document",
-    code: str | None = None,
 ) -> M:
-    """Validate ``data`` (a JSON value) as ``model`` or raise ``error`` with one line.
+    """Validate ``data`` (a JSON value) as ``model`` or raise ``code``'s error with one line.
 
     JSON input is validated in lax-for-JSON mode (strings stay strings, ints stay ints),
     which pydantic applies to ``model_validate_json``; here values are already decoded, so
@@ -59,4 +58,4 @@ def parse_model(
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise error(f"{what} is invalid: {describe_validation_error(exc)}", code=code) from exc
+        raise code(f"{what} is invalid: {describe_validation_error(exc)}") from exc

@@ -18,17 +18,38 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from factory.errors import ProviderFailure
+
 Role = Literal["worker", "repair", "reviewer"]
 VerdictValue = Literal["APPROVE", "REQUEST_CHANGES"]
 
-PROVIDER_FAILURE_CODES = (
+# The P-4 codes: the one set every profile maps its failures onto.
+_define = ProviderFailure.define
+PROVIDER_NOT_FOUND = _define(
     "provider-not-found",
+    "install the pinned CLIs with ./scripts/setup, or put the CLI on PATH (see factory doctor)",
+)
+PROVIDER_AUTH_REQUIRED = _define(
     "provider-auth-required",
+    "log in with the CLI itself (claude: /login; codex: codex login) and check with factory "
+    "doctor; on the rehearsal route, rerun: the scripted server refused the CLI",
+)
+PROVIDER_NETWORK = _define(
     "provider-network",
-    "provider-timeout",
-    "provider-output-limit",
-    "provider-protocol",
-    "provider-failed",
+    "check the network and rerun; on the rehearsal route, the CLI could not reach the "
+    "scripted loopback server",
+)
+PROVIDER_TIMEOUT = _define(
+    "provider-timeout", "raise --timeout-ms (at most 1800000) or narrow the task"
+)
+PROVIDER_OUTPUT_LIMIT = _define(
+    "provider-output-limit", "narrow the task so the CLI prints less, then rerun"
+)
+PROVIDER_PROTOCOL = _define(
+    "provider-protocol", "check the CLI's version against the pin with factory doctor"
+)
+PROVIDER_FAILED = _define(
+    "provider-failed", "read the phase's stderr evidence, then rerun", default=True
 )
 
 REHEARSAL_EXECUTION = (

@@ -26,16 +26,27 @@ import trio
 
 from factory.errors import ProviderFailure
 from factory.proc import MIB, ProcessFailure
-from factory.provider_api import ProviderResult, RehearsalRoute, Role, Route
+from factory.proc.runner import TIMEOUT
+from factory.provider_api import (
+    PROVIDER_AUTH_REQUIRED,
+    PROVIDER_FAILED,
+    PROVIDER_NETWORK,
+    PROVIDER_PROTOCOL,
+    ProviderResult,
+    RehearsalRoute,
+    Role,
+    Route,
+)
 from providers.common import (
     ClosedProfile,
+    Problem,
     caller_base,
     json_lines,
     probe_version,
-    process_failure_code,
+    problem_failure,
+    process_failure,
     rehearsal_home,
     route_home,
-    route_message,
     run_within_deadline,
     shape,
     stderr_tail,
@@ -70,9 +81,7 @@ SUBSCRIPTION_RETRIES = "3"
 def build_argv(binary: Path, role: Role) -> list[str]:
     """The exact argv for ``role`` (``worker`` or ``repair``); the prompt goes on stdin."""
     if role not in ROLES:
-        raise ProviderFailure(
-            f"claude has no role {role!r}; it runs worker and repair", code="provider-failed"
-        )
+        raise PROVIDER_FAILED(f"claude has no role {role!r}; it runs worker and repair only")
     return [
         str(binary),
         "-p",
@@ -158,7 +167,7 @@ def parse_stream(stdout: bytes) -> Stream:
     return out
 
 
-def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] | None:
+def classify(stream: Stream, exit_code: int, stderr: bytes) -> Problem | None:
     """None for a usable run, else ``(P-4 code, one-line message)``.
 
     Usable means: a ``result`` event with ``is_error`` exactly ``false``, subtype
@@ -167,10 +176,10 @@ def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] |
     res = stream.result
     if res is None:
         if stream.auth_failed:
-            return "provider-auth-required", "claude is not logged in; run 'claude' and /login"
+            return PROVIDER_AUTH_REQUIRED, "claude is not logged in"
         if exit_code == 0:
-            return "provider-protocol", "claude exited 0 without a result event"
-        return "provider-failed", f"claude exited {exit_code} without a result: " + stderr_tail(
+            return PROVIDER_PROTOCOL, "claude exited 0 without a result event"
+        return PROVIDER_FAILED, f"claude exited {exit_code} without a result: " + stderr_tail(
             stderr
         )
     text = str(res.get("result", ""))
@@ -178,31 +187,28 @@ def classify(stream: Stream, exit_code: int, stderr: bytes) -> tuple[str, str] |
     if res.get("is_error") is True:
         status = res.get("api_error_status")
         if text.startswith("Not logged in") or stream.auth_failed or status in (401, 403):
-            return "provider-auth-required", (
-                f"claude: {first or 'authentication failed'}; log in with 'claude' (/login) "
-                "and check with 'factory doctor'"
-            )
+            return PROVIDER_AUTH_REQUIRED, (f"claude: {first or 'authentication failed'}")
         if res.get("api_error") == "connection_failed" or text.startswith(
             ("API Error: Connection", "API Error: Unable to connect")
         ):
-            return "provider-network", f"claude could not reach its API: {first}"
-        return "provider-failed", f"claude reported an error ({res.get('terminal_reason')}): " + (
+            return PROVIDER_NETWORK, f"claude could not reach its API: {first}"
+        return PROVIDER_FAILED, f"claude reported an error ({res.get('terminal_reason')}): " + (
             first or str(res.get("subtype"))
         )
     if res.get("is_error") is not False:
-        return "provider-protocol", (
+        return PROVIDER_PROTOCOL, (
             f"claude's result event has is_error={res.get('is_error')!r}, not a boolean"
         )
     subtype = str(res.get("subtype", ""))
     if subtype != "success":
-        return "provider-failed", f"claude stopped: {subtype} ({res.get('terminal_reason')})"
+        return PROVIDER_FAILED, f"claude stopped: {subtype} ({res.get('terminal_reason')})"
     reason = res.get("terminal_reason", "completed")
     if reason != "completed":
-        return "provider-failed", f"claude ended with terminal_reason {reason!r}: " + (
+        return PROVIDER_FAILED, f"claude ended with terminal_reason {reason!r}: " + (
             first or "no text"
         )
     if exit_code != 0:
-        return "provider-protocol", f"claude exited {exit_code} after a successful result"
+        return PROVIDER_PROTOCOL, f"claude exited {exit_code} after a successful result"
     return None
 
 
@@ -239,11 +245,7 @@ class ClaudeProfile(ClosedProfile):
         if not isinstance(route, RehearsalRoute):
             status = await self.auth_status(resolved, env)
             if status.get("loggedIn") is False:
-                raise ProviderFailure(
-                    "claude has no subscription login here; run 'claude' and /login, then "
-                    "'factory doctor'",
-                    code="provider-auth-required",
-                )
+                raise PROVIDER_AUTH_REQUIRED("claude has no subscription login here")
         res = await run_within_deadline(
             self._fx,
             argv=argv,
@@ -258,7 +260,7 @@ class ClaudeProfile(ClosedProfile):
         )
         problem = classify(parse_stream(res.stdout), res.exit_code, res.stderr)
         if problem is not None:
-            raise ProviderFailure(route_message(route, *problem), code=problem[0])
+            raise problem_failure(route, problem)
         return ProviderResult(
             profile=NAME,
             role=role,
@@ -273,13 +275,10 @@ class ClaudeProfile(ClosedProfile):
     @staticmethod
     def _from_process_failure(exc: ProcessFailure) -> ProviderFailure:
         res = exc.result
-        if exc.code == "timeout" and res is not None:
+        if exc.spec is TIMEOUT and res is not None:
             stream = parse_stream(res.stdout)
             if stream.retries and stream.last_type == "system/api_retry":
-                return ProviderFailure(
-                    f"claude kept retrying its API ({stream.retries} retries) until the "
-                    "deadline; check the network",
-                    code="provider-network",
+                return PROVIDER_NETWORK(
+                    f"claude kept retrying its API ({stream.retries} retries) until the deadline"
                 )
-            return ProviderFailure(f"claude: {exc.message}", code="provider-timeout")
-        return ProviderFailure(f"claude: {exc.message}", code=process_failure_code(exc))
+        return process_failure(exc, NAME)

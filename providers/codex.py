@@ -28,16 +28,27 @@ from pydantic import ValidationError
 from factory.errors import ProviderFailure
 from factory.models import StrictModel
 from factory.proc import MIB, ProcessFailure
-from factory.provider_api import ProviderResult, RehearsalRoute, Route, Verdict
+from factory.proc.runner import TIMEOUT
+from factory.provider_api import (
+    PROVIDER_AUTH_REQUIRED,
+    PROVIDER_FAILED,
+    PROVIDER_NETWORK,
+    PROVIDER_PROTOCOL,
+    ProviderResult,
+    RehearsalRoute,
+    Route,
+    Verdict,
+)
 from providers.common import (
     ClosedProfile,
+    Problem,
     caller_base,
     json_lines,
     probe_version,
-    process_failure_code,
+    problem_failure,
+    process_failure,
     rehearsal_home,
     route_home,
-    route_message,
     run_within_deadline,
     shape,
     stderr_tail,
@@ -183,7 +194,7 @@ def parse_verdict(data: bytes) -> Verdict:
             a duplicated key, or a summary that is not valid Unicode (lone surrogate).
     """
     if not data.strip():
-        raise ProviderFailure("codex wrote no verdict (empty -o file)", code="provider-protocol")
+        raise PROVIDER_PROTOCOL("codex wrote no verdict (empty -o file)")
     try:
         doc = json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
         parsed = _VerdictDoc.model_validate(doc)
@@ -199,9 +210,7 @@ def parse_verdict(data: bytes) -> Verdict:
             reason = "summary is not valid Unicode (lone surrogate)"
         else:
             reason = "not JSON"
-        raise ProviderFailure(
-            f"codex verdict violates the verdict schema: {reason}", code="provider-protocol"
-        ) from exc
+        raise PROVIDER_PROTOCOL(f"codex verdict violates the verdict schema: {reason}") from exc
     return Verdict(verdict=parsed.verdict, summary=parsed.summary)
 
 
@@ -220,11 +229,11 @@ def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def classify(events: Events, exit_code: int, stderr: bytes) -> tuple[str, str] | None:
+def classify(events: Events, exit_code: int, stderr: bytes) -> Problem | None:
     """None when the turn completed, else ``(P-4 code, one-line message)``."""
     if events.terminal == "completed":
         if exit_code != 0:
-            return "provider-protocol", (
+            return PROVIDER_PROTOCOL, (
                 f"codex exited {exit_code} after turn.completed: {stderr_tail(stderr)}"
             )
         return None
@@ -232,18 +241,15 @@ def classify(events: Events, exit_code: int, stderr: bytes) -> tuple[str, str] |
         msg = events.failure[:200]
         low = msg.lower()
         if "401" in msg or "403" in msg or "unauthorized" in low or "not logged in" in low:
-            return "provider-auth-required", (
-                f"codex was refused by its API ({msg}); log in with 'codex login' and check "
-                "with 'factory doctor'"
-            )
+            return PROVIDER_AUTH_REQUIRED, (f"codex was refused by its API ({msg})")
         if "connection" in low or "network" in low or "stream disconnected" in low:
-            return "provider-network", f"codex could not reach its API: {msg}"
-        return "provider-failed", f"codex turn failed: {msg}"
+            return PROVIDER_NETWORK, f"codex could not reach its API: {msg}"
+        return PROVIDER_FAILED, f"codex turn failed: {msg}"
     if b"Not logged in" in stderr:
-        return "provider-auth-required", "codex is not logged in; run 'codex login'"
+        return PROVIDER_AUTH_REQUIRED, "codex is not logged in"
     if exit_code == 0:
-        return "provider-protocol", "codex exited 0 without a turn.completed event"
-    return "provider-failed", f"codex exited {exit_code}: {stderr_tail(stderr)}"
+        return PROVIDER_PROTOCOL, "codex exited 0 without a turn.completed event"
+    return PROVIDER_FAILED, f"codex exited {exit_code}: {stderr_tail(stderr)}"
 
 
 class CodexProfile(ClosedProfile):
@@ -278,11 +284,7 @@ class CodexProfile(ClosedProfile):
         if not isinstance(route, RehearsalRoute):
             logged_in, message = await self.login_status(resolved, env)
             if not logged_in:
-                raise ProviderFailure(
-                    f"codex has no login here ({message}); run 'codex login', "
-                    "then 'factory doctor'",
-                    code="provider-auth-required",
-                )
+                raise PROVIDER_AUTH_REQUIRED(f"codex has no login here ({message})")
         work = Path(tempfile.mkdtemp(prefix="codex-review-", dir=scratch))
         schema_file, verdict_file = work / "verdict-schema.json", work / "verdict.json"
         schema_file.write_text(json.dumps(VERDICT_SCHEMA, sort_keys=True))
@@ -307,7 +309,7 @@ class CodexProfile(ClosedProfile):
         )
         problem = classify(parse_events(res.stdout), res.exit_code, res.stderr)
         if problem is not None:
-            raise ProviderFailure(route_message(route, *problem), code=problem[0])
+            raise problem_failure(route, problem)
         raw = _read_capped(verdict_file)
         verdict = parse_verdict(raw)
         replacements = {
@@ -332,16 +334,14 @@ class CodexProfile(ClosedProfile):
     @staticmethod
     def _from_process_failure(exc: ProcessFailure) -> ProviderFailure:
         res = exc.result
-        if exc.code == "timeout" and res is not None:
+        if exc.spec is TIMEOUT and res is not None:
             events = parse_events(res.stdout)
             if events.reconnects:
-                return ProviderFailure(
+                return PROVIDER_NETWORK(
                     f"codex was still reconnecting at the deadline ({events.reconnects} "
-                    "'Reconnecting' events); check the network",
-                    code="provider-network",
+                    "'Reconnecting' events)"
                 )
-            return ProviderFailure(f"codex: {exc.message}", code="provider-timeout")
-        return ProviderFailure(f"codex: {exc.message}", code=process_failure_code(exc))
+        return process_failure(exc, NAME)
 
 
 def _read_capped(path: Path) -> bytes:
@@ -349,9 +349,7 @@ def _read_capped(path: Path) -> bytes:
         with path.open("rb") as fh:
             data = fh.read(VERDICT_CAP + 1)
     except FileNotFoundError:
-        raise ProviderFailure("codex left no verdict file", code="provider-protocol") from None
+        raise PROVIDER_PROTOCOL("codex left no verdict file") from None
     if len(data) > VERDICT_CAP:
-        raise ProviderFailure(
-            f"codex verdict is larger than {VERDICT_CAP} bytes", code="provider-protocol"
-        )
+        raise PROVIDER_PROTOCOL(f"codex verdict is larger than {VERDICT_CAP} bytes")
     return data

@@ -19,9 +19,19 @@ from typing import Any, Literal
 
 import trio
 
-from factory.errors import ProviderFailure
+from factory.errors import Code, ProviderFailure
 from factory.proc import BASE_ALLOW, ProcessFailure, RunResult, RunSpec, pick, run
-from factory.provider_api import RehearsalRoute, Route
+from factory.proc.runner import LAUNCH_FAILED, OUTPUT_LIMIT, TIMEOUT
+from factory.provider_api import (
+    PROVIDER_AUTH_REQUIRED,
+    PROVIDER_FAILED,
+    PROVIDER_NETWORK,
+    PROVIDER_NOT_FOUND,
+    PROVIDER_OUTPUT_LIMIT,
+    PROVIDER_TIMEOUT,
+    RehearsalRoute,
+    Route,
+)
 from providers.resolve import Resolved, resolve
 
 CALLER_ALLOW: tuple[str, ...] = BASE_ALLOW
@@ -100,9 +110,7 @@ async def probe_version(binary: Path, env: Mapping[str, str], runner: Runner) ->
         st = binary.stat()
         key = (str(binary), st.st_mtime_ns, st.st_size)
     except OSError as exc:
-        raise ProviderFailure(
-            f"{binary} is not readable: {exc.strerror}", code="provider-not-found"
-        ) from exc
+        raise PROVIDER_NOT_FOUND(f"{binary} is not readable: {exc.strerror}") from exc
     if key in _version_cache:
         return _version_cache[key]
     try:
@@ -117,26 +125,25 @@ async def probe_version(binary: Path, env: Mapping[str, str], runner: Runner) ->
             )
         )
     except ProcessFailure as exc:
-        raise ProviderFailure(
-            f"{binary} --version failed ({exc.code}); reinstall the CLI", code="provider-not-found"
-        ) from exc
+        raise PROVIDER_NOT_FOUND(f"{binary} --version failed ({exc.code})") from exc
     line = res.stdout.decode("utf-8", "replace").strip().splitlines()
     if res.exit_code != 0 or not line:
-        raise ProviderFailure(
-            f"{binary} --version exited {res.exit_code} without a version; reinstall the CLI",
-            code="provider-not-found",
-        )
+        raise PROVIDER_NOT_FOUND(f"{binary} --version exited {res.exit_code} without a version")
     _version_cache[key] = line[0].strip()
     return _version_cache[key]
 
 
-def process_failure_code(exc: ProcessFailure) -> str:
-    """Map a runner failure to the P-4 code used when no better evidence exists."""
-    return {
-        "timeout": "provider-timeout",
-        "output-limit": "provider-output-limit",
-        "launch-failed": "provider-not-found",
-    }.get(exc.code, "provider-failed")
+def process_failure(exc: ProcessFailure, profile: str) -> ProviderFailure:
+    """The P-4 failure for a runner failure when no better evidence exists. The runner's
+    words name the program already; the profile is named only when they do not, so a
+    message never stutters (``claude: claude did not finish``)."""
+    code = {
+        TIMEOUT: PROVIDER_TIMEOUT,
+        OUTPUT_LIMIT: PROVIDER_OUTPUT_LIMIT,
+        LAUNCH_FAILED: PROVIDER_NOT_FOUND,
+    }.get(exc.spec, PROVIDER_FAILED)
+    named = exc.fact.startswith((f"{profile} ", f"{profile}:", f"'{profile}'"))
+    return code(exc.fact if named else f"{profile}: {exc.fact}")
 
 
 def stderr_tail(data: bytes, limit: int = 200) -> str:
@@ -159,12 +166,17 @@ def shape(argv: list[str], replacements: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def route_message(route: Route, code: str, message: str) -> str:
-    """On the rehearsal route, auth and network failures concern the factory's own
-    loopback server, not a login: say so instead of advising ``/login``."""
-    if isinstance(route, RehearsalRoute) and code in ("provider-auth-required", "provider-network"):
-        return f"rehearsal model server at {route.base_url}: {message.split('; ')[0]}"
-    return message
+Problem = tuple[Code[ProviderFailure], str]
+"""What a profile's ``classify`` found: the P-4 code and what happened."""
+
+
+def problem_failure(route: Route, problem: Problem) -> ProviderFailure:
+    """The failure for ``problem``. On the rehearsal route, auth and network failures
+    concern the factory's own loopback server, not a login: the fact says so."""
+    code, fact = problem
+    if isinstance(route, RehearsalRoute) and code in (PROVIDER_AUTH_REQUIRED, PROVIDER_NETWORK):
+        return code(f"rehearsal model server at {route.base_url}: {fact}")
+    return code(fact)
 
 
 async def run_within_deadline(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from factory.errors import ProviderFailure
+from factory.provider_api import PROVIDER_NOT_FOUND
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 _SHELLS = frozenset(
@@ -153,18 +153,16 @@ def unwrap(name: str, found: Path) -> tuple[Path, str]:
         for candidate in _native_candidates(name, real):
             if candidate.is_file() and _is_elf(candidate) and os.access(candidate, os.X_OK):
                 return candidate, f"npm launcher {real.name}"
-        raise ProviderFailure(
-            f"{name}: {found} is an npm launcher whose native platform binary is missing; "
-            f"reinstall the CLI with npm (optional dependencies enabled)",
-            code="provider-not-found",
+        raise PROVIDER_NOT_FOUND(
+            f"{name}: {found} is an npm launcher whose native platform binary is missing "
+            "(reinstall it with npm, optional dependencies enabled)"
         )
     interp = _interpreter(real)
     if interp is None or interp in _SHELLS:
         what = f"a {interp} script" if interp else "neither a native binary nor a #! program"
-        raise ProviderFailure(
-            f"{name}: {found} is {what}; factory runs provider CLIs without a shell — put "
-            "the native binary on PATH",
-            code="provider-not-found",
+        raise PROVIDER_NOT_FOUND(
+            f"{name}: {found} is {what}; factory runs provider CLIs without a shell, so the "
+            "native binary must come first on PATH"
         )
     return real, f"#! {interp} program"
 
@@ -197,8 +195,5 @@ def resolve(
         if path.is_file() and os.access(path, os.X_OK):
             native, note = unwrap(name, path)
             return Resolved(path=native, found=path, via=via, unwrapped=note)
-    raise ProviderFailure(
-        f"{name} was not found on PATH or in {CHECKOUT / 'node_modules/.bin'}; install it "
-        f"(npm install in the checkout, or the vendor's installer) and run 'factory doctor'",
-        code="provider-not-found",
-    )
+    where = CHECKOUT / "node_modules/.bin"
+    raise PROVIDER_NOT_FOUND(f"{name} was not found on PATH or in {where}")

@@ -47,7 +47,34 @@ TIMEOUT_DEFAULT_MS = 600_000
 class AdmissionRefused(Refused):
     """The run was refused before anything ran or was written (exit 2)."""
 
-    default_code = "admission-refused"
+
+_define = AdmissionRefused.define
+TASK_REQUIRED = _define("task-required", "say what the worker should do with --task")
+TIMEOUT_OUT_OF_RANGE = _define(
+    "timeout-out-of-range", f"pass --timeout-ms between {TIMEOUT_MIN_MS} and {TIMEOUT_MAX_MS}"
+)
+_OUTSIDE = "put the receipt and the evidence outside the worktree and its git directories"
+RECEIPT_INSIDE_WORKTREE = _define("receipt-inside-worktree", _OUTSIDE)
+EVIDENCE_INSIDE_WORKTREE = _define("evidence-inside-worktree", _OUTSIDE)
+RECEIPT_EXISTS = _define("receipt-exists", "choose a new --out path")
+EVIDENCE_EXISTS = _define("evidence-exists", "choose a new --evidence path (or --out)")
+RECEIPT_FOLDER_MISSING = _define("receipt-folder-missing", "create the folder of --out first")
+EVIDENCE_FOLDER_MISSING = _define(
+    "evidence-folder-missing", "create the folder of --evidence first"
+)
+NO_BASE_COMMIT = _define("no-base-commit", "commit a base on the worktree's branch first")
+WORKTREE_NOT_CLEAN = _define(
+    "worktree-not-clean", "commit or remove them (git status shows them) and retry"
+)
+WORKTREE_HIDES_CHANGES = _define(
+    "worktree-hides-changes",
+    "clear those bits (git update-index --no-assume-unchanged / --no-skip-worktree) and retry",
+)
+WORKTREE_BUSY = _define("worktree-busy", "wait for the other run to end, or use another worktree")
+_PLACEMENT = {
+    "receipt": (RECEIPT_INSIDE_WORKTREE, RECEIPT_EXISTS, RECEIPT_FOLDER_MISSING),
+    "evidence": (EVIDENCE_INSIDE_WORKTREE, EVIDENCE_EXISTS, EVIDENCE_FOLDER_MISSING),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,33 +103,22 @@ class Admitted:
 def _outside(path: Path, folders: Sequence[Path], what: str, flag: str) -> None:
     for folder in folders:
         if physically_inside(path, folder):
-            raise AdmissionRefused(
-                f"{flag} lies inside the worktree or its git directories; put the {what} "
-                "outside both",
-                code=f"{what}-inside-worktree",
-            )
+            raise _PLACEMENT[what][0](f"{flag} lies inside the worktree or its git directories")
 
 
 def _free(path: Path, what: str, flag: str) -> None:
     if os.path.lexists(path):
-        raise AdmissionRefused(f"{flag} already exists; choose a new path", code=f"{what}-exists")
+        raise _PLACEMENT[what][1](f"{flag} already exists")
     if not path.parent.is_dir():
-        raise AdmissionRefused(
-            f"the folder of {flag} does not exist; create it first", code=f"{what}-folder-missing"
-        )
+        raise _PLACEMENT[what][2](f"the folder of {flag} does not exist")
 
 
 def check_task_and_timeout(request: AgentRequest) -> None:
     """The checks that need no worktree: ``task-required``, ``timeout-out-of-range``."""
     if not request.task.strip():
-        raise AdmissionRefused(
-            "--task is empty; say what the worker should do", code="task-required"
-        )
+        raise TASK_REQUIRED("--task is empty")
     if not TIMEOUT_MIN_MS <= request.timeout_ms <= TIMEOUT_MAX_MS:
-        raise AdmissionRefused(
-            f"--timeout-ms must be between {TIMEOUT_MIN_MS} and {TIMEOUT_MAX_MS}",
-            code="timeout-out-of-range",
-        )
+        raise TIMEOUT_OUT_OF_RANGE(f"--timeout-ms {request.timeout_ms} is out of range")
 
 
 def output_paths(request: AgentRequest) -> tuple[Path, Path]:
@@ -126,7 +142,7 @@ def check_outputs(
         _free(receipt, "receipt", "--out")
     _free(evidence, "evidence", "--evidence")
     if receipt == evidence:
-        raise AdmissionRefused("--out and --evidence must differ", code="evidence-exists")
+        raise EVIDENCE_EXISTS("--out and --evidence name the same path")
 
 
 def admit(request: AgentRequest, *, receipt_reserved: bool = False) -> Admitted:
@@ -143,21 +159,13 @@ def admit(request: AgentRequest, *, receipt_reserved: bool = False) -> Admitted:
     check_outputs(receipt, evidence, folders, receipt_reserved=receipt_reserved)
     base = head_commit(wt)
     if base is None:
-        raise AdmissionRefused(
-            "the worktree's branch has no commit yet; commit a base first", code="no-base-commit"
-        )
+        raise NO_BASE_COMMIT("the worktree's branch has no commit yet")
     if status_bytes(wt):
-        raise AdmissionRefused(
-            "the worktree has staged, unstaged or untracked changes; commit or remove them "
-            "(git status shows them) and retry",
-            code="worktree-not-clean",
-        )
+        raise WORKTREE_NOT_CLEAN("the worktree has staged, unstaged or untracked changes")
     if hidden_entries(wt):
-        raise AdmissionRefused(
+        raise WORKTREE_HIDES_CHANGES(
             "the worktree's index marks files assume-unchanged or skip-worktree, which hides "
-            "their changes from git status and the candidate; clear those bits "
-            "(git update-index --no-assume-unchanged / --no-skip-worktree) and retry",
-            code="worktree-hides-changes",
+            "their changes from git status and the candidate"
         )
     return Admitted(request, wt, receipt, evidence, base, commit_tree(wt, base))
 
@@ -178,10 +186,7 @@ def hold_worktree(wt: Worktree) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise AdmissionRefused(
-                "another factory agent run is using this worktree; wait for it to end",
-                code="worktree-busy",
-            ) from None
+            raise WORKTREE_BUSY("another factory agent run is using this worktree") from None
         yield
     finally:
         os.close(fd)

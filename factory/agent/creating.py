@@ -21,7 +21,8 @@ from functools import partial
 from pathlib import Path
 
 from factory.agent.admission import (
-    AdmissionRefused,
+    EVIDENCE_INSIDE_WORKTREE,
+    RECEIPT_INSIDE_WORKTREE,
     Admitted,
     AgentRequest,
     check_outputs,
@@ -65,12 +66,12 @@ def inside_new_folder(path: Path, folder: Path) -> bool:
 
 def _check_outputs(request: AgentRequest, plan: WorktreePlan) -> tuple[Path, Path]:
     receipt, evidence = output_paths(request)
-    for path, what, flag in ((receipt, "receipt", "--out"), (evidence, "evidence", "--evidence")):
+    for path, code, flag in (
+        (receipt, RECEIPT_INSIDE_WORKTREE, "--out"),
+        (evidence, EVIDENCE_INSIDE_WORKTREE, "--evidence"),
+    ):
         if inside_new_folder(path, plan.path):
-            raise AdmissionRefused(
-                f"{flag} lies inside the worktree to be created; put the {what} outside it",
-                code=f"{what}-inside-worktree",
-            )
+            raise code(f"{flag} lies inside the worktree to be created")
     check_outputs(receipt, evidence, (plan.repository.common_dir,))
     return receipt, evidence
 

@@ -30,7 +30,10 @@ _ROLE = re.compile(r"^[a-z][a-z0-9-]*$")
 class EvidenceFailure(IntegrityFailure):
     """Evidence could not be stored or did not read back as written (exit 4)."""
 
-    default_code = "evidence-replay-failed"
+
+EVIDENCE_STORE_FAILED = EvidenceFailure.define(
+    "evidence-replay-failed", "check free space, permissions and the disk of the evidence folder"
+)
 
 
 def read_nofollow(path: Path, limit: int | None = None) -> bytes:
@@ -84,12 +87,9 @@ class EvidenceStore:
             write_exclusive(path, data, mode=0o600)
             back = read_nofollow(path)
         except (OSError, OutputExists) as exc:
-            raise EvidenceFailure(
-                "evidence could not be stored; check free space and permissions of the "
-                "evidence folder"
-            ) from exc
+            raise EVIDENCE_STORE_FAILED("evidence could not be stored") from exc
         if len(back) != len(data) or sha256_hex(back) != sha:
-            raise EvidenceFailure("evidence did not read back as written; check the disk")
+            raise EVIDENCE_STORE_FAILED("evidence did not read back as written")
         ref = EvidenceRef(
             role=role,
             path=self._shown_path(path),

@@ -17,7 +17,28 @@ from factory.errors import FactoryError, Failure
 class AgentFailure(Failure):
     """A typed failure of the run after admission (exit 4); codes per the phase table."""
 
-    default_code = "agent-failed"
+
+_RESET = "reset the worktree to its base and rerun"
+WORKER_GIT_MUTATION = AgentFailure.define("worker-git-mutation", _RESET)
+REPAIR_GIT_MUTATION = AgentFailure.define("repair-git-mutation", _RESET)
+NO_CANDIDATE_CHANGE = AgentFailure.define(
+    "no-candidate-change", "rephrase the task so the worker changes a file"
+)
+REPAIR_NO_CHANGE = AgentFailure.define(
+    "repair-no-change", "the run ends without a second review; rerun with a clearer task"
+)
+REVIEWER_MUTATION = AgentFailure.define(
+    "reviewer-mutation", "its review is void: reset the worktree and rerun"
+)
+REVIEWER_PROTOCOL = AgentFailure.define(
+    "reviewer-protocol", "rerun; if it repeats, check the reviewer CLI's version (factory doctor)"
+)
+SCRATCH_UNAVAILABLE = AgentFailure.define(
+    "scratch-unavailable", "set TMPDIR to a folder outside the worktree"
+)
+ROUTE_EVIDENCE_FAILED = AgentFailure.define(
+    "route-evidence-failed", "check the evidence folder and rerun"
+)
 
 
 def leaves(exc: BaseException) -> list[BaseException]:

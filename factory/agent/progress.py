@@ -61,7 +61,7 @@ _VERDICTS: frozenset[str] = frozenset({"APPROVE", "REQUEST_CHANGES"})
 class ProgressRecord(StrictModel):
     """One progress record: a line of ``--progress jsonl`` (``factory.agent-progress/1``)."""
 
-    schema_: Literal["factory.agent-progress/1"] = Field(default=PROGRESS_SCHEMA, alias="schema")
+    schema_id: Literal["factory.agent-progress/1"] = Field(default=PROGRESS_SCHEMA, alias="schema")
     event: Literal["stage", "heartbeat"]
     stage: ProgressStage
     elapsed_ms: int = Field(ge=0)

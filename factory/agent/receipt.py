@@ -86,7 +86,7 @@ class CandidateBody(StrictModel):
     patch base tree → candidate tree (new untracked files included).
     """
 
-    schema_: Literal["factory.candidate-identity/1"] = Field(
+    schema_id: Literal["factory.candidate-identity/1"] = Field(
         default=CANDIDATE_SCHEMA, alias="schema"
     )
     base_commit: str
@@ -219,7 +219,7 @@ class AgentReceipt(StrictModel):
     ``worktree_creation`` is present exactly when factory created the worktree (``--repo``).
     """
 
-    schema_: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
+    schema_id: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
     status: Status
     exit_code: int | None
     execution: str

@@ -26,8 +26,8 @@ from rich.table import Table
 from rich.text import Text
 
 from factory.agent.receipt import AgentReceipt, CandidateRecord, EvidenceRef, PhaseRecord
+from factory.agent.verify import RECEIPT_INVALID
 from factory.display import inert
-from factory.errors import IntegrityFailure
 from factory.models import parse_model
 
 MAX_ROWS: Final = 200
@@ -41,12 +41,6 @@ _STATUS_STYLE: Final = {
     "running": "bold cyan",
 }
 _VERDICT_STYLE: Final = {"APPROVE": "green", "REQUEST_CHANGES": "yellow"}
-
-
-class ReceiptInvalid(IntegrityFailure):
-    """The file is not a valid ``factory.agent-receipt/1`` (exit 4)."""
-
-    default_code = "receipt-invalid"
 
 
 # ---- pure formatting ------------------------------------------------------------------------
@@ -269,9 +263,7 @@ def parse_receipt(receipt_json: Any) -> AgentReceipt:
     Raises:
         ReceiptInvalid: (``receipt-invalid``, exit 4) not a ``factory.agent-receipt/1``.
     """
-    return parse_model(
-        AgentReceipt, receipt_json, error=ReceiptInvalid, what="receipt", code="receipt-invalid"
-    )
+    return parse_model(AgentReceipt, receipt_json, code=RECEIPT_INVALID, what="receipt")
 
 
 def render_receipt(receipt: AgentReceipt, console: Console) -> None:

@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import trio
 
@@ -43,7 +43,14 @@ from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
 from factory.agent.creating import Prelude
 from factory.agent.faults import (
-    AgentFailure,
+    NO_CANDIDATE_CHANGE,
+    REPAIR_GIT_MUTATION,
+    REPAIR_NO_CHANGE,
+    REVIEWER_MUTATION,
+    REVIEWER_PROTOCOL,
+    ROUTE_EVIDENCE_FAILED,
+    SCRATCH_UNAVAILABLE,
+    WORKER_GIT_MUTATION,
     failure_code,
     interrupted,
     typed_error,
@@ -70,11 +77,18 @@ from factory.agent.receipt import (
     WorktreeCreation,
     receipt_bytes,
 )
-from factory.errors import ExitCode, ProviderFailure
+from factory.errors import INTERNAL, INTERRUPTED, Code, ExitCode, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
+from factory.gitio.create import WORKTREE_CREATE_MISMATCH
 from factory.gitio.worktree import Worktree, head_commit, head_ref, index_tree
-from factory.provider_api import AgentProfile, ProviderResult, ReviewerProfile, Route
+from factory.provider_api import (
+    PROVIDER_PROTOCOL,
+    AgentProfile,
+    ProviderResult,
+    ReviewerProfile,
+    Route,
+)
 
 T = TypeVar("T")
 
@@ -100,7 +114,7 @@ class RouteReport:
     role: str
     data: bytes
     media_type: str
-    problem: tuple[str, str] | None = None
+    problem: tuple[Code[Any], str] | None = None
 
 
 @dataclass
@@ -188,7 +202,7 @@ class _Run:
         self.started_at = deps.utc_now()
         self.t0 = trio.current_time()
         self.route_ref: EvidenceRef | None = None
-        self.route_problem: tuple[str, str] | None = None
+        self.route_problem: tuple[Code[Any], str] | None = None
         self.route_reported = False
 
     # -- observation ---------------------------------------------------------------------
@@ -250,10 +264,7 @@ class _Run:
         """Take over the admission of the worktree created after the reservation; its HEAD
         must be the base pinned before creation."""
         if admitted.base_commit != self.a.base_commit or admitted.receipt != self.a.receipt:
-            raise AgentFailure(
-                "the created worktree's HEAD is not the pinned base commit; inspect it",
-                code="worktree-create-mismatch",
-            )
+            raise WORKTREE_CREATE_MISMATCH("the created worktree's HEAD is not the pinned base")
         self.a, self.wt = admitted, admitted.worktree
 
     def report_route(self) -> None:
@@ -268,9 +279,8 @@ class _Run:
                 self.route_ref = self.store.put(report.role, report.data, report.media_type)
         except Exception:  # the terminal receipt must still be written
             self.route_problem = self.route_problem or (
-                "route-evidence-failed",
-                "the route's own record could not be stored as evidence; check the "
-                "evidence folder and rerun",
+                ROUTE_EVIDENCE_FAILED,
+                "the route's own record could not be stored as evidence",
             )
 
     def finish(self, status: Outcome, exit_code: int, error: ErrorRecord | None) -> RunOutcome:
@@ -278,9 +288,10 @@ class _Run:
         if self.route_problem is not None and status in ("completed", "rejected"):
             # A verdict reached outside the route's contract (e.g. a rehearsal whose script
             # was not followed) is not a verdict: fail, never pass silently (exit 4).
-            code, message = self.route_problem
+            code, fact = self.route_problem
+            message = f"{fact}; {code.next_step}"
             status, exit_code = "failed", int(ExitCode.FAILURE)
-            error = ErrorRecord(code=code, message=message)
+            error = ErrorRecord(code=code.name, message=message)
         receipt = self.receipt(status, exit_code, error)
         data = receipt_bytes(receipt)
         atomic_replace(self.a.receipt, data)
@@ -372,26 +383,20 @@ class _Run:
             self.store_outputs(ph, result)
             if not await self.entry_state_unchanged():
                 ph.postcondition = "head-or-index-changed"
-                raise AgentFailure(
-                    f"the {role} moved HEAD or changed the index (commit, stage or checkout); "
-                    "reset the worktree and rerun",
-                    code=f"{role}-git-mutation",
+                mutation = WORKER_GIT_MUTATION if role == "worker" else REPAIR_GIT_MUTATION
+                raise mutation(
+                    f"the {role} moved HEAD or changed the index (commit, stage or checkout)"
                 )
             derived, identity = await self.derive_candidate_unstored()
             if phase == "worker" and not derived.files:
                 ph.postcondition = "head-and-index-unchanged; no-candidate-change"
-                raise AgentFailure(
-                    "the worker left no change in the worktree; rephrase the task",
-                    code="no-candidate-change",
-                )
+                raise NO_CANDIDATE_CHANGE("the worker left no change in the worktree")
             if phase == "repair" and (
                 not derived.files or self.initial is None or identity == self.initial.identity
             ):
                 ph.postcondition = "head-and-index-unchanged; candidate-identity-unchanged-or-empty"
-                raise AgentFailure(
-                    "the repair did not produce a different, non-empty candidate; the run "
-                    "ends without a second review",
-                    code="repair-no-change",
+                raise REPAIR_NO_CHANGE(
+                    "the repair did not produce a different, non-empty candidate"
                 )
             label = "initial" if phase == "worker" else "repaired"
             cand = self.bind_candidate(label, derived, candidate_body(derived))
@@ -445,24 +450,18 @@ class _Run:
                 same_identity = again == cand.identity
             if moved or not same_identity:
                 ph.postcondition = "worktree-tree-or-git-control-or-candidate-changed"
-                raise AgentFailure(
-                    "the reviewer changed the worktree, git state or candidate; its review is "
-                    "void — reset the worktree and rerun",
-                    code="reviewer-mutation",
-                )
+                raise REVIEWER_MUTATION("the reviewer changed the worktree, git state or candidate")
             ph.postcondition = "worktree-tree-git-control-and-candidate-unchanged"
             if failure is not None:
-                if failure.code == "provider-protocol":
-                    raise AgentFailure(
-                        "the reviewer did not return APPROVE or REQUEST_CHANGES in the schema",
-                        code="reviewer-protocol",
+                if failure.spec is PROVIDER_PROTOCOL:
+                    raise REVIEWER_PROTOCOL(
+                        "the reviewer did not return APPROVE or REQUEST_CHANGES in the schema"
                     ) from failure
                 raise failure
             verdict = ph.result.verdict if ph.result else None
             if verdict is None or verdict.verdict not in ("APPROVE", "REQUEST_CHANGES"):
-                raise AgentFailure(
-                    "the reviewer did not return APPROVE or REQUEST_CHANGES in the schema",
-                    code="reviewer-protocol",
+                raise REVIEWER_PROTOCOL(
+                    "the reviewer did not return APPROVE or REQUEST_CHANGES in the schema"
                 )
             ph.verdict = verdict.verdict
             if phase == "initial_review":
@@ -492,10 +491,7 @@ class _Run:
             ):
                 return path
             shutil.rmtree(path, ignore_errors=True)
-        raise AgentFailure(
-            "no private scratch folder outside the worktree; set TMPDIR elsewhere",
-            code="scratch-unavailable",
-        )
+        raise SCRATCH_UNAVAILABLE("no private scratch folder outside the worktree")
 
     def reviewer_output(self) -> str:
         """The exact output of the initial reviewer, for the repair prompt (as data)."""
@@ -614,8 +610,8 @@ async def _closing(run: _Run, body: Callable[[], Awaitable[RunOutcome]]) -> RunO
                 "interrupted",
                 int(ExitCode.INTERRUPTED),
                 ErrorRecord(
-                    code="interrupted",
-                    message="the run was interrupted; rerun it on a clean worktree",
+                    code=INTERRUPTED.name,
+                    message=f"the run was interrupted; {INTERRUPTED.next_step}",
                 ),
             )
             raise
@@ -630,6 +626,6 @@ async def _closing(run: _Run, body: Callable[[], Awaitable[RunOutcome]]) -> RunO
         run.finish(
             "failed",
             int(ExitCode.INTERNAL),
-            ErrorRecord(code="internal", message="internal error; see the factory error log"),
+            ErrorRecord(code=INTERNAL.name, message=f"internal error; {INTERNAL.next_step}"),
         )
         raise

@@ -53,21 +53,22 @@ ALLOWED_ATTRIBUTE_KEYS: Final = frozenset(
 _PHASES: frozenset[str] = frozenset(get_args(Phase))
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 _SENT_HEADERS = frozenset({"content-type", "content-encoding", "user-agent", "content-length"})
-_REFUSED_CODE: Final = "otel-endpoint-refused"
 
 
 class EndpointRefused(UsageError):
     """``--otel-endpoint`` is not ``http://`` to a literal loopback IP (exit 2)."""
 
-    default_code = _REFUSED_CODE
+
+ENDPOINT_REFUSED = EndpointRefused.define(
+    "otel-endpoint-refused",
+    "give http:// to a literal loopback IP, e.g. http://127.0.0.1:4318 or http://[::1]:4318",
+    default=True,
+)
 
 
 def _refuse(reason: str) -> EndpointRefused:
     # The URL itself is never echoed: it may carry userinfo or other secrets.
-    return EndpointRefused(
-        f"--otel-endpoint refused ({reason}); give http:// to a literal loopback IP, "
-        "e.g. http://127.0.0.1:4318 or http://[::1]:4318"
-    )
+    return ENDPOINT_REFUSED(f"--otel-endpoint refused ({reason})")
 
 
 def parse_endpoint(url: str) -> str:

@@ -30,10 +30,14 @@ VERIFY_SCHEMA = "factory.receipt-verification/1"
 RECEIPT_LIMIT = 64 << 20  # bytes; a receipt larger than this is not one we wrote
 
 
-class ReceiptUnreadable(IntegrityFailure):
-    """The receipt is not a ``factory.agent-receipt/1`` document (exit 4)."""
+class ReceiptInvalid(IntegrityFailure):
+    """The file is not a valid ``factory.agent-receipt/1`` document (exit 4)."""
 
-    default_code = "receipt-invalid"
+
+RECEIPT_INVALID = ReceiptInvalid.define(
+    "receipt-invalid", "pass a receipt written by factory agent, unedited", default=True
+)
+RECEIPT_MISSING = UsageError.define("receipt-missing", "pass the --out path of a run")
 
 
 def load_receipt(path: Path) -> tuple[AgentReceipt, bytes]:
@@ -41,21 +45,19 @@ def load_receipt(path: Path) -> tuple[AgentReceipt, bytes]:
 
     Raises:
         UsageError: the path does not exist (exit 2).
-        ReceiptUnreadable: not a regular file, not JSON, or not the schema (exit 4).
+        ReceiptInvalid: not a regular file, not JSON, or not the schema (exit 4).
     """
     if not os.path.lexists(path):
-        raise UsageError(
-            "the receipt does not exist; pass the --out path of a run", code="receipt-missing"
-        )
+        raise RECEIPT_MISSING("the receipt does not exist")
     try:
         data = read_nofollow(path, limit=RECEIPT_LIMIT)
     except OSError as exc:
-        raise ReceiptUnreadable("the receipt is not a readable regular file") from exc
+        raise RECEIPT_INVALID("the receipt is not a readable regular file") from exc
     try:
         value = json.loads(data)
     except ValueError as exc:
-        raise ReceiptUnreadable("the receipt is not JSON") from exc
-    return parse_model(AgentReceipt, value, error=ReceiptUnreadable, what="the receipt"), data
+        raise RECEIPT_INVALID("the receipt is not JSON") from exc
+    return parse_model(AgentReceipt, value, code=RECEIPT_INVALID, what="the receipt"), data
 
 
 def all_evidence(receipt: AgentReceipt) -> list[EvidenceRef]:

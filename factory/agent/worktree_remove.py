@@ -44,7 +44,23 @@ REMOVAL_SCHEMA: Final = "factory.worktree-removal/1"
 class RemoveRefused(Refused):
     """The worktree is not removed; nothing was touched (exit 2)."""
 
-    default_code = "worktree-remove-refused"
+
+_define = RemoveRefused.define
+_YOURSELF = "remove it yourself (git worktree remove) if you are sure"
+RECEIPT_NOT_VERIFIED = _define("receipt-not-verified", "run factory receipt verify on it")
+RECEIPT_NOT_TERMINAL = _define("receipt-not-terminal", _YOURSELF)
+NOT_CREATED_BY_FACTORY = _define("worktree-not-created-by-factory", _YOURSELF)
+WORKTREE_GONE = _define("worktree-gone", "nothing to remove")
+NOT_FROM_RECEIPT = _define("worktree-not-from-receipt", "leave it, or " + _YOURSELF)
+WORKTREE_LOCKED = _define(
+    "worktree-locked", "unlock it yourself (git worktree unlock) first: factory never does"
+)
+WORKTREE_MOVED = _define("worktree-moved", "keep the new commits (push or branch), or " + _YOURSELF)
+WORKTREE_NOT_PLAIN = _define("worktree-not-plain", _YOURSELF)
+WORKTREE_DIRTY = _define(
+    "worktree-dirty",
+    "keep the changes (commit or copy them), or remove it yourself (git worktree remove --force)",
+)
 
 
 class WorktreeRemoval(StrictModel):
@@ -55,7 +71,7 @@ class WorktreeRemoval(StrictModel):
     for a detached HEAD).
     """
 
-    schema_: Literal["factory.worktree-removal/1"] = Field(default=REMOVAL_SCHEMA, alias="schema")
+    schema_id: Literal["factory.worktree-removal/1"] = Field(default=REMOVAL_SCHEMA, alias="schema")
     receipt: str
     worktree: str
     state: Literal["clean", "candidate"]
@@ -65,40 +81,23 @@ class WorktreeRemoval(StrictModel):
 
 def _created(receipt: AgentReceipt, data: bytes) -> WorktreeCreation:
     if receipt.revision != receipt.compute_revision() or data != receipt_bytes(receipt):
-        raise RemoveRefused(
-            "the receipt does not verify (revision or bytes); run factory receipt verify",
-            code="receipt-not-verified",
-        )
+        raise RECEIPT_NOT_VERIFIED("the receipt's revision or bytes do not verify")
     if receipt.status == "running":
-        raise RemoveRefused(
-            "the receipt's run has not finished (or died before it could); remove the "
-            "worktree yourself with git worktree remove if you are sure",
-            code="receipt-not-terminal",
-        )
+        raise RECEIPT_NOT_TERMINAL("the receipt's run has not finished (or died before it could)")
     if receipt.worktree_creation is None:
-        raise RemoveRefused(
-            "the receipt's worktree was supplied by the caller, not created by factory; "
-            "remove it yourself with git worktree remove",
-            code="worktree-not-created-by-factory",
-        )
+        raise NOT_CREATED_BY_FACTORY("the receipt's worktree was supplied by the caller")
     return receipt.worktree_creation
 
 
 def _locate(creation: WorktreeCreation) -> Worktree:
     path = Path(creation.path)
     if not os.path.lexists(path):
-        raise RemoveRefused("the receipt's worktree no longer exists", code="worktree-gone")
+        raise WORKTREE_GONE("the receipt's worktree no longer exists")
     wt = locate(path)
     if os.fspath(wt.root) != creation.path or os.fspath(wt.common_dir) != creation.repository:
-        raise RemoveRefused(
-            "the folder is no longer the worktree the receipt's run created; leaving it",
-            code="worktree-not-from-receipt",
-        )
+        raise NOT_FROM_RECEIPT("the folder is no longer the worktree the receipt's run created")
     if os.path.lexists(wt.git_dir / "locked"):
-        raise RemoveRefused(
-            "the worktree is locked (git worktree lock); factory never unlocks it",
-            code="worktree-locked",
-        )
+        raise WORKTREE_LOCKED("the worktree is locked (git worktree lock)")
     return wt
 
 
@@ -117,16 +116,13 @@ def _state(receipt: AgentReceipt, wt: Worktree) -> tuple[Literal["clean", "candi
     assert creation is not None
     ref = f"refs/heads/{creation.branch}" if creation.branch is not None else None
     if head_commit(wt) != creation.base_commit or head_ref(wt) != ref:
-        raise RemoveRefused(
-            "the worktree's HEAD moved off the base or branch the run created it on (new "
-            "commits would be lost); remove it yourself if you are sure",
-            code="worktree-moved",
+        raise WORKTREE_MOVED(
+            "the worktree's HEAD moved off the base or branch the run created it on"
         )
     if hidden_entries(wt) or _submodule_initialised(wt):
-        raise RemoveRefused(
+        raise WORKTREE_NOT_PLAIN(
             "the worktree hides changes (assume-unchanged/skip-worktree) or holds an "
-            "initialised submodule; remove it yourself if you are sure",
-            code="worktree-not-plain",
+            "initialised submodule"
         )
     if not status_bytes(wt):
         return "clean", None
@@ -138,11 +134,7 @@ def _state(receipt: AgentReceipt, wt: Worktree) -> tuple[Literal["clean", "candi
                 return "candidate", cand.identity
         except FactoryError:
             pass
-    raise RemoveRefused(
-        "the worktree holds changes other than the receipt's candidate; keep them "
-        "(commit, copy) or remove it yourself with git worktree remove --force",
-        code="worktree-dirty",
-    )
+    raise WORKTREE_DIRTY("the worktree holds changes other than the receipt's candidate")
 
 
 def remove_created_worktree(receipt_path: Path) -> WorktreeRemoval:

@@ -43,7 +43,10 @@ SESSION_TIMEOUT_S: Final = 120.0
 class BusCallFailed(Failure):
     """A bus call the tracer depends on failed or the server went away (exit 4)."""
 
-    default_code = "bus-call-failed"
+
+BUS_CALL_FAILED = BusCallFailed.define(
+    "bus-call-failed", f"read the server's log ({SERVER_LOG} in the data dir)", default=True
+)
 
 
 def server_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -164,7 +167,7 @@ async def _trace(
                     if result.is_error or not isinstance(payload, dict):
                         reason = payload.get("error") if isinstance(payload, dict) else "no result"
                         raise BusCallFailed(
-                            f"bus verb {verb} failed ({reason}); see {data_dir / SERVER_LOG}"
+                            f"bus verb {verb} failed ({reason}), logged in {data_dir / SERVER_LOG}"
                         )
                     return payload
 
@@ -287,7 +290,8 @@ def run_trace(
         if isinstance(leaf, Failure | KeyboardInterrupt):
             raise leaf from None
         raise BusCallFailed(
-            f"the bus session failed ({type(leaf).__name__}: {leaf}); see {data_dir / SERVER_LOG}"
+            f"the bus session failed ({type(leaf).__name__}: {leaf}), logged in "
+            f"{data_dir / SERVER_LOG}"
         ) from leaf
     return result
 

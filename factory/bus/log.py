@@ -38,9 +38,9 @@ from typing import Any, BinaryIO, Final, TypeVar
 from pydantic import ValidationError
 
 from factory.bus.model import EVENT_ADAPTER, EVENT_TYPES, Event
-from factory.bus.reducer import ReplayError, State, apply, check
+from factory.bus.reducer import HANDOFF_AUTHORITY, NEVER_REPAIRED, ReplayError, State, apply, check
 from factory.canonical import canonical_bytes
-from factory.errors import CorruptLog, Failure
+from factory.errors import Code, CorruptLog, FactoryError, Failure
 from factory.fsio import fsync_dir
 
 LOG_NAME: Final = "events.jsonl"
@@ -65,15 +65,33 @@ def utc_timestamp() -> str:
 class LockTimeout(Failure):
     """Another process held the bus lock for longer than the timeout (exit 4)."""
 
-    default_code = "bus-lock-timeout"
+
+LOCK_TIMEOUT = LockTimeout.define(
+    "bus-lock-timeout", "find the process holding it (fuser) and retry", default=True
+)
+LOCK_UNUSABLE = Failure.define(
+    "bus-lock-unusable", "make the lock a plain file the bus can create, or use a new data dir"
+)
+WRITE_FAILED = Failure.define(
+    "bus-write-failed", "free space on the device, keep the log as evidence, use a new data dir"
+)
+_define = CorruptLog.define
+BAD_JSON = _define("bad-json", NEVER_REPAIRED)
+NOT_AN_OBJECT = _define("not-an-object", NEVER_REPAIRED)
+MISSING_TYPE = _define("missing-type", NEVER_REPAIRED)
+UNKNOWN_TYPE = _define("unknown-type", NEVER_REPAIRED)
+SCHEMA_VIOLATION = _define("schema-violation", NEVER_REPAIRED)
+BLANK_LINE = _define("blank-line", NEVER_REPAIRED)
+LINE_TOO_LONG = _define("line-too-long", NEVER_REPAIRED)
+NOT_CANONICAL = _define("not-canonical", NEVER_REPAIRED)
+TORN_TAIL = _define("torn-tail", NEVER_REPAIRED)
+LOG_REWRITTEN = _define("log-rewritten", NEVER_REPAIRED)
+LOG_NOT_REGULAR = _define("log-not-regular", NEVER_REPAIRED)
+LOG_VANISHED = _define("log-vanished", NEVER_REPAIRED)
 
 
-def _corrupt(lineno: int, code: str, what: str) -> CorruptLog:
-    return CorruptLog(
-        f"{LOG_NAME} line {lineno}: {what}; the log is never repaired: keep it as evidence "
-        "and start a new data dir",
-        code=code,
-    )
+def _corrupt(lineno: int, code: Code[CorruptLog], what: str) -> CorruptLog:
+    return code(f"{LOG_NAME} line {lineno}: {what}")
 
 
 def _diagnose(line: bytes, lineno: int, exc: ValidationError) -> CorruptLog:
@@ -83,19 +101,19 @@ def _diagnose(line: bytes, lineno: int, exc: ValidationError) -> CorruptLog:
         # Decoded first: json.loads on bytes would strip a BOM that the event parser refused.
         value: Any = json.loads(line.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
-        return _corrupt(lineno, "bad-json", "not valid JSON")
+        return _corrupt(lineno, BAD_JSON, "not valid JSON")
     if not isinstance(value, dict):
-        return _corrupt(lineno, "not-an-object", "not a JSON object")
+        return _corrupt(lineno, NOT_AN_OBJECT, "not a JSON object")
     kind = value.get("type")
     if kind is None:
-        return _corrupt(lineno, "missing-type", "event has no type")
+        return _corrupt(lineno, MISSING_TYPE, "event has no type")
     if kind not in EVENT_TYPES:
-        return _corrupt(lineno, "unknown-type", "unknown event type")
+        return _corrupt(lineno, UNKNOWN_TYPE, "unknown event type")
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first.get("loc", ()))
     if kind == "work.handed-off" and "authorityTransferred" in where:
-        return _corrupt(lineno, "handoff-authority", "a handoff transferred authority")
-    return _corrupt(lineno, "schema-violation", f"{kind} violates its schema at {where}")
+        return _corrupt(lineno, HANDOFF_AUTHORITY, "a handoff transferred authority")
+    return _corrupt(lineno, SCHEMA_VIOLATION, f"{kind} violates its schema at {where}")
 
 
 def parse_line(line: bytes, lineno: int) -> Event:
@@ -106,9 +124,9 @@ def parse_line(line: bytes, lineno: int) -> Event:
     is the authoritative ``rfc8785`` rendering consulted.
     """
     if not line.strip():
-        raise _corrupt(lineno, "blank-line", "blank line")
+        raise _corrupt(lineno, BLANK_LINE, "blank line")
     if len(line) > MAX_LINE_BYTES:
-        raise _corrupt(lineno, "line-too-long", f"longer than {MAX_LINE_BYTES} bytes")
+        raise _corrupt(lineno, LINE_TOO_LONG, f"longer than {MAX_LINE_BYTES} bytes")
     try:
         # The adapter's core validator directly: this runs once per line of every replay.
         event: Event = _VALIDATE_JSON(line)
@@ -116,7 +134,7 @@ def parse_line(line: bytes, lineno: int) -> Event:
         raise _diagnose(line, lineno, exc) from None
     fast = event.__pydantic_serializer__.to_json(event, by_alias=True)
     if fast != line and canonical_bytes(event.to_json_value()) != line:
-        raise _corrupt(lineno, "not-canonical", "not in RFC 8785 canonical form")
+        raise _corrupt(lineno, NOT_CANONICAL, "not in RFC 8785 canonical form")
     return event
 
 
@@ -138,8 +156,8 @@ def iter_lines(stream: Iterable[bytes], first_lineno: int = 1) -> Iterator[tuple
         lineno += 1
         if not raw.endswith(b"\n"):
             if len(raw) > MAX_LINE_BYTES + 1:
-                raise _corrupt(lineno, "line-too-long", f"longer than {MAX_LINE_BYTES} bytes")
-            raise _corrupt(lineno, "torn-tail", "last line is not LF-terminated (torn write)")
+                raise _corrupt(lineno, LINE_TOO_LONG, f"longer than {MAX_LINE_BYTES} bytes")
+            raise _corrupt(lineno, TORN_TAIL, "last line is not LF-terminated (torn write)")
         yield lineno, raw[:-1]
 
 
@@ -174,10 +192,8 @@ def open_log(path: Path) -> BinaryIO | None:
     if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
         if fd >= 0:
             os.close(fd)
-        raise CorruptLog(
-            f"{path} is not a regular file (a symlink, folder or FIFO is never followed); "
-            "keep it as evidence and start a new data dir",
-            code="log-not-regular",
+        raise LOG_NOT_REGULAR(
+            f"{path} is not a regular file (a symlink, folder or FIFO is never followed)"
         )
     return os.fdopen(fd, "rb")
 
@@ -264,10 +280,8 @@ class EventLog:
         try:
             fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         except OSError as exc:
-            raise Failure(
-                f"cannot open the bus lock {self.lock_path} ({exc.strerror}); it must be a "
-                "plain file the bus can create",
-                code="bus-lock-unusable",
+            raise LOCK_UNUSABLE(
+                f"cannot open the bus lock {self.lock_path} ({exc.strerror})"
             ) from None
         try:
             deadline = time.monotonic() + self._lock_timeout_s
@@ -280,10 +294,8 @@ class EventLog:
                     if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
                         raise
                 if time.monotonic() >= deadline:
-                    raise LockTimeout(
-                        f"the bus lock {self.lock_path} stayed held for "
-                        f"{self._lock_timeout_s:g} s; "
-                        "find the process holding it (fuser) and retry"
+                    raise LOCK_TIMEOUT(
+                        f"the bus lock {self.lock_path} stayed held for {self._lock_timeout_s:g} s"
                     )
                 time.sleep(pause)
                 pause = min(pause * 2, 0.01)
@@ -305,9 +317,7 @@ class EventLog:
         if f is None:
             if self._proof is not None and self._proof.size > 0:
                 # The proof is kept: this process goes on refusing what it saw vanish.
-                raise _corrupt(
-                    0, "log-vanished", "the log this process validated is gone"
-                ) from None
+                raise _corrupt(0, LOG_VANISHED, "the log this process validated is gone") from None
             self._state, self._proof = State(), None
             return self._state
         with f:
@@ -319,7 +329,7 @@ class EventLog:
             if proof is None or state is None:
                 return self._full(f, st)
             if not proof.same_file(st) or st.st_size < proof.size:
-                raise _corrupt(proof.lines, "log-rewritten", "the log was replaced or truncated")
+                raise _corrupt(proof.lines, LOG_REWRITTEN, "the log was replaced or truncated")
             self._prove_prefix(f, proof)
             self._forget()  # a failure while folding the tail must not leave a half state
             digest = proof.digest.copy()
@@ -347,7 +357,7 @@ class EventLog:
             h.update(chunk)
             remaining -= len(chunk)
         if remaining or h.digest() != proof.digest.digest():
-            raise _corrupt(proof.lines, "log-rewritten", "bytes already validated have changed")
+            raise _corrupt(proof.lines, LOG_REWRITTEN, "bytes already validated have changed")
 
     @staticmethod
     def _fold_tail(f: BinaryIO, state: State, digest: Any, lines_before: int) -> int:
@@ -386,10 +396,11 @@ class EventLog:
             try:
                 check(state, event)
             except ReplayError as exc:  # a bug in decide; refuse before writing anything
-                raise Failure(f"decided event is inadmissible: {exc.message}") from None
+                # A bug in decide, not a fault of the log or the caller: internal (exit 1).
+                raise FactoryError(f"decided event is inadmissible: {exc.message}") from None
             line = canonical_bytes(event.to_json_value()) + b"\n"
             if parse_line(line[:-1], 0) != event:
-                raise Failure("event does not survive its own serialisation")
+                raise FactoryError("event does not survive its own serialisation")
             self._append(line)
             apply(state, event)
             return event, result
@@ -403,10 +414,9 @@ class EventLog:
             written = self._writer(fd, line)
             if written != len(line):
                 self._forget()
-                raise Failure(
+                raise WRITE_FAILED(
                     f"short write to {self.path} ({written} of {len(line)} bytes); the log now "
-                    "ends in a torn line and will be refused",
-                    code="bus-write-failed",
+                    "ends in a torn line and will be refused"
                 )
             os.fsync(fd)
             st = os.fstat(fd)

@@ -41,15 +41,36 @@ from factory.bus.model import (
     mint,
     parse_ref,
 )
+from factory.errors import Code, CorruptLog
 
 
 class ReplayError(Exception):
-    """An event that cannot follow the state; ``code`` is stable kebab-case."""
+    """An event that cannot follow the state; ``code`` is the registered replay rule.
 
-    def __init__(self, code: str, message: str) -> None:
+    Not itself a :class:`~factory.errors.FactoryError`: the log turns it into a
+    :class:`~factory.errors.CorruptLog` with the same code and the line number."""
+
+    def __init__(self, code: Code[CorruptLog], message: str) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+NEVER_REPAIRED = "the log is never repaired: keep it as evidence and start a new data dir"
+_define = CorruptLog.define
+UNKNOWN_ACTOR = _define("unknown-actor", NEVER_REPAIRED)
+DUPLICATE_ID = _define("duplicate-id", NEVER_REPAIRED)
+ID_OUT_OF_ORDER = _define("id-out-of-order", NEVER_REPAIRED)
+CORRELATION_OUT_OF_RANGE = _define("correlation-out-of-range", NEVER_REPAIRED)
+AUTHORITY_MISMATCH = _define("authority-mismatch", NEVER_REPAIRED)
+DUPLICATE_NAME = _define("duplicate-name", NEVER_REPAIRED)
+HANDOFF_AS_MESSAGE = _define("handoff-as-message", NEVER_REPAIRED)
+HANDOFF_AUTHORITY = _define("handoff-authority", NEVER_REPAIRED)
+INBOX_MISMATCH = _define("inbox-mismatch", NEVER_REPAIRED)
+ACK_UNKNOWN_MESSAGE = _define("ack-unknown-message", NEVER_REPAIRED)
+ACK_NOT_RECIPIENT = _define("ack-not-recipient", NEVER_REPAIRED)
+ACK_DUPLICATE = _define("ack-duplicate", NEVER_REPAIRED)
+DENIAL_MISMATCH = _define("denial-mismatch", NEVER_REPAIRED)
 
 
 @dataclass(slots=True)
@@ -114,7 +135,7 @@ Result = dict[str, Any] | Rejection
 
 def _need_actor(state: State, ref: str | None, role: str) -> None:
     if ref is not None and ref not in state.actors:
-        raise ReplayError("unknown-actor", f"{role} {ref} is not a registered, minted actor ref")
+        raise ReplayError(UNKNOWN_ACTOR, f"{role} {ref} is not a registered, minted actor ref")
 
 
 def _check_message(state: State, msg: Message) -> None:
@@ -122,9 +143,9 @@ def _check_message(state: State, msg: Message) -> None:
     if msg.message_id != expected:
         ordinal = parse_ref(msg.message_id, MESSAGE_PREFIX)
         if ordinal is not None and ordinal <= state.message_hwm:
-            raise ReplayError("duplicate-id", f"{msg.message_id} was already minted")
+            raise ReplayError(DUPLICATE_ID, f"{msg.message_id} was already minted")
         raise ReplayError(
-            "id-out-of-order", f"{msg.message_id} is not the next message id {expected}"
+            ID_OUT_OF_ORDER, f"{msg.message_id} is not the next message id {expected}"
         )
     _need_actor(state, msg.sender, "from")
     _need_actor(state, msg.to, "to")
@@ -137,7 +158,7 @@ def _check_message(state: State, msg: Message) -> None:
             or cor > state.correlation_hwm + CLAIM_WINDOW
         ):
             raise ReplayError(
-                "correlation-out-of-range",
+                CORRELATION_OUT_OF_RANGE,
                 f"new correlation {msg.correlation_id} is not within the claim window",
             )
     auth = msg.authority
@@ -145,7 +166,7 @@ def _check_message(state: State, msg: Message) -> None:
         requested = set(auth.requested)
         if set(auth.granted) | set(auth.denied) != requested or set(auth.denied) & set(GRANTABLE):
             raise ReplayError(
-                "authority-mismatch",
+                AUTHORITY_MISMATCH,
                 f"{msg.message_id}: granted/denied do not partition requested",
             )
 
@@ -156,27 +177,25 @@ def _check_registered(state: State, event: ActorRegistered) -> None:
         if event.ref != mint(ACTOR_PREFIX, state.actor_hwm + 1):
             ordinal = parse_ref(event.ref, ACTOR_PREFIX)
             if ordinal is not None and ordinal <= state.actor_hwm:
-                raise ReplayError("duplicate-id", f"{event.ref} was already minted")
-            raise ReplayError("id-out-of-order", f"{event.ref} is not the next actor ref")
+                raise ReplayError(DUPLICATE_ID, f"{event.ref} was already minted")
+            raise ReplayError(ID_OUT_OF_ORDER, f"{event.ref} is not the next actor ref")
         if known is not None:
-            raise ReplayError("duplicate-name", f"{event.name} is already registered as {known}")
+            raise ReplayError(DUPLICATE_NAME, f"{event.name} is already registered as {known}")
     elif known != event.ref or state.actors[known].kind != event.kind:
-        raise ReplayError(
-            "unknown-actor", f"re-registration of {event.name} does not match {known}"
-        )
+        raise ReplayError(UNKNOWN_ACTOR, f"re-registration of {event.name} does not match {known}")
 
 
 def _check_sent(state: State, event: MessageSent) -> None:
     _check_message(state, event.message)
     if event.message.kind == "handoff":
-        raise ReplayError("handoff-as-message", "a handoff must be recorded as work.handed-off")
+        raise ReplayError(HANDOFF_AS_MESSAGE, "a handoff must be recorded as work.handed-off")
 
 
 def _check_handoff(state: State, event: WorkHandedOff) -> None:
     _check_message(state, event.message)
     if event.message.kind != "handoff" or event.message.authority.requested:
         raise ReplayError(
-            "handoff-authority", "a handoff message must be kind handoff with no authority"
+            HANDOFF_AUTHORITY, "a handoff message must be kind handoff with no authority"
         )
 
 
@@ -185,21 +204,21 @@ def _check_polled(state: State, event: InboxPolled) -> None:
     pending = state.pending.get(event.actor_id, {})
     for mid in event.message_ids:
         if mid not in pending:
-            raise ReplayError("inbox-mismatch", f"{mid} is not pending for {event.actor_id}")
+            raise ReplayError(INBOX_MISMATCH, f"{mid} is not pending for {event.actor_id}")
 
 
 def _check_acked(state: State, event: MessageAcked) -> None:
     _need_actor(state, event.actor_id, "actorId")
     m = state.messages.get(event.message_id)
     if m is None:
-        raise ReplayError("ack-unknown-message", f"ack of unknown message {event.message_id}")
+        raise ReplayError(ACK_UNKNOWN_MESSAGE, f"ack of unknown message {event.message_id}")
     if m.to != event.actor_id:
         raise ReplayError(
-            "ack-not-recipient",
+            ACK_NOT_RECIPIENT,
             f"{event.actor_id} acked {event.message_id} addressed to {m.to}",
         )
     if m.acked_by is not None:
-        raise ReplayError("ack-duplicate", f"{event.message_id} was already acked")
+        raise ReplayError(ACK_DUPLICATE, f"{event.message_id} was already acked")
 
 
 def _check_heartbeat(state: State, event: ActorHeartbeat) -> None:
@@ -209,7 +228,7 @@ def _check_heartbeat(state: State, event: ActorHeartbeat) -> None:
 def _check_denied(state: State, event: AuthorityDenied) -> None:
     m = state.messages.get(event.message_id)
     if m is None or m.sender != event.actor_id or tuple(event.denied) != m.denied:
-        raise ReplayError("denial-mismatch", f"authority.denied does not match {event.message_id}")
+        raise ReplayError(DENIAL_MISMATCH, f"authority.denied does not match {event.message_id}")
 
 
 def _check_rejected(state: State, event: CommandRejected) -> None:

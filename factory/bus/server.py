@@ -29,7 +29,10 @@ from factory.bus.log import EventLog
 from factory.bus.model import VERB_INPUTS, VERBS, MessageSent, VerbInput
 from factory.bus.reducer import Rejection
 from factory.bus.wire import MALFORMED_KEY, interpose_on_stdin
-from factory.errors import FactoryError, Refused
+from factory.crashlog import write_crash_log
+from factory.errors import INTERNAL, ExitCode, FactoryError, Refused
+
+DATA_DIR_UNUSABLE = Refused.define("data-dir-unusable", "pass a folder path the bus can create")
 
 SERVER_NAME: Final = "factory-bus"
 DESCRIPTIONS: Final = {
@@ -114,10 +117,15 @@ def handle_call(
             sent = event
             log.commit(lambda _state, at: (denial_echo(sent, at), None))
         return False, result
-    except FactoryError as exc:
+    except Exception as exc:
         if raise_failures:
             raise
-        return _error(exc.code, exc.message)
+        if isinstance(exc, FactoryError) and exc.exit_code != ExitCode.INTERNAL:
+            return _error(exc.code, exc.message)
+        # A bug: its traceback goes to the crash log in the data dir, the caller gets one line.
+        where = write_crash_log(exc, [log.data_dir / "logs"])
+        named = f"; traceback in {where}" if where else "; the traceback could not be written"
+        return _error(INTERNAL.name, f"internal error in the bus server{named}")
 
 
 def build_server(log: EventLog) -> Any:
@@ -162,9 +170,8 @@ def open_data_dir(data_dir: Path) -> EventLog:
     try:
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
-        raise Refused(
-            f"data dir {data_dir} is not a usable folder ({exc.strerror}); pass a folder path",
-            code="data-dir-unusable",
+        raise DATA_DIR_UNUSABLE(
+            f"data dir {data_dir} is not a usable folder ({exc.strerror})"
         ) from None
     return EventLog(data_dir)
 

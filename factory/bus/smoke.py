@@ -4,7 +4,8 @@ Admission refuses (exit 2, nothing touched) an existing report, a report inside 
 dir, a missing or non-regular artifact (a symlink counts as non-regular), a missing report
 folder and an existing data dir. Then, in order: reserve the report (``O_EXCL``), claim the
 data dir (non-recursive ``mkdir``: of two concurrent runs exactly one wins; the loser's
-reserved report gets a terminal ``refused`` record and exit 2), spawn ``factory bus serve``
+reserved report gets a terminal ``failed`` record, ``data-dir-claimed``, and exit 4: after the
+reservation nothing is "before any effect"), spawn ``factory bus serve``
 and drive it through the SDK's ``ClientSession`` (:mod:`factory.bus.client`), measure the
 fixed point, verify with evidence claimed, re-measure, and fail (exit 4) unless the evidence
 gate passed and the fixed point did not move. Every path after the reservation leaves a
@@ -21,8 +22,23 @@ from pathlib import Path
 from typing import Any, Final
 
 from factory.canonical import canonical_bytes
-from factory.errors import ExitCode, FactoryError, Refused, exit_code_for
-from factory.fsio import OutputExists, atomic_replace, claim_dir, physically_inside, reserve
+from factory.errors import (
+    INTERNAL,
+    INTERRUPTED,
+    ExitCode,
+    FactoryError,
+    Failure,
+    Refused,
+    exit_code_for,
+)
+from factory.fsio import (
+    OUTPUT_EXISTS,
+    OutputExists,
+    atomic_replace,
+    claim_dir,
+    physically_inside,
+    reserve,
+)
 
 REPORT_FORMAT: Final = "factory.smoke-report/1"
 COMMAND: Final = "factory smoke"
@@ -34,7 +50,28 @@ MAX_TASK_CHARS: Final = 16_384  # the bus's message text limit
 class SmokeRefused(Refused):
     """A smoke precondition failed before any effect (exit 2)."""
 
-    default_code = "smoke-refused"
+
+_define = SmokeRefused.define
+ARTIFACT_MISSING = _define("artifact-missing", "pass an existing regular file as --artifact")
+ARTIFACT_NOT_REGULAR = _define("artifact-not-regular", "pass a regular file as --artifact")
+NOT_UTF8 = _define("not-utf8", "the report is JSON text: use UTF-8 names and text")
+BAD_TASK = _define(
+    "bad-task", f"pass a non-blank --task of at most {MAX_TASK_CHARS} characters (60 KiB as JSON)"
+)
+REPORT_INSIDE_DATA_DIR = _define("report-inside-data-dir", "write the report elsewhere")
+DATA_DIR_EXISTS = _define("data-dir-exists", "each smoke run claims a new --data-dir")
+DATA_DIR_PARENT_MISSING = _define(
+    "data-dir-parent-missing", "create the folder that will hold the data dir first"
+)
+REPORT_FOLDER_MISSING = _define("report-folder-missing", "create the report's folder first")
+# After the report is reserved nothing is "before any effect": losing the data dir to a
+# concurrent run is a failure (4) with a terminal record, not a refusal (errors.py).
+DATA_DIR_CLAIMED = Failure.define(
+    "data-dir-claimed", "each smoke run claims a new --data-dir: pass another one"
+)
+EVIDENCE_GATE_FAILED = Failure.define(
+    "evidence-gate-failed", "keep the data dir and report as evidence; see design/bus.md"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +86,10 @@ def _artifact(path: Path) -> dict[str, Any]:
     try:
         st = os.lstat(path)
     except OSError:
-        raise SmokeRefused(
-            f"artifact {path} does not exist; pass an existing regular file",
-            code="artifact-missing",
-        ) from None
+        raise ARTIFACT_MISSING(f"artifact {path} does not exist") from None
     if not stat.S_ISREG(st.st_mode):
-        raise SmokeRefused(
-            f"artifact {path} is not a regular file (symlinks, folders, FIFOs are refused)",
-            code="artifact-not-regular",
+        raise ARTIFACT_NOT_REGULAR(
+            f"artifact {path} is not a regular file (symlinks, folders, FIFOs are refused)"
         )
     h = hashlib.sha256()
     size = 0
@@ -80,30 +113,21 @@ def _check_text(req: SmokeRequest) -> None:
         try:
             value.encode("utf-8")  # argv bytes that are not UTF-8 arrive as lone surrogates
         except UnicodeEncodeError:
-            raise SmokeRefused(
-                f"{flag} is not valid UTF-8; the report is JSON text: use a UTF-8 name",
-                code="not-utf8",
-            ) from None
+            raise NOT_UTF8(f"{flag} is not valid UTF-8") from None
     try:
         ok = len(req.task) <= MAX_TASK_CHARS and bool(req.task.strip())
         text_fits_one_line(req.task)
     except ValueError:
         ok = False
     if not ok:
-        raise SmokeRefused(
-            f"--task must be non-blank text of at most {MAX_TASK_CHARS} characters "
-            "(and 60 KiB as JSON)",
-            code="bad-task",
-        )
+        raise BAD_TASK("--task is blank or too long")
 
 
 def admit(req: SmokeRequest) -> dict[str, Any]:
     """Refuse a bad request before any effect; returns the artifact record."""
     _check_text(req)
     if os.path.lexists(req.out):
-        raise SmokeRefused(
-            f"report {req.out} already exists; choose a new --out", code="output-exists"
-        )
+        raise OUTPUT_EXISTS(f"report {req.out} already exists")
     out_abs = Path(os.path.abspath(req.out))
     data_abs = Path(os.path.abspath(req.data_dir))
     if (
@@ -111,26 +135,18 @@ def admit(req: SmokeRequest) -> dict[str, Any]:
         or data_abs in out_abs.parents
         or (os.path.isdir(req.data_dir) and physically_inside(req.out, req.data_dir))
     ):
-        raise SmokeRefused(
-            f"report {req.out} is inside the data dir {req.data_dir}; write it elsewhere",
-            code="report-inside-data-dir",
-        )
+        raise REPORT_INSIDE_DATA_DIR(f"report {req.out} is inside the data dir {req.data_dir}")
     artifact = _artifact(req.artifact)
     if os.path.lexists(req.data_dir):
-        raise SmokeRefused(
-            f"data dir {req.data_dir} already exists; each smoke run claims a new one",
-            code="data-dir-exists",
-        )
+        raise DATA_DIR_EXISTS(f"data dir {req.data_dir} already exists")
     if not os.path.isdir(data_abs.parent):
-        raise SmokeRefused(
+        raise DATA_DIR_PARENT_MISSING(
             f"the folder that would hold data dir {req.data_dir} ({data_abs.parent}) does not "
-            "exist or is not a folder; create it first",
-            code="data-dir-parent-missing",
+            "exist or is not a folder"
         )
     if not os.path.isdir(out_abs.parent):
-        raise SmokeRefused(
-            f"report folder {out_abs.parent} does not exist or is not a folder; create it first",
-            code="report-folder-missing",
+        raise REPORT_FOLDER_MISSING(
+            f"report folder {out_abs.parent} does not exist or is not a folder"
         )
     return artifact
 
@@ -193,8 +209,9 @@ def _judge(report: dict[str, Any], evidence: dict[str, Any], trace: dict[str, An
     if trace["handoff"]["authorityTransferred"] != []:
         problems.append("the handoff transferred authority")
     if problems:
+        message = f"{'; '.join(problems)}; {EVIDENCE_GATE_FAILED.next_step}"
         report.update(
-            status="failed", error={"code": "evidence-gate-failed", "message": "; ".join(problems)}
+            status="failed", error={"code": EVIDENCE_GATE_FAILED.name, "message": message}
         )
     else:
         report["ok"] = True
@@ -216,12 +233,8 @@ def run_smoke(
         try:
             claim_dir(req.data_dir)
         except OutputExists:
-            lost = SmokeRefused(
-                f"data dir {req.data_dir} was claimed by another run first; each smoke run "
-                "claims a new one",
-                code="data-dir-exists",
-            )  # the same code admission gives, so the record names the data dir, not --out
-            return _terminal(req, artifact, "refused", lost, owns_dir=False)
+            lost = DATA_DIR_CLAIMED(f"data dir {req.data_dir} was claimed by another run first")
+            return _terminal(req, artifact, "failed", lost, owns_dir=False)
         owns_dir = True
         # Imported only now: the pydantic schemas and the SDK load while the server starts.
         from factory.bus.client import run_trace
@@ -258,9 +271,9 @@ def _terminal(
     if isinstance(exc, FactoryError):
         report["error"] = {"code": exc.code, "message": exc.message}
     elif isinstance(exc, KeyboardInterrupt):
-        report["error"] = {"code": "interrupted", "message": "interrupted before completion"}
+        report["error"] = {"code": INTERRUPTED.name, "message": "interrupted before completion"}
     else:
-        report["error"] = {"code": "internal", "message": type(exc).__name__}
+        report["error"] = {"code": INTERNAL.name, "message": type(exc).__name__}
     data = _render(report)
     atomic_replace(req.out, data)
     return int(exit_code_for(exc)), data

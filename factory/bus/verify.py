@@ -142,7 +142,7 @@ def scan_log(lines: Iterable[bytes]) -> Scan:
                 except CorruptLog as exc:
                     scan.replay_error = f"{exc.code}: {exc.message}"
                 except ReplayError as exc:
-                    scan.replay_error = f"{exc.code}: line {lineno}: {exc.message}"
+                    scan.replay_error = f"{exc.code.name}: line {lineno}: {exc.message}"
             try:
                 raw = json.loads(line)
             except ValueError:

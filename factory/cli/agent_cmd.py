@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import emit_stdout, say
+from factory.errors import UsageError
 
 HELP = """\
 Run a coding agent on TASK in the linked git worktree W and write a receipt to R.
@@ -196,26 +197,29 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
     return result
 
 
+WORKTREE_OR_REPO = UsageError.define(
+    "worktree-or-repo",
+    "pass --worktree W (an existing linked worktree) or --repo REPO (factory creates one)",
+)
+CREATION_FLAG_NEEDS_REPO = UsageError.define(
+    "creation-flag-needs-repo", "--base, --worktree-dir and --branch go with --repo only"
+)
 _CREATION_FLAGS = (("base", "--base"), ("worktree_dir", "--worktree-dir"), ("branch", "--branch"))
 
 
 def _check_worktree_flags(args: argparse.Namespace) -> None:
     """Exactly one of --worktree and --repo; the creation flags only with --repo (exit 2)."""
-    from factory.errors import UsageError
+    from factory.cli.digest_cmd import EMPTY_PATH
 
     if (args.worktree is None) == (args.repo is None):
-        raise UsageError(
-            "give exactly one of --worktree W (an existing linked worktree) and --repo REPO "
-            "(factory creates one)",
-            code="worktree-or-repo",
-        )
+        raise WORKTREE_OR_REPO("give exactly one of --worktree and --repo")
     for dest, flag in (("repo", "--repo"), *_CREATION_FLAGS[:2]):
         if getattr(args, dest) == "":
-            raise UsageError(f"{flag} is empty; pass a path or revision", code="empty-path")
+            raise EMPTY_PATH(f"{flag} is empty")
     if args.repo is None:
         for dest, flag in _CREATION_FLAGS:
             if getattr(args, dest) is not None:
-                raise UsageError(f"{flag} needs --repo", code="creation-flag-needs-repo")
+                raise CREATION_FLAG_NEEDS_REPO(f"{flag} was given with --worktree")
 
 
 def _prepare_creation(args: argparse.Namespace, draft: Any) -> Any:
@@ -237,16 +241,15 @@ def rehearsal_report(session: Any) -> Any:
     problem when the CLIs did not follow the script exactly."""
     from factory.agent.evidence import JSON
     from factory.agent.run import RouteReport
-    from factory.rehearsal import RehearsalIncomplete
+    from factory.rehearsal import SCENARIO_UNCONSUMED
 
     problem = None
     problems = session.problems()
     if problems:
         # The details (which may quote request paths) stay in the evidence, not the receipt.
         problem = (
-            RehearsalIncomplete.default_code,
-            f"the CLIs did not follow the rehearsal scenario ({len(problems)} problem(s)); "
-            "see the rehearsal-log evidence",
+            SCENARIO_UNCONSUMED,
+            f"the CLIs did not follow the rehearsal scenario ({len(problems)} problem(s))",
         )
     return RouteReport(
         role="rehearsal-log",

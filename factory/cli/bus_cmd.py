@@ -7,6 +7,9 @@ import sys
 from typing import Any
 
 from factory.cli.framework import StrictParser, emit_stdout, say
+from factory.errors import Refused
+
+NO_EVENT_LOG = Refused.define("no-event-log", "pass the --data-dir that a bus or smoke run used")
 
 HELP = """\
 The coordination bus: a durable, append-only event log (DATA_DIR/events.jsonl) behind six
@@ -138,14 +141,11 @@ def run_verify(args: argparse.Namespace) -> int:
 
     from factory.bus.log import LOG_NAME
     from factory.bus.verify import verify
-    from factory.errors import ExitCode, Refused
+    from factory.errors import ExitCode
 
     data_dir = Path(args.data_dir)
     if not os.path.lexists(data_dir / LOG_NAME):  # anything else there is refused by verify
-        raise Refused(
-            f"no event log at {data_dir / LOG_NAME}; pass the --data-dir a bus or smoke run used",
-            code="no-event-log",
-        )
+        raise NO_EVENT_LOG(f"no event log at {data_dir / LOG_NAME}")
     report = verify(data_dir, as_evidence=args.as_evidence)
     emit_stdout((json.dumps(report, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
     if report["ok"]:

@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import emit_stdout
+from factory.errors import UsageError
+
+EMPTY_PATH = UsageError.define("empty-path", "name a path (an unset shell variable?)")
 
 HELP = """\
 Print the inventory-digest/1 fixed point of a tree (recipe ordinal-path-bytes-sha256/1).
@@ -39,14 +42,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from factory.errors import UsageError
     from factory.inventory.service import digest_tree, printable
 
     for flag, value in (("--root", args.root), ("--manifest", args.manifest)):
         if value == "":
             # Path("") is ".": an unset shell variable would silently measure (or name)
             # the current folder.
-            raise UsageError(f"{flag} is empty; name a path", code="empty-path")
+            raise EMPTY_PATH(f"{flag} is empty")
     root = Path(args.root)
     manifest = Path(args.manifest) if args.manifest is not None else None
     shown_root = printable(root, "root")

@@ -14,17 +14,17 @@ diagnostic goes to stderr.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import os
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from factory.errors import ExitCode, FactoryError, UsageError, exit_code_for
+from factory.crashlog import write_crash_log
+from factory.errors import USAGE, ExitCode, FactoryError, UsageError
 
 _SEEN = "_factory_seen_options"
+DUPLICATE_FLAG = UsageError.define("duplicate-flag", "give each flag once")
 _HELP = "_factory_print_help"
 
 
@@ -69,10 +69,7 @@ class _OnceConst(argparse.Action):
 def _mark_seen(namespace: argparse.Namespace, dest: str, option_string: str | None) -> None:
     seen: set[str] = getattr(namespace, _SEEN, None) or set()
     if dest in seen:
-        raise UsageError(
-            f"{option_string or dest} was given more than once; give it once",
-            code="duplicate-flag",
-        )
+        raise DUPLICATE_FLAG(f"{option_string or dest} was given more than once")
     seen.add(dest)
     setattr(namespace, _SEEN, seen)
 
@@ -105,7 +102,7 @@ class StrictParser(argparse.ArgumentParser):
         return super().add_argument(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{message} (see '{self.prog} --help')", code="usage")
+        raise USAGE(f"{self.prog}: {message}")
 
 
 Handler = Callable[[argparse.Namespace], int]
@@ -149,20 +146,16 @@ def _write_crash_log(args: argparse.Namespace | None, exc: BaseException) -> Pat
     if data_dir is not None and Path(data_dir).is_dir():
         candidates.append(Path(data_dir) / "logs")
     candidates.append(default_state_dir() / "logs")
-    stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-    text = "".join(traceback.format_exception(exc))
-    body = f"factory internal error\nargv: {sys.argv!r}\npython: {sys.version}\n\n{text}"
-    for folder in candidates:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            path = folder / f"factory-error-{stamp}-{os.getpid()}.log"
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(body)
-            return path
-        except OSError:
-            continue
-    return None
+    return write_crash_log(exc, candidates)
+
+
+def _internal(args: argparse.Namespace | None, exc: BaseException) -> int:
+    """Every internal error, typed or not: the crash log, one line naming it, exit 1."""
+    log = _write_crash_log(args, exc)
+    where = f"; traceback in {log}" if log else "; the traceback could not be written"
+    name = exc.code if isinstance(exc, FactoryError) else type(exc).__name__
+    say(f"factory: internal error ({name}){where}")
+    return int(ExitCode.INTERNAL)
 
 
 def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
@@ -178,6 +171,8 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
             return int(ExitCode.USAGE)
         return int(handler(args))
     except FactoryError as exc:
+        if exc.exit_code == ExitCode.INTERNAL:
+            return _internal(args, exc)
         say(exc.diagnostics())
         return int(exc.exit_code)
     except KeyboardInterrupt:
@@ -187,7 +182,4 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
         # The reader of stdout went away; nothing useful can be printed.
         return int(ExitCode.INTERNAL)
     except Exception as exc:
-        log = _write_crash_log(args, exc)
-        where = f"; traceback in {log}" if log else "; the traceback could not be written"
-        say(f"factory: internal error ({type(exc).__name__}){where}")
-        return int(exit_code_for(exc))
+        return _internal(args, exc)

@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import emit_stdout, say
+from factory.errors import UsageError
+
+NOT_AVAILABLE = UsageError.define("not-available", "reinstall factory with ./scripts/setup")
 
 VERIFY_HELP = """\
 Re-check an agent receipt without trusting it: its revision and canonical bytes, every
@@ -78,14 +81,12 @@ def failed_checks(report: dict[str, Any]) -> list[str]:
 
 def run_show(args: argparse.Namespace) -> int:
     from factory.agent.verify import load_receipt
-    from factory.errors import UsageError
 
     try:
         show = import_module("factory.agent.receipt_show")
     except ModuleNotFoundError as exc:
-        raise UsageError(
-            "'factory receipt show' is not available in this build of factory",
-            code="not-available",
+        raise NOT_AVAILABLE(
+            "'factory receipt show' is not available in this build of factory"
         ) from exc
     from rich.console import Console
 

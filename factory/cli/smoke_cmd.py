@@ -6,6 +6,11 @@ import argparse
 from typing import Any
 
 from factory.cli.framework import emit_stdout, say
+from factory.errors import UsageError
+
+BAD_SMOKE_DIAGNOSTICS = UsageError.define(
+    "bad-smoke-diagnostics", "unset FACTORY_SMOKE_TRANSPORT and FACTORY_SMOKE_BACKEND"
+)
 
 HELP = """\
 Run the coordination tracer: claim a new --data-dir, spawn `factory bus serve` on it, drive
@@ -40,15 +45,13 @@ def run(args: argparse.Namespace) -> int:
 
     from factory.bus.client import BACKENDS, TRANSPORTS
     from factory.bus.smoke import DEFAULT_TASK, SmokeRequest, run_smoke
-    from factory.errors import UsageError
 
     transport = os.environ.get("FACTORY_SMOKE_TRANSPORT") or "prespawned"
     backend = os.environ.get("FACTORY_SMOKE_BACKEND") or "asyncio"
     if transport not in TRANSPORTS or backend not in BACKENDS:
-        raise UsageError(
-            f"FACTORY_SMOKE_TRANSPORT must be one of {', '.join(TRANSPORTS)} and "
-            f"FACTORY_SMOKE_BACKEND one of {', '.join(BACKENDS)}",
-            code="bad-smoke-diagnostics",
+        raise BAD_SMOKE_DIAGNOSTICS(
+            f"FACTORY_SMOKE_TRANSPORT is not one of {', '.join(TRANSPORTS)} or "
+            f"FACTORY_SMOKE_BACKEND not one of {', '.join(BACKENDS)}"
         )
     req = SmokeRequest(
         data_dir=Path(args.data_dir),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factory.errors import Failure
-from factory.gitio.run import git_env
+from factory.gitio.run import git_env, stderr_excerpt
 
 DEMO_TASK = (
     "Fix median() in stats.py: for an even number of values it must return the mean of "
@@ -53,7 +53,10 @@ _IDENTITY = {
 class DemoSetupFailed(Failure):
     """The sample repository could not be created (exit 4)."""
 
-    default_code = "demo-setup-failed"
+
+DEMO_SETUP_FAILED = DemoSetupFailed.define(
+    "demo-setup-failed", "fix what git reports, or pass another --dir", default=True
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +77,8 @@ def _git(cwd: Path, *args: str) -> None:
     )
     if proc.returncode != 0:
         raise DemoSetupFailed(
-            f"git {args[0]} failed while creating the sample repository (exit {proc.returncode})"
+            f"git {args[0]} failed while creating the sample repository (exit "
+            f"{proc.returncode}): {stderr_excerpt(proc.stderr)}"
         )
 
 

@@ -35,13 +35,19 @@ class IndexHidesChanges(Failure):
     """The index marks entries assume-unchanged or skip-worktree (exit 4): their changes
     would be in the worktree but not in the status, candidate tree or patch."""
 
-    default_code = "index-hides-changes"
-
 
 class UnsupportedChangedPath(Failure):
     """A changed path the candidate cannot bind faithfully (exit 4). No path in the message."""
 
-    default_code = "unsupported-changed-path"
+
+INDEX_HIDES_CHANGES = IndexHidesChanges.define(
+    "index-hides-changes", "clear those bits and rerun on a clean worktree", default=True
+)
+UNSUPPORTED_CHANGED_PATH = UnsupportedChangedPath.define(
+    "unsupported-changed-path",
+    "only regular files can be bound: remove it from the change",
+    default=True,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +86,7 @@ def _parse_raw(out: bytes) -> list[tuple[str, str, bytes]]:
 
 
 def _unsupported(why: str) -> UnsupportedChangedPath:
-    return UnsupportedChangedPath(
-        f"a changed path {why}; only regular files can be bound — remove it from the change"
-    )
+    return UNSUPPORTED_CHANGED_PATH(f"a changed path {why}")
 
 
 def _hash_regular(root: Path, rel: bytes) -> tuple[int, str]:
@@ -175,9 +179,9 @@ def derive(wt: Worktree, base_commit: str, base_tree: str) -> DerivedCandidate:
         GitFailure: a git query failed.
     """
     if hidden_entries(wt):
-        raise IndexHidesChanges(
+        raise INDEX_HIDES_CHANGES(
             "the index marks files assume-unchanged or skip-worktree, so their changes "
-            "cannot be bound; clear those bits and rerun on a clean worktree"
+            "cannot be bound"
         )
     status = status_bytes(wt)
     if submodule_changed(status):

@@ -54,13 +54,17 @@ _NO_SYMLINK = frozenset({b".gitmodules", b".gitattributes", b".gitignore", b".ma
 class UnsafeTree(Refused):
     """The base tree holds a path git itself would refuse to check out (exit 2)."""
 
-    default_code = "base-tree-unsafe"
-
 
 class CheckoutFailed(Failure):
     """Writing the worktree's files or index failed after creation began (exit 4)."""
 
-    default_code = "worktree-checkout-failed"
+
+BASE_TREE_UNSAFE = UnsafeTree.define(
+    "base-tree-unsafe", "git refuses to check it out, and so does factory: choose another --base"
+)
+CHECKOUT_FAILED = CheckoutFailed.define(
+    "worktree-checkout-failed", "the worktree stays as it is for inspection; fix the cause, rerun"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,14 +88,13 @@ def _unsafe_component(part: bytes) -> bool:
 def _check_path(entry: TreeEntry) -> None:
     parts = entry.path.split(b"/")
     if any(_unsafe_component(p) for p in parts):
-        raise UnsafeTree(
-            "the base commit's tree holds a path named like .git, '.', '..' or empty; "
-            "git refuses to check it out, and so does factory — choose another base"
+        raise BASE_TREE_UNSAFE(
+            "the base commit's tree holds a path named like .git, '.', '..' or empty"
         )
     if entry.mode == 0o120000 and parts[-1].lower() in _NO_SYMLINK:
-        raise UnsafeTree(
+        raise BASE_TREE_UNSAFE(
             "the base commit's tree holds a symlinked .gitmodules/.gitattributes/.gitignore/"
-            ".mailmap, which git refuses to check out — choose another base"
+            ".mailmap"
         )
 
 
@@ -102,7 +105,7 @@ def _canonical_mode(raw: bytes) -> int:
     value = int(raw, 8)
     if stat.S_ISREG(value):  # legacy modes such as 100664 are stored as 644 or 755
         return 0o100755 if value & 0o100 else 0o100644
-    raise UnsafeTree("the base commit's tree holds an entry of an unknown type")
+    raise BASE_TREE_UNSAFE("the base commit's tree holds an entry of an unknown type")
 
 
 def list_tree(cwd: Path, commit: str) -> list[TreeEntry]:
@@ -176,12 +179,12 @@ class _Blobs:
     def next(self, oid: str) -> Iterator[bytes]:
         header = self._out.readline().split(b" ")
         if len(header) != 3 or header[0].decode("ascii", "replace") != oid:
-            raise CheckoutFailed("git cat-file did not return a blob of the base tree")
+            raise CHECKOUT_FAILED("git cat-file did not return a blob of the base tree")
         left = int(header[2])
         while left:
             chunk = self._out.read(min(left, CHUNK))
             if not chunk:
-                raise CheckoutFailed("git cat-file ended in the middle of a blob")
+                raise CHECKOUT_FAILED("git cat-file ended in the middle of a blob")
             left -= len(chunk)
             yield chunk
         self._out.read(1)
@@ -217,7 +220,7 @@ def _write_entry(
     if entry.mode == 0o120000:
         target = b"".join(blobs.next(entry.oid))
         if b"\0" in target:
-            raise CheckoutFailed("a symlink of the base tree has a target with a NUL byte")
+            raise CHECKOUT_FAILED("a symlink of the base tree has a target with a NUL byte")
         os.symlink(target, name, dir_fd=dfd)
         os.utime(name, ns=(mtime, mtime), dir_fd=dfd, follow_symlinks=False)
         return os.stat(name, dir_fd=dfd, follow_symlinks=False)
@@ -248,14 +251,12 @@ def write_tree_files(
                 )
             )
     except OSError as exc:
-        raise CheckoutFailed(
-            f"writing the worktree's files failed ({exc.strerror}); see the worktree"
-        ) from exc
+        raise CHECKOUT_FAILED(f"writing the worktree's files failed ({exc.strerror})") from exc
     finally:
         folders.close()
         code = blobs.close()
     if code != 0:
-        raise CheckoutFailed(f"git cat-file failed (git exit {code})")
+        raise CHECKOUT_FAILED(f"git cat-file failed (git exit {code})")
     return out
 
 
@@ -278,8 +279,8 @@ def write_index(index: Path, entries: list[IndexEntry], object_format: str, afte
         limit = time.monotonic() + 5.0
         while os.stat(index).st_mtime_ns // 1_000_000_000 <= after_ns // 1_000_000_000:
             if time.monotonic() > limit:
-                raise CheckoutFailed("the clock did not move past the files' times; retry")
+                raise CHECKOUT_FAILED("the clock did not move past the files' times")
             time.sleep(0.05)
             os.utime(index)
     except OSError as exc:
-        raise CheckoutFailed(f"writing the worktree's index failed ({exc.strerror})") from exc
+        raise CHECKOUT_FAILED(f"writing the worktree's index failed ({exc.strerror})") from exc

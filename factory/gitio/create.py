@@ -39,13 +39,33 @@ DIR_INFIX = ".factory-run-"
 class CreateRefused(RepositoryRefused):
     """The folder or the branch cannot be used; nothing was created (exit 2)."""
 
-    default_code = "worktree-create-refused"
-
 
 class CreateFailed(Failure):
     """Creating the worktree failed after it began (exit 4); what exists stays."""
 
-    default_code = "worktree-create-failed"
+
+_refuse = CreateRefused.define
+WORKTREE_DIR_EXISTS = _refuse("worktree-dir-exists", "name a new folder (factory creates it)")
+WORKTREE_DIR_FOLDER_MISSING = _refuse(
+    "worktree-dir-folder-missing", "create the folder that will hold --worktree-dir first"
+)
+WORKTREE_DIR_NOT_WRITABLE = _refuse("worktree-dir-not-writable", "choose a writable place")
+WORKTREE_DIR_INSIDE_REPOSITORY = _refuse(
+    "worktree-dir-inside-repository", "choose a folder outside the repository and its worktrees"
+)
+WORKTREE_DIR_REGISTERED = _refuse(
+    "worktree-dir-registered", "choose another folder (factory never prunes registrations)"
+)
+BRANCH_INVALID = _refuse(
+    "branch-invalid", 'pass a valid name (git check-ref-format), or --branch "" to detach HEAD'
+)
+BRANCH_EXISTS = _refuse("branch-exists", 'pass a new --branch name, or --branch "" to detach HEAD')
+_STAYS = "the folder stays for inspection; rerun with a new --worktree-dir or --branch"
+WORKTREE_DIR_TAKEN = CreateFailed.define("worktree-dir-taken", _STAYS)
+WORKTREE_CREATE_FAILED = CreateFailed.define("worktree-create-failed", _STAYS)
+WORKTREE_CREATE_MISMATCH = CreateFailed.define(
+    "worktree-create-mismatch", "inspect the worktree: something moved its HEAD"
+)
 
 
 def new_run_id() -> str:
@@ -92,34 +112,21 @@ def _default_path(repo: Repository, run_id: str) -> Path:
 def _check_path(repo: Repository, raw: Path) -> Path:
     absolute = Path(os.path.abspath(raw))
     if os.path.lexists(absolute):
-        raise CreateRefused(
-            "--worktree-dir already exists; name a new folder (factory creates it)",
-            code="worktree-dir-exists",
-        )
+        raise WORKTREE_DIR_EXISTS("--worktree-dir already exists")
     parent = absolute.parent
     if not parent.is_dir():
-        raise CreateRefused(
-            "the folder of --worktree-dir does not exist; create it first",
-            code="worktree-dir-folder-missing",
-        )
+        raise WORKTREE_DIR_FOLDER_MISSING("the folder of --worktree-dir does not exist")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise CreateRefused(
-            "the folder of --worktree-dir is not writable; choose another place",
-            code="worktree-dir-not-writable",
-        )
+        raise WORKTREE_DIR_NOT_WRITABLE("the folder of --worktree-dir is not writable")
     path = Path(os.path.realpath(parent)) / absolute.name
     folders = [repo.common_dir, repo.anchor, *(w for w in repo.worktrees if w.is_dir())]
     if any(physically_inside(path, f) for f in folders):
-        raise CreateRefused(
-            "--worktree-dir lies inside the repository's git directory or one of its "
-            "worktrees; choose a folder outside them",
-            code="worktree-dir-inside-repository",
+        raise WORKTREE_DIR_INSIDE_REPOSITORY(
+            "--worktree-dir lies inside the repository's git directory or one of its worktrees"
         )
     if any(os.path.abspath(w) in (os.fspath(absolute), os.fspath(path)) for w in repo.worktrees):
-        raise CreateRefused(
-            "--worktree-dir is still registered as a (missing) worktree of this repository; "
-            "choose another folder (factory never prunes registrations)",
-            code="worktree-dir-registered",
+        raise WORKTREE_DIR_REGISTERED(
+            "--worktree-dir is still registered as a (missing) worktree of this repository"
         )
     return path
 
@@ -131,11 +138,7 @@ def _check_branch(repo: Repository, name: str) -> None:
         and try_git(repo.common_dir, ["check-ref-format", f"refs/heads/{name}"])[0] == 0
     )
     if not valid:
-        raise CreateRefused(
-            "--branch is not a valid branch name (see git check-ref-format); pass another, "
-            'or --branch "" for a detached HEAD',
-            code="branch-invalid",
-        )
+        raise BRANCH_INVALID("--branch is not a valid branch name")
     parts = name.split("/")
     prefixes = ["/".join(parts[:i]) for i in range(1, len(parts))]
     patterns = [f"refs/heads/{name}", *(f"refs/heads/{p}" for p in prefixes)]
@@ -145,11 +148,7 @@ def _check_branch(repo: Repository, name: str) -> None:
     taken = {f"refs/heads/{p}" for p in prefixes}
     for ref in out.decode("utf-8", "surrogateescape").splitlines():
         if ref == f"refs/heads/{name}" or ref.startswith(f"refs/heads/{name}/") or ref in taken:
-            raise CreateRefused(
-                "--branch already exists (or a branch above or below its name does); pass a "
-                'new name, or --branch "" for a detached HEAD',
-                code="branch-exists",
-            )
+            raise BRANCH_EXISTS("--branch already exists, or a branch above or below its name does")
 
 
 def plan_worktree(spec: WorktreeSpec, run_id: str | None = None) -> WorktreePlan:
@@ -188,26 +187,19 @@ def create_worktree(plan: WorktreePlan) -> Worktree:
     try:
         os.mkdir(plan.path, 0o777)
     except FileExistsError as exc:
-        raise CreateFailed(
-            "the worktree folder was created by someone else after the checks; rerun",
-            code="worktree-dir-taken",
+        raise WORKTREE_DIR_TAKEN(
+            "the worktree folder was created by someone else meanwhile"
         ) from exc
     how = ["-b", plan.branch] if plan.branch is not None else ["--detach"]
     args = [*NO_HOOKS, "worktree", "add", "--no-checkout", *how, "--", os.fspath(plan.path)]
     try:
         run_git(plan.repository.common_dir, [*args, plan.base_commit], what="git worktree add")
     except GitFailure as exc:
-        raise CreateFailed(
-            "git worktree add failed (the branch may have been created meanwhile); the "
-            "folder stays for inspection",
-        ) from exc
+        raise WORKTREE_CREATE_FAILED(f"git worktree add did not register it: {exc.fact}") from exc
     wt = locate(plan.path)
     ref = f"refs/heads/{plan.branch}" if plan.branch is not None else None
     if head_commit(wt) != plan.base_commit or head_ref(wt) != ref:
-        raise CreateFailed(
-            "the new worktree's HEAD is not the planned base and branch; inspect it",
-            code="worktree-create-mismatch",
-        )
+        raise WORKTREE_CREATE_MISMATCH("the new worktree's HEAD is not the planned base and branch")
     files = write_tree_files(wt.root, plan.repository.common_dir, list(plan.entries), mtime_ns)
     write_index(index_path(wt), files, plan.repository.object_format, mtime_ns)
     return wt

@@ -17,7 +17,23 @@ from factory.gitio.run import run_git, try_git
 class RepositoryRefused(Refused):
     """The repository or the base revision cannot be used; nothing was created (exit 2)."""
 
-    default_code = "repository-refused"
+
+_define = RepositoryRefused.define
+REPO_MISSING = _define("repo-missing", "pass --repo a folder inside a git repository")
+NOT_A_GIT_REPOSITORY = _define(
+    "not-a-git-repository", "pass --repo a repository, a worktree of one, or a folder inside it"
+)
+REPOSITORY_PARTIAL_CLONE = _define(
+    "repository-partial-clone",
+    "create the worktree yourself ('git worktree add') and pass it as --worktree",
+)
+REPOSITORY_EMPTY = _define("repository-empty", "commit a base first")
+BASE_UNBORN = _define("base-unborn", "pass --base with a commit")
+BASE_MISSING = _define("base-missing", "pass --base a commit, branch or tag of this repository")
+BASE_MISSING_SHALLOW = _define(
+    "base-missing-shallow", "fetch more history (git fetch --deepen) or choose another --base"
+)
+BASE_NOT_A_COMMIT = _define("base-not-a-commit", "pass --base a commit (or a tag of one)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,20 +76,13 @@ def locate_repository(path: Path) -> Repository:
             demand, and factory never reaches the network for a checkout).
     """
     if not path.is_dir():
-        raise RepositoryRefused(
-            "--repo is not an existing folder; pass a folder inside a git repository",
-            code="repo-missing",
-        )
+        raise REPO_MISSING("--repo is not an existing folder")
     code, out = try_git(
         path, ["rev-parse", "--path-format=absolute", "--git-common-dir", "--show-object-format"]
     )
     parts = _text(out).split("\n")
     if code != 0 or len(parts) < 2:
-        raise RepositoryRefused(
-            "--repo is not inside a git repository; pass a repository, a worktree of one, or "
-            "a folder inside it",
-            code="not-a-git-repository",
-        )
+        raise NOT_A_GIT_REPOSITORY("--repo is not inside a git repository")
     common = Path(os.path.realpath(parts[0]))
     object_format = parts[1]
     code, top = try_git(path, ["rev-parse", "--path-format=absolute", "--show-toplevel"])
@@ -82,11 +91,9 @@ def locate_repository(path: Path) -> Repository:
     else:  # a bare repository, or a folder inside a git directory
         anchor = common.parent if common.name == ".git" else common
     if _partial_clone(common):
-        raise RepositoryRefused(
+        raise REPOSITORY_PARTIAL_CLONE(
             "--repo is a partial clone: checking out its base may fetch objects from the "
-            "network, which factory never does; create the worktree yourself and pass "
-            "--worktree",
-            code="repository-partial-clone",
+            "network, which factory never does"
         )
     shallow = _text(try_git(common, ["rev-parse", "--is-shallow-repository"])[1]) == "true"
     return Repository(
@@ -126,24 +133,14 @@ def _object_id(repo: Repository, rev: str) -> str | None:
 
 def _missing(repo: Repository, rev: str) -> RepositoryRefused:
     if not _has_any_ref(repo) and try_git(repo.start, ["rev-parse", "-q", "--verify", "HEAD"])[0]:
-        return RepositoryRefused(
-            "the repository has no commit yet; commit a base first", code="repository-empty"
-        )
+        return REPOSITORY_EMPTY("the repository has no commit yet")
     if rev == "HEAD":
-        return RepositoryRefused(
-            "HEAD of --repo names a branch with no commit yet; pass --base with a commit",
-            code="base-unborn",
-        )
+        return BASE_UNBORN("HEAD of --repo names a branch with no commit yet")
     if repo.shallow:
-        return RepositoryRefused(
-            "--base is not in this repository, which is a shallow clone: the commit may lie "
-            "beyond its boundary; fetch more history (git fetch --deepen) or choose another base",
-            code="base-missing-shallow",
+        return BASE_MISSING_SHALLOW(
+            "--base is not in this repository, a shallow clone: it may lie beyond the boundary"
         )
-    return RepositoryRefused(
-        "--base names nothing in this repository; pass a commit, branch or tag",
-        code="base-missing",
-    )
+    return BASE_MISSING("--base names nothing in this repository")
 
 
 def resolve_base(repo: Repository, base: str | None) -> tuple[str, str]:
@@ -163,10 +160,7 @@ def resolve_base(repo: Repository, base: str | None) -> tuple[str, str]:
         raise _missing(repo, rev)
     code, commit = try_git(repo.start, ["rev-parse", "--verify", "-q", f"{oid}^{{commit}}"])
     if code != 0 or not commit.strip():
-        raise RepositoryRefused(
-            "--base names an object that is not a commit (a tree or a blob); pass a commit",
-            code="base-not-a-commit",
-        )
+        raise BASE_NOT_A_COMMIT("--base names an object that is not a commit (a tree or a blob)")
     commit_id = _text(commit)
     tree = run_git(
         repo.common_dir, ["rev-parse", "--verify", f"{commit_id}^{{tree}}"], what="git rev-parse"

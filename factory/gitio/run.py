@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from factory.display import inert
 from factory.errors import Failure
 
 ALLOWED_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "USER", "LOGNAME")
@@ -32,9 +33,25 @@ _BASE_ARGV = (
 
 
 class GitFailure(Failure):
-    """A local git query failed after admission (exit 4). The message names no paths."""
+    """A local git command failed after admission (exit 4); the message keeps the first
+    lines of git's own stderr, made inert."""
 
-    default_code = "git-failed"
+
+GIT_FAILED = GitFailure.define(
+    "git-failed", "fix what git reports (git status shows the state) and rerun", default=True
+)
+GIT_NOT_FOUND = GitFailure.define("git-not-found", "install git and put it on PATH")
+GIT_STUCK = GitFailure.define(
+    "git-timeout", "check for a stuck git process or a slow disk, then rerun"
+)
+STDERR_LINES = 3  # lines of git's stderr kept in a git-failed message
+
+
+def stderr_excerpt(stderr: bytes, lines: int = STDERR_LINES) -> str:
+    """The first non-blank ``lines`` of git's stderr as one inert line (``|``-joined)."""
+    text = stderr.decode("utf-8", "replace")
+    kept = [ln.strip() for ln in text.splitlines() if ln.strip()][:lines]
+    return inert(" | ".join(kept), limit=300) if kept else "no message"
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -78,11 +95,12 @@ def run_git(
             check=False,
         )
     except FileNotFoundError as exc:
-        raise GitFailure("git is not on PATH; install git", code="git-not-found") from exc
+        raise GIT_NOT_FOUND("git is not on PATH") from exc
     except subprocess.TimeoutExpired as exc:
-        raise GitFailure(f"{what} did not finish in time; retry") from exc
+        raise GIT_STUCK(f"{what} did not finish in {GIT_TIMEOUT_S:.0f} s") from exc
     if proc.returncode not in ok_codes:
-        raise GitFailure(f"{what} failed (git exit {proc.returncode}); run git status to see why")
+        excerpt = stderr_excerpt(proc.stderr)
+        raise GIT_FAILED(f"{what} failed (git exit {proc.returncode}): {excerpt}")
     return proc.stdout
 
 

@@ -30,7 +30,12 @@ STATUS_ARGS = (
 class WorktreeRefused(Refused):
     """The worktree cannot be used; nothing ran (exit 2)."""
 
-    default_code = "worktree-refused"
+
+_LINKED = "pass the top folder of a linked worktree ('git worktree add <path>')"
+WORKTREE_MISSING = WorktreeRefused.define("worktree-missing", _LINKED)
+NOT_A_GIT_WORKTREE = WorktreeRefused.define("not-a-git-worktree", _LINKED)
+NOT_WORKTREE_ROOT = WorktreeRefused.define("not-worktree-root", _LINKED)
+LINKED_WORKTREE_REQUIRED = WorktreeRefused.define("linked-worktree-required", _LINKED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,34 +64,21 @@ def locate(path: Path) -> Worktree:
             ``linked-worktree-required`` (primary or submodule-primary checkout).
     """
     if not path.is_dir():
-        raise WorktreeRefused(
-            "--worktree is not an existing folder; pass a linked git worktree",
-            code="worktree-missing",
-        )
+        raise WORKTREE_MISSING("--worktree is not an existing folder")
     code, out = try_git(
         path,
         ["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir"],
     )
     parts = _lines(out)
     if code != 0 or len(parts) < 3 or not parts[0]:
-        raise WorktreeRefused(
-            "--worktree is not inside a git working tree; create one with 'git worktree add'",
-            code="not-a-git-worktree",
-        )
+        raise NOT_A_GIT_WORKTREE("--worktree is not inside a git working tree")
     root = Path(os.path.realpath(parts[0]))
     git_dir = Path(os.path.realpath(parts[1]))
     common_dir = Path(os.path.realpath(parts[2]))
     if root != Path(os.path.realpath(path)):
-        raise WorktreeRefused(
-            "--worktree must be the top folder of the worktree, not a folder inside it",
-            code="not-worktree-root",
-        )
+        raise NOT_WORKTREE_ROOT("--worktree is a folder inside a worktree, not its top folder")
     if git_dir == common_dir or not (root / ".git").is_file():
-        raise WorktreeRefused(
-            "--worktree is a primary checkout (or a submodule's); create a linked one with "
-            "'git worktree add <path>' and pass that",
-            code="linked-worktree-required",
-        )
+        raise LINKED_WORKTREE_REQUIRED("--worktree is a primary checkout (or a submodule's)")
     return Worktree(root=root, git_dir=git_dir, common_dir=common_dir)
 
 

@@ -36,7 +36,9 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from factory.inventory.recipe import line
+from factory.errors import Code, FactoryError, lookup
+from factory.inventory import recipe as r
+from factory.inventory.recipe import InventoryRefused, line
 from factory.inventory.walk import Problem, kind_of, non_regular, shown
 
 CHUNK = 1 << 20  # bytes per read for big files; also the per-worker buffer
@@ -91,15 +93,13 @@ def _open_problem(rel: str, exc: OSError) -> Problem:
     if exc.errno in (errno.ENOENT, errno.ENOTDIR):
         return Problem(
             rel,
-            "changed-during-walk",
-            f"{shown(rel)}: vanished while the tree was measured ({exc.strerror}); "
-            "run again on a quiet tree",
+            r.CHANGED_DURING_WALK,
+            f"{shown(rel)}: vanished while the tree was measured ({exc.strerror})",
         )
     return Problem(
         rel,
-        "unreadable",
-        f"{shown(rel)}: file cannot be read ({exc.strerror}); fix its permissions or "
-        "move it out of the root",
+        r.UNREADABLE,
+        f"{shown(rel)}: file cannot be read ({exc.strerror})",
     )
 
 
@@ -117,16 +117,15 @@ def _folder_problem(rel: str, problem: _FolderProblem) -> Problem:
     if problem.is_symlink:
         return Problem(
             rel,
-            "symlink-refused",
+            r.SYMLINK_REFUSED,
             f"{shown(rel)}: its folder {shown(problem.folder)} became a symlink while the "
             "tree was measured; the recipe never follows symlinks",
         )
     if problem.error.errno == errno.ENOTDIR:
         return Problem(
             rel,
-            "changed-during-walk",
-            f"{shown(rel)}: its folder {shown(problem.folder)} is no longer a folder; run "
-            "again on a quiet tree",
+            r.CHANGED_DURING_WALK,
+            f"{shown(rel)}: its folder {shown(problem.folder)} is no longer a folder",
         )
     return _open_problem(rel, problem.error)
 
@@ -200,9 +199,8 @@ class _Hasher:
                 # change under our feet, not a refused kind of entry.
                 return Problem(
                     rel,
-                    "changed-during-walk",
-                    f"{shown(rel)}: became a folder while the tree was measured; run again "
-                    "on a quiet tree",
+                    r.CHANGED_DURING_WALK,
+                    f"{shown(rel)}: became a folder while the tree was measured",
                 )
             if not stat.S_ISREG(st.st_mode):
                 return non_regular(rel, kind_of(st.st_mode))
@@ -303,7 +301,8 @@ Result = tuple[int, str, int, list[tuple[str, str, str]]]
 
 def _pack(item: tuple[int, str, int, list[Problem]]) -> Result:
     b, text, total, problems = item
-    return b, text, total, [(p.path, p.code, p.message) for p in problems]
+    # Codes cross the worker pipe by name (marshal carries plain values only).
+    return b, text, total, [(p.path, p.code.name, p.message) for p in problems]
 
 
 def hash_files(
@@ -337,6 +336,13 @@ def hash_files(
     return _assemble(results, len(batches))
 
 
+def _code(name: str) -> Code[InventoryRefused]:
+    code = lookup(name)
+    if code is None or code.error is not InventoryRefused:
+        raise FactoryError(f"a hashing worker sent an unknown refusal code {name!r}")
+    return code
+
+
 def _assemble(results: list[Result], batch_count: int) -> Hashed:
     texts: list[str] = [""] * batch_count
     total = 0
@@ -344,7 +350,7 @@ def _assemble(results: list[Result], batch_count: int) -> Hashed:
     for b, text, size, found in results:
         texts[b] = text
         total += size
-        problems.extend(Problem(*p) for p in found)
+        problems.extend(Problem(path, _code(name), what) for path, name, what in found)
     pieces = [t for t in texts if t]  # a batch of refused files only leaves ""
     return Hashed(pieces=pieces, total_bytes=total, problems=problems)
 

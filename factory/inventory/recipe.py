@@ -26,7 +26,31 @@ EXCLUDED_DIRECTORY_NAMES = frozenset({".git", "node_modules"})
 class InventoryRefused(Refused):
     """The tree cannot be digested faithfully; nothing was written (exit 2)."""
 
-    default_code = "inventory-refused"
+
+_OUT_OF_ROOT = "replace it with a regular file or move it out of the root"
+NAME_NOT_UTF8 = InventoryRefused.define(
+    "name-not-utf8", "rename it (or name a path that is valid UTF-8)"
+)
+NAME_CONTAINS_LF = InventoryRefused.define(
+    "name-contains-lf", "rename it (or name a path without LF)"
+)
+SYMLINK_REFUSED = InventoryRefused.define("symlink-refused", _OUT_OF_ROOT)
+FIFO_REFUSED = InventoryRefused.define("fifo-refused", _OUT_OF_ROOT)
+SOCKET_REFUSED = InventoryRefused.define("socket-refused", _OUT_OF_ROOT)
+DEVICE_REFUSED = InventoryRefused.define("device-refused", _OUT_OF_ROOT)
+NON_REGULAR_REFUSED = InventoryRefused.define("non-regular-refused", _OUT_OF_ROOT)
+UNREADABLE = InventoryRefused.define("unreadable", "fix its permissions or move it out of the root")
+CHANGED_DURING_WALK = InventoryRefused.define("changed-during-walk", "run again on a quiet tree")
+ROOT_NOT_FOLDER = InventoryRefused.define("root-not-folder", "name an existing folder with --root")
+MANIFEST_INSIDE_ROOT = InventoryRefused.define(
+    "manifest-inside-root", "name a --manifest path outside the root"
+)
+MANIFEST_PARENT_NOT_FOLDER = InventoryRefused.define(
+    "manifest-parent-not-folder", "choose another --manifest path"
+)
+MANIFEST_FOLDER_MISSING = InventoryRefused.define(
+    "manifest-folder-missing", "create its folder first or choose another path"
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from factory import fsio
 from factory.errors import Failure
+from factory.inventory import recipe as r
 from factory.inventory.hashing import hash_files
 from factory.inventory.recipe import (
     INVENTORY_FORMAT,
     INVENTORY_RECIPE,
-    InventoryRefused,
     ordinal_order,
 )
 from factory.inventory.walk import list_files, raise_first, shown
@@ -23,7 +23,12 @@ from factory.inventory.walk import list_files, raise_first, shown
 class ManifestWriteFailed(Failure):
     """The tree was digested but the manifest could not be written (exit 4)."""
 
-    default_code = "manifest-write-failed"
+
+MANIFEST_WRITE_FAILED = ManifestWriteFailed.define(
+    "manifest-write-failed",
+    "free space or fix permissions there, or choose another --manifest path",
+    default=True,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,16 +53,12 @@ def printable(path: Path, what: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise InventoryRefused(
-            f"{shown(text)}: the {what} path is not valid UTF-8, so the output could not "
-            "name it; use a path that is",
-            code="name-not-utf8",
+        raise r.NAME_NOT_UTF8(
+            f"{shown(text)}: the {what} path is not valid UTF-8, so the output could not name it"
         ) from None
     if "\n" in text:
-        raise InventoryRefused(
-            f"{shown(text)}: the {what} path contains LF, which an output line cannot "
-            "hold; use a path without it",
-            code="name-contains-lf",
+        raise r.NAME_CONTAINS_LF(
+            f"{shown(text)}: the {what} path contains LF, which an output line cannot hold"
         )
     return text
 
@@ -67,16 +68,11 @@ def check_root(root: Path) -> None:
     try:
         st = os.stat(root)
     except OSError as exc:
-        raise InventoryRefused(
-            f"{shown(os.fspath(root))}: cannot be read as a folder ({exc.strerror}); "
-            "name an existing folder with --root",
-            code="root-not-folder",
+        raise r.ROOT_NOT_FOLDER(
+            f"{shown(os.fspath(root))}: cannot be read as a folder ({exc.strerror})"
         ) from None
     if not stat.S_ISDIR(st.st_mode):
-        raise InventoryRefused(
-            f"{shown(os.fspath(root))}: not a folder; name a folder with --root",
-            code="root-not-folder",
-        )
+        raise r.ROOT_NOT_FOLDER(f"{shown(os.fspath(root))}: not a folder")
 
 
 def check_manifest(root: Path, manifest: Path) -> None:
@@ -90,29 +86,22 @@ def check_manifest(root: Path, manifest: Path) -> None:
         OutputExists: the path exists (a dangling symlink included).
     """
     if fsio.physically_inside(manifest, root):
-        raise InventoryRefused(
+        raise r.MANIFEST_INSIDE_ROOT(
             f"{shown(os.fspath(manifest))} is inside the tree it measures "
-            f"({shown(os.fspath(root))}); a manifest there would change the digest it "
-            "reports. Name a path outside the root.",
-            code="manifest-inside-root",
+            f"({shown(os.fspath(root))}); a manifest there would change the digest it reports"
         )
     if os.path.lexists(manifest):
-        raise fsio.OutputExists(f"{shown(os.fspath(manifest))} already exists; choose a new path")
+        raise fsio.OUTPUT_EXISTS(f"{shown(os.fspath(manifest))} already exists")
     existing, _ = fsio.nearest_existing(manifest)
     if not existing.is_dir():
-        raise InventoryRefused(
+        raise r.MANIFEST_PARENT_NOT_FOLDER(
             f"{shown(os.fspath(manifest))}: {shown(os.fspath(existing))} is not a folder, so "
-            "the manifest cannot be created there; choose another path",
-            code="manifest-parent-not-folder",
+            "the manifest cannot be created there"
         )
     if not os.path.isdir(os.path.dirname(os.fspath(manifest)) or "."):
         # Refused, not created: a mistyped path would otherwise leave new folders behind,
         # and smoke and agent refuse a missing report folder the same way.
-        raise InventoryRefused(
-            f"{shown(os.fspath(manifest))}: its folder does not exist; create it first or "
-            "choose another path",
-            code="manifest-folder-missing",
-        )
+        raise r.MANIFEST_FOLDER_MISSING(f"{shown(os.fspath(manifest))}: its folder does not exist")
 
 
 def digest_tree(
@@ -149,7 +138,7 @@ def digest_tree(
         except fsio.OutputExists:
             raise  # created by someone else since the check: still nothing of ours there
         except OSError as exc:
-            raise ManifestWriteFailed(
+            raise MANIFEST_WRITE_FAILED(
                 f"{shown(os.fspath(manifest))}: the manifest could not be written "
                 f"({exc.strerror}); the digest was {hashlib.sha256(document).hexdigest()}"
             ) from None

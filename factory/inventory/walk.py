@@ -17,15 +17,17 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from factory.errors import Code
+from factory.inventory import recipe as r
 from factory.inventory.recipe import EXCLUDED_DIRECTORY_NAMES, InventoryRefused, ordinal_key
 
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One refused entry: recipe path (may hold surrogate escapes), code, message."""
+    """One refused entry: recipe path (may hold surrogate escapes), code, what happened."""
 
     path: str
-    code: str
+    code: Code[InventoryRefused]
     message: str
 
 
@@ -48,12 +50,21 @@ def kind_of(mode: int) -> str:
     return "non-regular"
 
 
+_KIND_CODES = {
+    "symlink": r.SYMLINK_REFUSED,
+    "fifo": r.FIFO_REFUSED,
+    "socket": r.SOCKET_REFUSED,
+    "device": r.DEVICE_REFUSED,
+    "non-regular": r.NON_REGULAR_REFUSED,
+}
+
+
 def non_regular(rel: str, kind: str) -> Problem:
     return Problem(
         rel,
-        f"{kind}-refused",
+        _KIND_CODES[kind],
         f"{shown(rel)}: {kind} refused; the recipe hashes regular files only and never "
-        "skips an entry (replace it with a regular file or move it out of the root)",
+        "skips an entry",
     )
 
 
@@ -61,14 +72,12 @@ def _name_problem(rel: str) -> Problem | None:
     try:
         rel.encode("utf-8")
     except UnicodeEncodeError:
-        return Problem(
-            rel, "name-not-utf8", f"{shown(rel)}: file name is not valid UTF-8; rename it"
-        )
+        return Problem(rel, r.NAME_NOT_UTF8, f"{shown(rel)}: file name is not valid UTF-8")
     if "\n" in rel:
         return Problem(
             rel,
-            "name-contains-lf",
-            f"{shown(rel)}: file name contains LF, which a manifest line cannot hold; rename it",
+            r.NAME_CONTAINS_LF,
+            f"{shown(rel)}: file name contains LF, which a manifest line cannot hold",
         )
     return None
 
@@ -80,7 +89,7 @@ def raise_first(problems: list[Problem]) -> None:
     first = min(problems, key=lambda p: ordinal_key(p.path))
     more = len(problems) - 1
     suffix = f" ({more} more refused entr{'y' if more == 1 else 'ies'})" if more else ""
-    raise InventoryRefused(first.message + suffix, code=first.code)
+    raise first.code(first.message + suffix)
 
 
 def list_files(root: Path) -> list[str]:
@@ -106,9 +115,8 @@ def list_files(root: Path) -> list[str]:
             problems.append(
                 Problem(
                     where,
-                    "unreadable",
-                    f"{shown(where)}: folder cannot be listed ({exc.strerror}); "
-                    "fix its permissions or move it out of the root",
+                    r.UNREADABLE,
+                    f"{shown(where)}: folder cannot be listed ({exc.strerror})",
                 )
             )
             continue

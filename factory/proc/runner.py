@@ -16,11 +16,11 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Literal
 
 import trio
 
-from factory.errors import Failure
+from factory.errors import Code, Failure
 from factory.proc.procfs import Stat, become_subreaper, read_stat
 from factory.proc.tree import ProcessTree, SweepReport
 
@@ -30,7 +30,6 @@ DEFAULT_GRACE_S = 2.0
 _CHUNK = 64 * 1024
 
 StopReason = Literal["timeout", "output-limit"]
-FailureCode = Literal["timeout", "output-limit", "launch-failed", "sweep-incomplete"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +92,23 @@ class ProcessFailure(Failure):
     captured when the child ran at all.
     """
 
-    default_code: ClassVar[str] = "launch-failed"
-
-    def __init__(self, message: str, *, code: FailureCode, result: RunResult | None = None) -> None:
+    def __init__(
+        self, message: str, *, code: Code[ProcessFailure], result: RunResult | None = None
+    ) -> None:
         super().__init__(message, code=code)
         self.result = result
+
+
+LAUNCH_FAILED = ProcessFailure.define(
+    "launch-failed", "check that the program exists, is executable and gets valid limits"
+)
+TIMEOUT = ProcessFailure.define("timeout", "raise the time limit or find why the program hangs")
+OUTPUT_LIMIT = ProcessFailure.define(
+    "output-limit", "make the program print less, or raise its output cap"
+)
+SWEEP_INCOMPLETE = ProcessFailure.define(
+    "sweep-incomplete", "inspect the surviving processes with ps and stop them"
+)
 
 
 @dataclass(slots=True)
@@ -204,9 +215,9 @@ def _check_limits(spec: RunSpec) -> None:
     ]
     if bad:
         raise ProcessFailure(
-            f"invalid run limits: {', '.join(bad)}; pass finite positive "
-            "seconds and non-negative byte caps",
-            code="launch-failed",
+            f"invalid run limits: {', '.join(bad)} (seconds must be finite and positive, "
+            "byte caps non-negative)",
+            code=LAUNCH_FAILED,
         )
 
 
@@ -229,7 +240,7 @@ async def run(spec: RunSpec) -> RunResult:
     next checkpoint, inside the supervised wait.
     """
     if not spec.argv or not all(isinstance(a, str) for a in spec.argv):
-        raise ProcessFailure("argv must be a non-empty list of strings", code="launch-failed")
+        raise ProcessFailure("argv must be a non-empty list of strings", code=LAUNCH_FAILED)
     _check_limits(spec)
     become_subreaper()
     started = trio.current_time()
@@ -246,13 +257,13 @@ async def run(spec: RunSpec) -> RunResult:
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename and exc.filename != spec.argv[0] else ""
         raise ProcessFailure(
-            f"could not start {spec.argv[0]!r}: {exc.strerror or exc}{where}; check the path",
-            code="launch-failed",
+            f"could not start {spec.argv[0]!r}: {exc.strerror or exc}{where}",
+            code=LAUNCH_FAILED,
         ) from exc
     except ValueError as exc:  # a NUL byte in argv/env, or "=" in an env name
         raise ProcessFailure(
             f"could not start {spec.argv[0]!r}: {exc}",
-            code="launch-failed",
+            code=LAUNCH_FAILED,
         ) from exc
     leader = read_stat(proc.pid) or Stat(proc.pid, "R", 0, proc.pid, proc.pid, 0)
     out, err = _Capture(spec.stdout_cap), _Capture(spec.stderr_cap)
@@ -305,21 +316,21 @@ async def run(spec: RunSpec) -> RunResult:
     name = Path(spec.argv[0]).name
     if sweep.survivors:
         raise ProcessFailure(
-            f"{name}: {len(sweep.survivors)} process(es) survived SIGKILL; inspect them with ps",
-            code="sweep-incomplete",
+            f"{name}: {len(sweep.survivors)} process(es) survived SIGKILL",
+            code=SWEEP_INCOMPLETE,
             result=result,
         )
     if result.stopped == "timeout":
         raise ProcessFailure(
             f"{name} did not finish within {spec.timeout_s:g} s; it and its children were stopped",
-            code="timeout",
+            code=TIMEOUT,
             result=result,
         )
     if result.stopped == "output-limit":
         raise ProcessFailure(
             f"{name} wrote more than its output cap (stdout {spec.stdout_cap} B, stderr "
             f"{spec.stderr_cap} B); it and its children were stopped",
-            code="output-limit",
+            code=OUTPUT_LIMIT,
             result=result,
         )
     return result

@@ -52,7 +52,10 @@ DEMO_SCENARIO = Path(__file__).parent / "scenarios" / "demo.json"
 class RehearsalIncomplete(Failure):
     """The CLIs did not follow the scenario: a violation, or turns never requested (exit 4)."""
 
-    default_code = "rehearsal-scenario-unconsumed"
+
+SCENARIO_UNCONSUMED = RehearsalIncomplete.define(
+    "rehearsal-scenario-unconsumed", "inspect the rehearsal-log evidence", default=True
+)
 
 
 class ConfigRootNotEmpty(Refused):
@@ -63,7 +66,10 @@ class ConfigRootNotEmpty(Refused):
     values the only ones.
     """
 
-    default_code = "rehearsal-config-root-not-empty"
+
+CONFIG_ROOT_NOT_EMPTY = ConfigRootNotEmpty.define(
+    "rehearsal-config-root-not-empty", "pass a new or empty folder", default=True
+)
 
 
 class RehearsalLog(StrictModel):
@@ -116,8 +122,7 @@ class RehearsalSession:
         if problems:
             more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
             raise RehearsalIncomplete(
-                f"the CLIs did not follow the rehearsal scenario: {problems[0]}{more}; "
-                "inspect the rehearsal log"
+                f"the CLIs did not follow the rehearsal scenario: {problems[0]}{more}"
             )
 
     def evidence(self) -> RehearsalLog:
@@ -137,7 +142,7 @@ def _fresh_private_dir(folder: Path) -> None:
     except FileExistsError:
         if not folder.is_dir() or any(folder.iterdir()):
             raise ConfigRootNotEmpty(
-                f"rehearsal config root {folder} is not a new or empty folder; pass one"
+                f"rehearsal config root {folder} is not a new or empty folder"
             ) from None
     folder.chmod(0o700)
 
@@ -185,6 +190,7 @@ __all__ = [
     "CODEX_CONFIG_SUBDIR",
     "DEMO_SCENARIO",
     "SCENARIO_SCHEMA",
+    "SCENARIO_UNCONSUMED",
     "ConfigRootNotEmpty",
     "Invocation",
     "NonLoopbackRefused",

@@ -43,7 +43,12 @@ MAX_SCENARIO_BYTES = 1 << 20
 class ScenarioInvalid(UsageError):
     """The scenario file is missing, unreadable, too large or fails the schema (exit 2)."""
 
-    default_code = "rehearsal-scenario-invalid"
+
+SCENARIO_INVALID = ScenarioInvalid.define(
+    "rehearsal-scenario-invalid",
+    "pass an existing scenario file of at most 1 MiB that follows design/rehearsal.md",
+    default=True,
+)
 
 
 class ClaudeWrite(StrictModel):
@@ -161,12 +166,12 @@ def parse_scenario(data: bytes) -> Scenario:
     """
     if len(data) > MAX_SCENARIO_BYTES:
         raise ScenarioInvalid(
-            f"scenario is {len(data)} bytes, over the {MAX_SCENARIO_BYTES}-byte limit; shorten it"
+            f"scenario is {len(data)} bytes, over the {MAX_SCENARIO_BYTES}-byte limit"
         )
     try:
         json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ScenarioInvalid(f"scenario is not UTF-8 JSON ({exc}); fix the file") from exc
+        raise ScenarioInvalid(f"scenario is not UTF-8 JSON ({exc})") from exc
     # JSON-mode validation: strict types, but JSON arrays may fill tuple fields.
     try:
         return Scenario.model_validate_json(data)
@@ -186,7 +191,5 @@ def load_scenario(path: Path) -> Scenario:
         with path.open("rb") as handle:
             data = handle.read(MAX_SCENARIO_BYTES + 1)
     except OSError as exc:
-        raise ScenarioInvalid(
-            f"cannot read scenario {path}: {exc.strerror}; pass an existing file"
-        ) from exc
+        raise ScenarioInvalid(f"cannot read scenario {path}: {exc.strerror}") from exc
     return parse_scenario(data)

@@ -48,7 +48,12 @@ _SECRET_HEADERS = frozenset({"authorization", "x-api-key", "proxy-authorization"
 class NonLoopbackRefused(Refused):
     """Asked to bind the scripted model anywhere but 127.0.0.1 (exit 2)."""
 
-    default_code = "rehearsal-not-loopback"
+
+NOT_LOOPBACK = NonLoopbackRefused.define(
+    "rehearsal-not-loopback",
+    "drop the host override: the scripted model binds 127.0.0.1 only",
+    default=True,
+)
 
 
 def require_loopback(host: str) -> str:
@@ -62,9 +67,7 @@ def require_loopback(host: str) -> str:
     except ValueError:
         address = None
     if address is None or str(address) != LOOPBACK_HOST:
-        raise NonLoopbackRefused(
-            f"the scripted model binds only {LOOPBACK_HOST}, not {host!r}; drop the override"
-        )
+        raise NonLoopbackRefused(f"the scripted model binds only {LOOPBACK_HOST}, not {host!r}")
     return host
 
 

@@ -9,10 +9,17 @@ from pathlib import Path
 
 import trio
 
-from factory.errors import ProviderFailure
+from factory.errors import ProviderFailure, lookup
 from factory.provider_api import ProviderResult, Role, Route, Verdict
 
 Effect = Callable[[Path], None]
+
+
+def _scripted_failure(name: str) -> ProviderFailure:
+    code = lookup(name)
+    assert code is not None and code.error is ProviderFailure, name
+    failure: ProviderFailure = code("scripted failure")
+    return failure
 
 
 @dataclass
@@ -54,7 +61,7 @@ class FakeAgent:
         if step.raise_exc is not None:
             raise step.raise_exc
         if step.fail_code is not None:
-            raise ProviderFailure("scripted failure", code=step.fail_code)
+            raise _scripted_failure(step.fail_code)
         return ProviderResult(
             profile=self.name,
             role=role,
@@ -86,7 +93,7 @@ class FakeReviewer:
         if step.raise_exc is not None:
             raise step.raise_exc
         if step.fail_code is not None:
-            raise ProviderFailure("scripted failure", code=step.fail_code)
+            raise _scripted_failure(step.fail_code)
         outputs = {"stdout": step.stdout, "stderr": b""}
         verdict = None
         if step.verdict is not None:

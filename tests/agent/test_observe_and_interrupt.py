@@ -152,9 +152,9 @@ async def test_error_messages_carry_no_paths(layout: Layout) -> None:
 
 
 async def test_a_provider_failure_wrapped_in_a_group_is_still_typed(layout: Layout) -> None:
-    from factory.errors import ProviderFailure
+    from factory.provider_api import PROVIDER_NETWORK
 
-    group = ExceptionGroup("nursery", [ProviderFailure("x", code="provider-network")])
+    group = ExceptionGroup("nursery", [PROVIDER_NETWORK("x")])
     ran = await run(layout, [Step(raise_exc=group)], [])
     r = ran.outcome.receipt
     assert ran.outcome.exit_code == 4 and r.error and r.error.code == "provider-network"
@@ -163,9 +163,9 @@ async def test_a_provider_failure_wrapped_in_a_group_is_still_typed(layout: Layo
 async def test_a_reviewer_failure_wrapped_in_a_group_still_gets_mutation_checks(
     layout: Layout,
 ) -> None:
-    from factory.errors import ProviderFailure
+    from factory.provider_api import PROVIDER_PROTOCOL
 
-    group = ExceptionGroup("nursery", [ProviderFailure("x", code="provider-protocol")])
+    group = ExceptionGroup("nursery", [PROVIDER_PROTOCOL("x")])
     ran = await run(layout, [Step(effect=FIX)], [Step(raise_exc=group)])
     r = ran.outcome.receipt
     assert ran.outcome.exit_code == 4 and r.error and r.error.code == "reviewer-protocol"

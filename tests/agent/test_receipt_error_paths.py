@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from factory.agent.faults import without_paths
-from factory.errors import ProviderFailure
+from factory.provider_api import PROVIDER_NOT_FOUND
 from tests.agent.conftest import Layout
 from tests.agent.fakes import Step
 from tests.agent.helpers import run
@@ -14,15 +14,12 @@ async def test_a_provider_message_with_a_path_reaches_the_receipt_without_it(
     layout: Layout,
 ) -> None:
     secret_dir = f"{layout.out}/fakebin/claude"
-    failure = ProviderFailure(
-        f"claude: {secret_dir} is a sh script; put the native binary on PATH",
-        code="provider-not-found",
-    )
+    failure = PROVIDER_NOT_FOUND(f"claude: {secret_dir} is a sh script")
     ran = await run(layout, [Step(raise_exc=failure)], [])
     r = ran.outcome.receipt
     assert (ran.outcome.exit_code, r.status) == (4, "failed")
     assert r.error is not None and r.error.code == "provider-not-found"
-    assert r.error.message == "claude: <path> is a sh script; put the native binary on PATH"
+    assert r.error.message == f"claude: <path> is a sh script; {PROVIDER_NOT_FOUND.next_step}"
 
 
 def test_without_paths_keeps_urls_ratios_and_relative_words() -> None:

@@ -26,7 +26,6 @@ from factory.agent.receipt import (
 )
 from factory.agent.receipt_show import (
     MAX_ROWS,
-    ReceiptInvalid,
     clean,
     evidence_file,
     format_bytes,
@@ -34,6 +33,7 @@ from factory.agent.receipt_show import (
     render,
     short_digest,
 )
+from factory.agent.verify import ReceiptInvalid
 from factory.errors import ExitCode
 from factory.provider_api import REHEARSAL_EXECUTION, SUBSCRIPTION_EXECUTION
 

@@ -14,13 +14,14 @@ from factory.agent.receipt import AgentReceipt
 from factory.agent.run import AgentDeps, RouteReport, run_agent
 from factory.agent.verify import verify
 from factory.provider_api import SubscriptionRoute
+from factory.rehearsal import SCENARIO_UNCONSUMED
 from tests.agent.conftest import Layout
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
 from tests.agent.helpers import request
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 LOG = b'{"schema":"factory.rehearsal-log/1","requests":[]}'
-UNCONSUMED = ("rehearsal-scenario-unconsumed", "the CLIs did not follow the rehearsal scenario")
+UNCONSUMED = (SCENARIO_UNCONSUMED, "the CLIs did not follow the rehearsal scenario")
 
 
 async def _run(
@@ -175,7 +176,7 @@ async def test_the_cli_wires_the_rehearsal_log_and_its_consumption(tmp_path: Pat
             session, "POST", "/v1/messages", claude_body(0), {"x-claude-code-session-id": "s1"}
         )
         after = rehearsal_report(session)
-    assert before.problem is not None and before.problem[0] == "rehearsal-scenario-unconsumed"
+    assert before.problem is not None and before.problem[0] is SCENARIO_UNCONSUMED
     assert "/" not in before.problem[1]  # no paths in the receipt's error message
     assert status == 200 and after.problem is None  # twin: the script was followed
     log = json.loads(after.data)

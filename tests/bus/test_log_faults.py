@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from factory.bus.log import LOG_NAME, EventLog
-from factory.errors import CorruptLog, ExitCode
+from factory.bus.model import ActorHeartbeat
+from factory.errors import CorruptLog, ExitCode, FactoryError
 from tests.bus.helpers import AT, bus, call, lines, rich_log, write_lines
 from tests.support.cli import run_factory
 
@@ -151,3 +152,37 @@ def test_cli_verify_and_serve_exit_4_on_a_corrupt_log(tmp_path: Path) -> None:
     assert serve.returncode == ExitCode.FAILURE
     assert b"corrupt" not in serve.stdout and b"torn-tail" in serve.stderr
     assert (tmp_path / LOG_NAME).read_bytes() == tampered
+
+
+def _inadmissible(state: object, at: str) -> tuple[ActorHeartbeat, None]:
+    # A heartbeat of an actor nobody registered: a decide step that produced it has a bug.
+    return ActorHeartbeat(actor_id="act-0099", at=at, status=None, type="actor.heartbeat"), None
+
+
+def test_a_bug_in_the_decide_step_is_internal_and_appends_nothing(tmp_path: Path) -> None:
+    # observed: an inadmissible decided event surfaced as a typed failure (exit 4)
+    log = rich_log(tmp_path)
+    before = (tmp_path / LOG_NAME).read_bytes()
+    with pytest.raises(FactoryError) as caught:
+        log.commit(_inadmissible)
+    assert caught.value.exit_code == ExitCode.INTERNAL and caught.value.code == "internal"
+    assert (tmp_path / LOG_NAME).read_bytes() == before
+
+
+def test_an_internal_error_in_a_tool_call_goes_to_the_crash_log_in_the_data_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import factory.bus.server as server_mod
+
+    log = rich_log(tmp_path)
+    monkeypatch.setattr(server_mod, "decide", lambda state, cmd, at: _inadmissible(state, at))
+    is_error, payload = server_mod.handle_call(log, "heartbeat", {"actor": "act-0001"})
+    assert is_error and payload["error"] == "internal"
+    logs = list((tmp_path / "logs").iterdir())
+    assert len(logs) == 1 and str(logs[0]) in payload["message"]
+    assert "decided event is inadmissible" in logs[0].read_text()
+    # twin: a typed failure (not a bug) stays a plain tool error without a crash log
+    (tmp_path / LOG_NAME).write_bytes((tmp_path / LOG_NAME).read_bytes() + b"{torn")
+    again, failure = server_mod.handle_call(bus(tmp_path), "heartbeat", {"actor": "act-0001"})
+    assert again and failure["error"] == "torn-tail"
+    assert len(list((tmp_path / "logs").iterdir())) == 1

@@ -225,7 +225,9 @@ def test_two_concurrent_runs_on_one_data_dir_exactly_one_wins(tmp_path: Path) ->
         assert p.stdout is not None and p.stderr is not None
         p.stdout.close()
         p.stderr.close()
-    assert sorted(code for code, _ in results) == [0, 2]
+    # The loser exits 2 when the winner's data dir already existed at its admission, or 4
+    # when it lost the mkdir race after reserving its report (design/bus.md).
+    assert sorted(code for code, _ in results) in ([0, 2], [0, 4])
     for n, (code, out) in enumerate(results):
         path = tmp_path / f"r{n}.json"
         if code == 0:
@@ -233,7 +235,8 @@ def test_two_concurrent_runs_on_one_data_dir_exactly_one_wins(tmp_path: Path) ->
         elif path.exists():  # lost the mkdir race after reserving: a terminal record
             report = json.loads(path.read_bytes())
             assert out == path.read_bytes()
-            assert report["status"] == "refused" and report["evidenceLog"] is None
+            assert code == 4 and report["error"]["code"] == "data-dir-claimed"
+            assert report["status"] == "failed" and report["evidenceLog"] is None
         else:  # refused at admission: the winner's data dir already existed
             assert out == b""
 
@@ -246,16 +249,17 @@ def test_losing_the_claim_after_reserving_leaves_a_terminal_record(
 
     def lose(path: Path) -> None:
         path.mkdir()  # the other run got there first
-        raise OutputExists(f"{path} already exists; choose a new folder")
+        raise OutputExists(f"{path} already exists")
 
     monkeypatch.setattr(smoke_mod, "claim_dir", lose)
     req = smoke_mod.SmokeRequest(tmp_path / "d", REPO / "README.md", tmp_path / "r.json")
     code, data = smoke_mod.run_smoke(req)
-    assert code == ExitCode.USAGE
+    # After the reservation a refusal is a failure with a terminal record (factory.errors).
+    assert code == ExitCode.FAILURE
     report = json.loads(data)
     assert data == (tmp_path / "r.json").read_bytes()
-    assert report["status"] == "refused" and report["ok"] is False
-    assert report["evidenceLog"] is None and report["error"]["code"] == "data-dir-exists"
+    assert report["status"] == "failed" and report["ok"] is False
+    assert report["evidenceLog"] is None and report["error"]["code"] == "data-dir-claimed"
     assert list((tmp_path / "d").iterdir()) == []  # nothing written into the winner's dir
 
 
@@ -330,10 +334,10 @@ def test_corrupt_log_during_the_trace_exits_4_with_a_terminal_report(
 ) -> None:
     import factory.bus.client as client_mod
     import factory.bus.smoke as smoke_mod
-    from factory.errors import CorruptLog
+    from factory.bus.log import TORN_TAIL
 
     def corrupt(d: Path, **kw: object) -> None:
-        raise CorruptLog("events.jsonl line 1: torn", code="torn-tail")
+        raise TORN_TAIL("events.jsonl line 1: torn")
 
     monkeypatch.setattr(client_mod, "run_trace", corrupt)
     req = smoke_mod.SmokeRequest(tmp_path / "d", REPO / "README.md", tmp_path / "r.json")

@@ -197,6 +197,28 @@ def test_internal_error_writes_traceback_log_and_prints_path(
     assert log.stat().st_mode & 0o777 == 0o600
 
 
+def test_a_typed_internal_error_goes_through_the_crash_log_with_the_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # observed: a bare FactoryError (internal family) exited 1 with no crash log at all
+    from factory import __version__
+    from factory.errors import FactoryError
+
+    state = tmp_path / "state"
+    monkeypatch.setenv("FACTORY_STATE_DIR", str(state))
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise FactoryError("value is not canonicalisable JSON")
+
+    monkeypatch.setattr("factory.inventory.service.digest_tree", broken)
+    assert main(["digest", "--root", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    match = re.fullmatch(r"factory: internal error \(internal\); traceback in (\S+)\n", err)
+    assert match, err
+    text = Path(match.group(1)).read_text()
+    assert f"factory: {__version__}\n" in text and "not canonicalisable" in text
+
+
 def test_typed_error_writes_no_log_twin(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from factory import errors
 from factory.errors import (
+    INTERNAL,
+    INTERRUPTED,
+    USAGE,
+    Code,
     CorruptLog,
     ExitCode,
     FactoryError,
@@ -18,8 +19,10 @@ from factory.errors import (
     Refused,
     UsageError,
     exit_code_for,
+    lookup,
 )
-from factory.fsio import OutputExists
+from factory.fsio import OUTPUT_EXISTS, OutputExists
+from factory.provider_api import PROVIDER_FAILED
 
 
 def test_exit_code_table_is_exactly_the_spec() -> None:
@@ -31,20 +34,34 @@ def test_exit_code_table_is_exactly_the_spec() -> None:
         "FAILURE": 4,
         "INTERRUPTED": 130,
     }
-    assert errors.EXIT_REJECTED == 3
+
+
+@pytest.mark.parametrize(
+    ("family", "expected"),
+    [
+        (UsageError, 2),
+        (Refused, 2),
+        (OutputExists, 2),
+        (Failure, 4),
+        (IntegrityFailure, 4),
+        (CorruptLog, 4),
+        (ProviderFailure, 4),
+        (Interrupted, 130),
+        (FactoryError, 1),
+    ],
+)
+def test_each_family_has_one_exit_code(family: type[FactoryError], expected: int) -> None:
+    assert family.exit_code == expected
 
 
 @pytest.mark.parametrize(
     ("error", "expected"),
     [
-        (UsageError("x"), 2),
-        (Refused("x"), 2),
-        (OutputExists("x"), 2),
-        (Failure("x"), 4),
-        (IntegrityFailure("x"), 4),
-        (CorruptLog("x"), 4),
-        (ProviderFailure("x"), 4),
-        (Interrupted("x"), 130),
+        (USAGE("x"), 2),
+        (OUTPUT_EXISTS("x"), 2),
+        (PROVIDER_FAILED("x"), 4),
+        (INTERRUPTED("x"), 130),
+        (INTERNAL("x"), 1),
         (FactoryError("x"), 1),
         (KeyboardInterrupt(), 130),
         (RuntimeError("bug"), 1),
@@ -55,34 +72,45 @@ def test_exit_code_for_maps_each_family(error: BaseException, expected: int) -> 
     assert exit_code_for(error) == expected
 
 
-def test_family_not_call_site_decides_exit_code() -> None:
-    # A code override changes the stable identifier, never the exit code.
-    err = Refused("no", code="symlink-refused")
-    assert err.code == "symlink-refused"
-    assert exit_code_for(err) == ExitCode.USAGE
+def test_the_code_not_the_call_site_decides_the_exit_code_and_the_advice() -> None:
+    err = OUTPUT_EXISTS("r.json already exists")
+    assert (err.code, err.exit_code, err.spec) == ("output-exists", ExitCode.USAGE, OUTPUT_EXISTS)
+    assert err.message == f"r.json already exists; {OUTPUT_EXISTS.next_step}"
+    assert err.fact == "r.json already exists"
+    assert lookup("output-exists") is OUTPUT_EXISTS
 
 
-@pytest.mark.parametrize(
-    "cls",
-    [
-        FactoryError,
-        UsageError,
-        Refused,
-        Failure,
-        IntegrityFailure,
-        CorruptLog,
-        ProviderFailure,
-        Interrupted,
-        OutputExists,
-    ],
-)
-def test_default_codes_are_stable_kebab_case(cls: type[FactoryError]) -> None:
-    assert re.fullmatch(r"[a-z]+(-[a-z0-9]+)*", cls.default_code)
-    assert cls("m").code == cls.default_code
+def test_a_class_built_without_a_code_takes_its_default_or_refuses() -> None:
+    assert FactoryError("bug").spec is INTERNAL
+    assert OutputExists("x").spec is OUTPUT_EXISTS
+    with pytest.raises(TypeError, match="needs a registered code"):
+        Failure("no family default")  # twin: a family without a default of its own
 
 
-def test_diagnostics_is_one_line_with_code_and_message() -> None:
-    err = UsageError("give --root once", code="duplicate-flag")
-    assert err.diagnostics() == "factory: duplicate-flag: give --root once"
+def test_a_code_belongs_to_exactly_one_class() -> None:
+    with pytest.raises(TypeError, match="belongs to OutputExists"):
+        Refused("x", code=OUTPUT_EXISTS)
+
+
+def test_defining_a_code_twice_or_without_advice_fails_at_import() -> None:
+    with pytest.raises(ValueError, match="defined twice"):
+        Refused.define("output-exists", "choose a new path")
+    with pytest.raises(ValueError, match="kebab-case"):
+        Refused.define("Not_Kebab", "x")
+    with pytest.raises(ValueError, match="one-line next step"):
+        Refused.define("no-advice-given", " ")
+    assert lookup("no-advice-given") is None  # nothing half-registered
+
+
+def test_diagnostics_is_one_line_with_code_message_and_next_step() -> None:
+    err = USAGE("factory digest: unrecognized arguments: --x")
+    assert err.diagnostics() == (
+        f"factory: usage: factory digest: unrecognized arguments: --x; {USAGE.next_step}"
+    )
     assert "\n" not in err.diagnostics()
-    assert str(err) == "give --root once"
+    assert str(err) == err.message
+
+
+def test_a_code_prints_as_its_name() -> None:
+    code: Code[FactoryError] = INTERNAL
+    assert str(code) == "internal" and f"{code}" == "internal"

@@ -103,7 +103,7 @@ def test_entry_swapped_after_listing_is_refused_not_hung(
     make, code = SWAPS[swap]
     make(Path(paths[77]))
     got = hash_files(rels, tmp_path, workers=workers)
-    assert [(p.path, p.code) for p in got.problems] == [("f0077", code)]
+    assert [(p.path, p.code.name) for p in got.problems] == [("f0077", code)]
     assert len(got.lines) == 119  # every other file still hashed
 
 
@@ -116,7 +116,7 @@ def test_socket_swapped_in_is_refused(tmp_path: Path) -> None:
         got = hash_files(rels, tmp_path, workers=1)
     finally:
         sock.close()
-    assert [(p.path, p.code) for p in got.problems] == [("f0001", "socket-refused")]
+    assert [(p.path, p.code.name) for p in got.problems] == [("f0001", "socket-refused")]
 
 
 def test_big_file_hashed_in_chunks_with_bounded_buffer(tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ def test_refusals_are_reported_ordinal_first_with_a_count(tmp_path: Path) -> Non
         list_files(tmp_path)
     assert info.value.code == "symlink-refused"
     assert info.value.message.startswith("a-link: symlink refused")
-    assert info.value.message.endswith("(3 more refused entries)")
+    assert "(3 more refused entries)" in info.value.message
     (tmp_path / "a-link").unlink()
     (tmp_path / "zz-link").unlink()
     with pytest.raises(InventoryRefused) as again:
@@ -251,7 +251,7 @@ def test_folder_swapped_for_symlink_after_listing_is_refused(tmp_path: Path, wor
     (root / "sub").rename(tmp_path / "old-sub")
     (root / "sub").symlink_to(outside)
     got = hash_files(rels, root, workers=workers)
-    assert {p.code for p in got.problems} == {"symlink-refused"}
+    assert {p.code.name for p in got.problems} == {"symlink-refused"}
     assert len(got.problems) == 80
     assert all("OUTSIDE" not in line for line in got.lines)
     assert got.lines == [f"top.txt|14|{hashlib.sha256(b'inside top.txt').hexdigest()}"]
@@ -264,7 +264,7 @@ def test_folder_replaced_by_file_after_listing_is_refused(tmp_path: Path) -> Non
     (tmp_path / "sub").rmdir()
     write(tmp_path, "sub", "now a file")
     got = hash_files(["b", "sub/a"], tmp_path, workers=1)
-    assert [(p.path, p.code) for p in got.problems] == [("sub/a", "changed-during-walk")]
+    assert [(p.path, p.code.name) for p in got.problems] == [("sub/a", "changed-during-walk")]
 
 
 def test_many_folders_exceed_the_descriptor_cache(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from factory.cli.digest_cmd import EMPTY_PATH
 from tests.support.cli import run_factory
 from tests.support.inventory_ref import reference_digest, write
 
@@ -291,7 +292,10 @@ def test_empty_root_or_manifest_refused_and_twin(tree: Path, manifest: Path) -> 
         proc = digest(*argv)
         assert proc.returncode == 2, proc.stderr
         assert proc.stdout == b""
-        assert proc.stderr == f"factory: empty-path: {flag} is empty; name a path\n".encode()
+        assert (
+            proc.stderr
+            == f"factory: empty-path: {flag} is empty; {EMPTY_PATH.next_step}\n".encode()
+        )
     twin = digest("--root", ".", "--manifest", str(manifest))
     assert twin.returncode == 0, twin.stderr
     assert twin.stdout.decode().endswith(f" {reference_digest(tree)}\n")

@@ -12,6 +12,7 @@ import trio.testing
 
 from factory.errors import ProviderFailure
 from factory.proc import ProcessFailure, RunResult, RunSpec, SweepReport
+from factory.proc.runner import TIMEOUT
 from factory.provider_api import SubscriptionRoute
 from providers import ClaudeProfile, CodexProfile, Effects, claude, codex
 
@@ -68,7 +69,7 @@ def result(**kw: object) -> dict[str, object]:
 def test_claude_classification(res: dict[str, object], rc: int, code: str | None) -> None:
     stream = claude.parse_stream(lines({"type": "system", "subtype": "init"}, res))
     got = claude.classify(stream, rc, b"")
-    assert (got[0] if got else None) == code
+    assert (got[0].name if got else None) == code
 
 
 def test_claude_last_result_wins_and_truncated_lines_are_tolerated() -> None:
@@ -79,7 +80,7 @@ def test_claude_last_result_wins_and_truncated_lines_are_tolerated() -> None:
 
 def test_claude_no_result_with_nonzero_exit_names_stderr() -> None:
     got = claude.classify(claude.parse_stream(b""), 1, b"error: unknown option '--bogus'\n")
-    assert got is not None and got[0] == "provider-failed" and "--bogus" in got[1]
+    assert got is not None and got[0].name == "provider-failed" and "--bogus" in got[1]
 
 
 @pytest.mark.parametrize(
@@ -117,7 +118,7 @@ def test_claude_no_result_with_nonzero_exit_names_stderr() -> None:
 )
 def test_codex_classification(events: list[object], rc: int, code: str | None) -> None:
     got = codex.classify(codex.parse_events(lines(*events)), rc, b"")
-    assert (got[0] if got else None) == code
+    assert (got[0].name if got else None) == code
 
 
 @pytest.mark.parametrize(
@@ -189,7 +190,7 @@ def _timeout_effects(stdout: bytes, bin_dir: Path) -> Effects:
             return RunResult(0, b'{"loggedIn": true}', b"", False, False, 1, None, sweep)
         await trio.sleep(spec.timeout_s)
         res = RunResult(-9, stdout, b"", False, False, int(spec.timeout_s * 1000), "timeout", sweep)
-        raise ProcessFailure("deadline", code="timeout", result=res)
+        raise ProcessFailure("deadline", code=TIMEOUT, result=res)
 
     return Effects(runner=runner, environ={"PATH": str(bin_dir)}, fallback_dirs=())
 

@@ -36,13 +36,13 @@ def test_claude_success_needs_a_false_is_error_and_a_completed_run(
     fields: dict[str, object], code: str
 ) -> None:
     got = _claude(**fields)
-    assert got is not None and got[0] == code
+    assert got is not None and got[0].name == code
 
 
 def test_claude_missing_is_error_is_not_success() -> None:
     doc = {"type": "result", "subtype": "success", "result": "done"}
     got = claude.classify(claude.parse_stream(json.dumps(doc).encode()), 0, b"")
-    assert got is not None and got[0] == "provider-protocol"
+    assert got is not None and got[0].name == "provider-protocol"
 
 
 def test_claude_completed_twins_are_success() -> None:
@@ -54,7 +54,7 @@ def test_claude_completed_twins_are_success() -> None:
 def test_codex_nonzero_exit_after_turn_completed_is_protocol() -> None:
     events = codex.parse_events(b'{"type":"turn.completed"}\n')
     got = codex.classify(events, 1, b"boom\n")
-    assert got is not None and got[0] == "provider-protocol" and "boom" in got[1]
+    assert got is not None and got[0].name == "provider-protocol" and "boom" in got[1]
     assert codex.classify(events, 0, b"") is None  # twin
 
 
@@ -83,6 +83,6 @@ def test_codex_truncated_last_line() -> None:
     done = b'{"type":"turn.started"}\n{"type":"turn.completed","usage":{}}\n'
     cut = done[:-8]  # killed mid-line: the terminal event itself is lost
     got = codex.classify(codex.parse_events(cut), 0, b"")
-    assert got is not None and got[0] == "provider-protocol"
+    assert got is not None and got[0].name == "provider-protocol"
     trailing = codex.parse_events(done + b'{"type":"item.comp')
     assert trailing.garbage_lines == 1 and codex.classify(trailing, 0, b"") is None
