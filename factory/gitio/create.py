@@ -29,7 +29,7 @@ from factory.fsio import physically_inside
 from factory.gitio.checkout import TreeEntry, list_tree, write_index, write_tree_files
 from factory.gitio.repository import Repository, RepositoryRefused, locate_repository, resolve_base
 from factory.gitio.run import GitFailure, run_git, try_git
-from factory.gitio.worktree import Worktree, head_commit, head_ref, index_path, locate
+from factory.gitio.worktree import Worktree
 
 NO_HOOKS = ("-c", "core.hooksPath=/dev/null")
 BRANCH_PREFIX = "factory/run-"
@@ -196,10 +196,41 @@ def create_worktree(plan: WorktreePlan) -> Worktree:
         run_git(plan.repository.common_dir, [*args, plan.base_commit], what="git worktree add")
     except GitFailure as exc:
         raise WORKTREE_CREATE_FAILED(f"git worktree add did not register it: {exc.fact}") from exc
-    wt = locate(plan.path)
-    ref = f"refs/heads/{plan.branch}" if plan.branch is not None else None
-    if head_commit(wt) != plan.base_commit or head_ref(wt) != ref:
-        raise WORKTREE_CREATE_MISMATCH("the new worktree's HEAD is not the planned base and branch")
+    wt, index = _registered_as_planned(plan)
     files = write_tree_files(wt.root, plan.repository.common_dir, list(plan.entries), mtime_ns)
-    write_index(index_path(wt), files, plan.repository.object_format, mtime_ns)
+    write_index(index, files, plan.repository.object_format, mtime_ns)
     return wt
+
+
+def _registered_as_planned(plan: WorktreePlan) -> tuple[Worktree, Path]:
+    """The new worktree and its index path, after checking (one ``rev-parse``) that git
+    registered it at the planned folder, linked, with HEAD at the base on the branch."""
+    out = run_git(
+        plan.path,
+        [
+            "rev-parse",
+            "--path-format=absolute",
+            "--show-toplevel",
+            "--git-dir",
+            "--git-common-dir",
+            "--git-path",
+            "index",
+            "HEAD",
+            "--symbolic-full-name",
+            "HEAD",
+        ],
+        what="git rev-parse",
+    )
+    lines = out.decode("utf-8", "surrogateescape").split("\n")
+    if len(lines) < 6:
+        raise WORKTREE_CREATE_MISMATCH("git did not describe the new worktree")
+    root, git_dir, common = (Path(os.path.realpath(p)) for p in lines[:3])
+    ref = f"refs/heads/{plan.branch}" if plan.branch is not None else "HEAD"
+    if (
+        root != plan.path
+        or git_dir == common
+        or common != plan.repository.common_dir
+        or (lines[4], lines[5]) != (plan.base_commit, ref)
+    ):
+        raise WORKTREE_CREATE_MISMATCH("the new worktree is not the planned one (base, branch)")
+    return Worktree(root=root, git_dir=git_dir, common_dir=common), Path(lines[3])

@@ -78,13 +78,20 @@ def locate_repository(path: Path) -> Repository:
     if not path.is_dir():
         raise REPO_MISSING("--repo is not an existing folder")
     code, out = try_git(
-        path, ["rev-parse", "--path-format=absolute", "--git-common-dir", "--show-object-format"]
+        path,
+        [
+            "rev-parse",
+            "--path-format=absolute",
+            "--git-common-dir",
+            "--show-object-format",
+            "--is-shallow-repository",
+        ],
     )
     parts = _text(out).split("\n")
-    if code != 0 or len(parts) < 2:
+    if code != 0 or len(parts) < 3:
         raise NOT_A_GIT_REPOSITORY("--repo is not inside a git repository")
     common = Path(os.path.realpath(parts[0]))
-    object_format = parts[1]
+    object_format, shallow = parts[1], parts[2] == "true"
     code, top = try_git(path, ["rev-parse", "--path-format=absolute", "--show-toplevel"])
     if code == 0 and _text(top):
         anchor = Path(os.path.realpath(_text(top)))
@@ -95,7 +102,6 @@ def locate_repository(path: Path) -> Repository:
             "--repo is a partial clone: checking out its base may fetch objects from the "
             "network, which factory never does"
         )
-    shallow = _text(try_git(common, ["rev-parse", "--is-shallow-repository"])[1]) == "true"
     return Repository(
         start=Path(os.path.realpath(path)),
         common_dir=common,
@@ -106,13 +112,19 @@ def locate_repository(path: Path) -> Repository:
     )
 
 
+_TRUE = frozenset({b"", b"true", b"yes", b"on", b"1"})
+
+
 def _partial_clone(common: Path) -> bool:
-    """A promisor remote is configured (``extensions.partialClone`` or any
+    """A promisor remote is configured (``extensions.partialClone``, or any
     ``remote.<name>.promisor`` true): missing objects would be fetched on demand."""
-    if try_git(common, ["config", "--get", "extensions.partialclone"])[0] == 0:
-        return True
-    out = try_git(common, ["config", "--type=bool", "--get-regexp", r"^remote\..*\.promisor$"])[1]
-    return any(line.endswith(b" true") for line in out.splitlines())
+    pattern = r"^(extensions\.partialclone|remote\..*\.promisor)$"
+    out = try_git(common, ["config", "-z", "--get-regexp", pattern])[1]
+    for record in out.split(b"\0"):
+        key, _, value = record.partition(b"\n")
+        if key == b"extensions.partialclone" or (key and value.lower() in _TRUE):
+            return True
+    return False
 
 
 def _has_any_ref(repo: Repository) -> bool:
@@ -120,15 +132,29 @@ def _has_any_ref(repo: Repository) -> bool:
     return bool(out.strip())
 
 
-def _object_id(repo: Repository, rev: str) -> str | None:
-    """The id of the existing object ``rev`` names, or ``None``. Two steps: a suffix cannot
-    follow every revision syntax (``HEAD:path^{object}`` names a path), and a full hex id
-    resolves whether or not the object exists."""
-    code, out = try_git(repo.start, ["rev-parse", "--verify", "-q", "--end-of-options", rev])
-    if code != 0 or not out.strip():
-        return None
-    code, out = try_git(repo.start, ["rev-parse", "--verify", "-q", f"{_text(out)}^{{object}}"])
-    return _text(out) if code == 0 and out.strip() else None
+def _peel(repo: Repository, rev: str) -> tuple[str | None, str | None, str | None]:
+    """``(object, commit, tree)`` ids ``rev`` names, ``None`` where it names none.
+
+    One ``cat-file --batch-check`` reads the three expressions as data (a revision that
+    starts with ``-`` is no option there) and only reports objects that exist — unlike
+    ``rev-parse``, which resolves a full hex id whether or not the object is present.
+    """
+    if "\n" in rev or "\r" in rev:
+        return None, None, None
+    lines = f"{rev}\n{rev}^{{commit}}\n{rev}^{{commit}}^{{tree}}\n".encode()
+    out = run_git(
+        repo.start,
+        ["cat-file", "--batch-check=%(objectname) %(objecttype)"],
+        stdin=lines,
+        what="git cat-file --batch-check",
+    )
+    found: list[str | None] = []
+    for line in _text(out).split("\n")[:3]:
+        oid, _, kind = line.partition(" ")
+        found.append(oid if kind in ("commit", "tree", "blob", "tag") else None)
+    while len(found) < 3:
+        found.append(None)
+    return found[0], found[1], found[2]
 
 
 def _missing(repo: Repository, rev: str) -> RepositoryRefused:
@@ -155,14 +181,9 @@ def resolve_base(repo: Repository, base: str | None) -> tuple[str, str]:
             ``base-not-a-commit`` (a tree, a blob, or a tag of one).
     """
     rev = "HEAD" if base is None else base
-    oid = _object_id(repo, rev)
+    oid, commit, tree = _peel(repo, rev)
     if oid is None:
         raise _missing(repo, rev)
-    code, commit = try_git(repo.start, ["rev-parse", "--verify", "-q", f"{oid}^{{commit}}"])
-    if code != 0 or not commit.strip():
+    if commit is None or tree is None:
         raise BASE_NOT_A_COMMIT("--base names an object that is not a commit (a tree or a blob)")
-    commit_id = _text(commit)
-    tree = run_git(
-        repo.common_dir, ["rev-parse", "--verify", f"{commit_id}^{{tree}}"], what="git rev-parse"
-    )
-    return commit_id, _text(tree)
+    return commit, tree

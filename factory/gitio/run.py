@@ -13,6 +13,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from factory.display import inert
 from factory.errors import Failure
@@ -78,18 +79,20 @@ def run_git(
     env_extra: Mapping[str, str] | None = None,
     ok_codes: tuple[int, ...] = (0,),
     what: str = "git query",
+    stdin: bytes | None = None,
 ) -> bytes:
-    """Run ``git ARGS`` in ``cwd`` and return stdout bytes.
+    """Run ``git ARGS`` in ``cwd`` and return stdout bytes (``stdin``: bytes to feed it).
 
     Raises:
         GitFailure: git is missing, timed out, or exited with a code not in ``ok_codes``.
     """
+    feed: dict[str, Any] = {"stdin": subprocess.DEVNULL} if stdin is None else {"input": stdin}
     try:
-        proc = subprocess.run(
+        proc: subprocess.CompletedProcess[bytes] = subprocess.run(
             [*_BASE_ARGV, *args],
             cwd=cwd,
             env=git_env(env_extra),
-            stdin=subprocess.DEVNULL,
+            **feed,
             capture_output=True,
             timeout=GIT_TIMEOUT_S,
             check=False,

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import trio
 
 from factory.agent.admission import AgentRequest
 from factory.agent.creating import Prelude, prepare
@@ -212,3 +214,31 @@ def test_cli_creation_flags_need_repo(tmp_path: Path, repo: Path, flag: str) -> 
     # Twin: the same run without the flag is admitted and completes.
     ok = fake_cli("approve", "--worktree", str(wt), "--task", "t", "--out", str(tmp_path / "r"))
     assert ok.returncode == 0, ok.stderr
+
+
+async def test_an_interrupted_run_names_the_created_worktree(tmp_path: Path, repo: Path) -> None:
+    prelude = prepare(WorktreeSpec(repo), draft(tmp_path, repo), run_id=RUN_ID)
+    with trio.CancelScope() as scope:  # the worker cancels the run, then waits forever
+        await run_created(prelude, [Step(effect=lambda wt: scope.cancel(), hang=True)], [])
+    r = json.loads((tmp_path / "receipt.json").read_bytes())
+    assert (r["status"], r["exit_code"]) == ("interrupted", 130)
+    assert r["worktree_creation"]["path"] == prelude.record.path
+    assert Path(prelude.record.path).is_dir()
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm is not on PATH")
+@pytest.mark.skipif(
+    not (Path(__file__).resolve().parents[2] / ".venv" / "bin" / "factory").exists(),
+    reason="scripts/setup has not created .venv in this checkout",
+)
+def test_npm_passes_the_creation_flags_through(tmp_path: Path, repo: Path) -> None:
+    root = Path(__file__).resolve().parents[2]
+    before = snapshot(tmp_path)
+    proc = subprocess.run(
+        ["npm", "run", "factory:agent", "--", "--repo", str(repo), "--base", "nope",
+         "--task", "t", "--out", str(tmp_path / "r.json")],
+        cwd=root, capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"factory: base-missing:" in proc.stderr
+    assert snapshot(tmp_path) == before
