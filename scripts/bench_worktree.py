@@ -6,11 +6,14 @@ base, folder, branch, tree listing and checks; create: ``git worktree add --no-c
 every blob written raw, the index written) is at most 1.5x the median of ``git worktree
 add -b NAME PATH COMMIT`` (with its checkout).
 
-Each measurement runs in a fresh child process (factory's is timed around the two calls,
-so Python's start-up is not counted; git's is the whole command, its start-up included —
-a few milliseconds). The two kinds alternate, so both see the same machine load and a
-warm page cache; every created worktree is removed before the next. The report is one
-JSON object on stdout.
+Each measurement runs in a fresh child process (factory's wall time is taken around the
+two calls, so Python's start-up is not counted; git's is the whole command, its start-up
+included — a few milliseconds). The two kinds alternate, in turn first, so both see the
+same machine load and a warm page cache; before each measurement the file system is
+synced and every created worktree is removed, so no run pays for the last one's
+write-back. CPU seconds (user + system, the child and every git process it waited for —
+factory's includes Python's start-up) are reported beside wall times: on a loaded
+machine they are the steadier comparison. The report is one JSON object on stdout.
 
 Usage: ``scripts/bench_worktree [--reps N] [--files N] [--file-bytes N] [--dir DIR]``.
 """
@@ -19,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -35,10 +40,10 @@ import sys, time
 sys.path.insert(0, sys.argv[1])
 from pathlib import Path
 from factory.gitio.create import WorktreeSpec, create_worktree, plan_worktree
-t0, c0 = time.perf_counter(), time.process_time()
+t0 = time.perf_counter()
 plan = plan_worktree(WorktreeSpec(Path(sys.argv[2]), base=sys.argv[3], path=Path(sys.argv[4])))
 create_worktree(plan)
-print(time.perf_counter() - t0, time.process_time() - c0)
+print(time.perf_counter() - t0)
 """
 
 
@@ -65,25 +70,33 @@ def prepare(base: Path, files: int, size: int) -> tuple[Path, str]:
     return repo, _git(repo, "rev-parse", "HEAD").strip()
 
 
-def time_git(repo: Path, commit: str, path: Path, branch: str) -> float:
-    t0 = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_git(repo: Path, commit: str, path: Path, branch: str) -> tuple[float, float]:
+    os.sync()
+    c0, t0 = _children_cpu(), time.perf_counter()
     subprocess.run(
         ["git", "worktree", "add", "-q", "-b", branch, str(path), commit],
         cwd=repo,
         check=True,
         capture_output=True,
     )
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, _children_cpu() - c0
 
 
 def time_factory(repo: Path, commit: str, path: Path) -> tuple[float, float]:
+    os.sync()
+    c0 = _children_cpu()
     out = subprocess.run(
         [sys.executable, "-c", CHILD, str(ROOT), str(repo), commit, str(path)],
         check=True,
         capture_output=True,
         text=True,
     ).stdout.split()
-    return float(out[0]), float(out[1])
+    return float(out[0]), _children_cpu() - c0
 
 
 def drop(repo: Path, path: Path) -> None:
@@ -103,19 +116,20 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-worktree-"))
     try:
         repo, commit = prepare(work / "fixture", args.files, args.file_bytes)
-        git_s: list[float] = []
-        ours_s: list[float] = []
-        ours_cpu: list[float] = []
+        git_s: list[tuple[float, float]] = []
+        ours_s: list[tuple[float, float]] = []
         for rep in range(args.reps):
-            path = work / f"git-{rep}"
-            git_s.append(time_git(repo, commit, path, f"bench-git-{rep}"))
-            drop(repo, path)
-            path = work / f"factory-{rep}"
-            wall, cpu = time_factory(repo, commit, path)
-            ours_s.append(wall)
-            ours_cpu.append(cpu)
-            drop(repo, path)
-        git_median, ours_median = statistics.median(git_s), statistics.median(ours_s)
+            for kind in ("git", "factory") if rep % 2 == 0 else ("factory", "git"):
+                path = work / f"{kind}-{rep}"
+                if kind == "git":
+                    git_s.append(time_git(repo, commit, path, f"bench-git-{rep}"))
+                else:
+                    ours_s.append(time_factory(repo, commit, path))
+                drop(repo, path)
+        git_median = statistics.median(w for w, _ in git_s)
+        ours_median = statistics.median(w for w, _ in ours_s)
+        git_cpu = statistics.median(c for _, c in git_s)
+        ours_cpu = statistics.median(c for _, c in ours_s)
         ratio = ours_median / git_median
         report = {
             "schema": "factory.bench-worktree/1",
@@ -124,12 +138,14 @@ def main(argv: list[str] | None = None) -> int:
             "reps": args.reps,
             "git_worktree_add_median_s": round(git_median, 4),
             "factory_create_median_s": round(ours_median, 4),
-            "factory_create_cpu_median_s": round(statistics.median(ours_cpu), 4),
             "ratio": round(ratio, 3),
+            "git_cpu_median_s": round(git_cpu, 4),
+            "factory_cpu_median_s": round(ours_cpu, 4),
+            "cpu_ratio": round(ours_cpu / git_cpu, 3) if git_cpu else None,
             "target_ratio": TARGET_RATIO,
             "meets_target": ratio <= TARGET_RATIO,
-            "git_s": [round(s, 4) for s in git_s],
-            "factory_s": [round(s, 4) for s in ours_s],
+            "git_s": [round(w, 4) for w, _ in git_s],
+            "factory_s": [round(w, 4) for w, _ in ours_s],
         }
         print(json.dumps(report, indent=2))
         return 0
