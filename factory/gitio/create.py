@@ -102,11 +102,26 @@ class WorktreePlan:
     entries: tuple[TreeEntry, ...]
 
 
-def _default_path(repo: Repository, run_id: str) -> Path:
-    stem = repo.anchor.name
-    if repo.anchor == repo.common_dir and stem.endswith(".git") and len(stem) > 4:
+def _beside(anchor: Path, repo: Repository, run_id: str) -> Path:
+    stem = anchor.name
+    if anchor == repo.common_dir and stem.endswith(".git") and len(stem) > 4:
         stem = stem[:-4]
-    return repo.anchor.parent / f"{stem or 'repository'}{DIR_INFIX}{run_id}"
+    return anchor.parent / f"{stem or 'repository'}{DIR_INFIX}{run_id}"
+
+
+def _default_path(repo: Repository, run_id: str) -> Path:
+    """Beside the anchor; when that lies inside another of the repository's worktrees (a
+    linked worktree nested in the main checkout), beside that worktree instead."""
+    anchor = repo.anchor
+    holders = [w for w in repo.worktrees if w.is_dir()]
+    path = _beside(anchor, repo, run_id)
+    for _ in range(len(holders)):
+        holder = next((w for w in holders if w != anchor and physically_inside(path, w)), None)
+        if holder is None:
+            break
+        anchor = Path(os.path.realpath(holder))
+        path = _beside(anchor, repo, run_id)
+    return path
 
 
 def _check_path(repo: Repository, raw: Path) -> Path:

@@ -83,6 +83,13 @@ def test_any_folder_of_the_repository_resolves_it(tmp_path: Path, where: str) ->
     assert_clean_and_exact(repo, root, commit)
 
 
+def test_default_folder_leaves_a_worktree_nested_in_the_main_checkout(tmp_path: Path) -> None:
+    repo = sample_repo(tmp_path / "proj")
+    nested = add_linked_worktree(repo, repo / ".worktrees" / "w2", branch="w2")
+    root, _ = created(WorktreeSpec(nested))
+    assert root == tmp_path / "proj.factory-run-0123456789ab"  # not proj/.worktrees/w2.…
+
+
 def test_bare_repository(tmp_path: Path) -> None:
     src = sample_repo(tmp_path / "src")
     bare = tmp_path / "proj.git"
