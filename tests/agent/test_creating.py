@@ -178,6 +178,10 @@ def test_cli_repo_run_detached_and_stdout_is_the_receipt(tmp_path: Path, repo: P
         [sys.executable, "-m", "factory", "receipt", "verify", str(out)], capture_output=True
     )
     assert check.returncode == 0, check.stdout
+    show = subprocess.run(
+        [sys.executable, "-m", "factory", "receipt", "show", str(out)], capture_output=True
+    )
+    assert b"created" in show.stdout and b"detached HEAD" in show.stdout
 
 
 @pytest.mark.parametrize(
