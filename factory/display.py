@@ -103,6 +103,15 @@ def inert_lines(
     return lines
 
 
+def safe_line(text: str, *, limit: int | None = LINE_LIMIT) -> str:
+    """A message for stderr that may already hold escapes made by the module that raised
+    it (``fol\\nder``): left as it is when nothing in it needs escaping (backslashes
+    aside), else made :func:`inert` whole. Capped either way."""
+    if not any(_needs_escape(char) for char in text):
+        return cap(text, limit)
+    return inert(text, limit=limit)
+
+
 def is_inert(text: str) -> bool:
     """True when ``text`` would display as itself (nothing to escape, no backslash)."""
     return "\\" not in text and not any(_needs_escape(char) for char in text)

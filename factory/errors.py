@@ -46,6 +46,7 @@ from enum import IntEnum
 from typing import Any, ClassVar, Generic, TypeVar
 
 E = TypeVar("E", bound="FactoryError")
+E_co = TypeVar("E_co", bound="FactoryError", covariant=True)
 
 _NAME = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
@@ -62,7 +63,7 @@ class ExitCode(IntEnum):
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class Code(Generic[E]):
+class Code(Generic[E_co]):
     """One registered error code. Calling it builds its error: ``raise CODE("what happened")``.
 
     Attributes:
@@ -72,14 +73,14 @@ class Code(Generic[E]):
     """
 
     name: str
-    error: type[E]
+    error: type[E_co]
     next_step: str
 
     @property
     def exit_code(self) -> ExitCode:
         return self.error.exit_code
 
-    def __call__(self, fact: str) -> E:
+    def __call__(self, fact: str) -> E_co:
         """The error for this code; ``fact`` says what happened (no advice: that is
         :attr:`next_step`)."""
         return self.error(fact, code=self)
@@ -196,7 +197,7 @@ INTERNAL = FactoryError.define(
     default=True,
 )
 INTERRUPTED = Interrupted.define(
-    "interrupted", "rerun it on a clean worktree (or a new output path)", default=True
+    "interrupted", "rerun it on a clean worktree with a new --out", default=True
 )
 USAGE = UsageError.define("usage", "run the command with --help to see its flags", default=True)
 

@@ -25,6 +25,7 @@ from typing import Any
 from factory.errors import ProviderFailure
 from factory.proc import ProcessFailure, RunSpec
 from factory.provider_api import SubscriptionRoute
+from factory.usercmd import shown_program
 from providers import claude as claude_mod
 from providers import codex as codex_mod
 from providers.claude import ClaudeProfile
@@ -137,8 +138,9 @@ async def check_claude(effects: Effects, pinned: str | None) -> dict[str, Any]:
             "detail": "claude auth status" if status else "no JSON from 'claude auth status'",
         }
         if not present:
+            claude = shown_program(resolved.found)
             entry["problems"].append(
-                _login_problem("no subscription login: run 'claude' and /login", entry)
+                _login_problem(f"no subscription login: run {claude} and type /login", entry)
             )
     return entry
 
@@ -217,7 +219,8 @@ async def check_codex(effects: Effects, pinned: str | None) -> dict[str, Any]:
         present, message = await profile.login_status(resolved, env)
         entry["login"] = {"present": present, "method": None, "detail": message}
         if not present:
-            entry["problems"].append(_login_problem("no login: run 'codex login'", entry))
+            codex = shown_program(resolved.found)
+            entry["problems"].append(_login_problem(f"no login: run {codex} login", entry))
         entry["sandbox"] = await sandbox_probe(resolved, effects)
         if entry["sandbox"]["read_only_works"] is not True:
             entry["problems"].append("read-only sandbox: " + entry["sandbox"]["detail"])

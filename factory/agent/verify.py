@@ -202,3 +202,22 @@ def verify(path: Path) -> dict[str, Any]:
         "candidate": candidate,
         "ok": ok,
     }
+
+
+def failed_checks(report: dict[str, Any]) -> list[str]:
+    """Which checks of a ``factory.receipt-verification/1`` report failed, one short phrase
+    each (observed: exit 4 with nothing on stderr left a user to read the JSON)."""
+    failed: list[str] = []
+    if not report["revision"]["ok"]:
+        failed.append("revision does not match the body")
+    if not report["canonical_bytes"]:
+        failed.append("bytes are not the canonical form")
+    if not report["terminal"]:
+        failed.append("the run never finished (status running)")
+    failed.extend(f"inconsistent: {p}" for p in report["consistency_problems"])
+    failed.extend(
+        f"evidence {e['role']}: {e['problem']}" for e in report["evidence"] if not e["ok"]
+    )
+    if report["candidate"].get("still_matches") is False:
+        failed.append("the worktree no longer holds the judged candidate")
+    return failed or ["see the JSON on stdout"]

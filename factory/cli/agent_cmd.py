@@ -109,7 +109,7 @@ def load_profiles() -> tuple[Any, Any]:
     return providers.claude_profile(), providers.codex_profile()
 
 
-def _check_endpoint(url: str | None) -> None:
+def check_endpoint(url: str | None) -> None:
     """Refuse a bad ``--otel-endpoint`` at parse time (exit 2), before anything runs."""
     if url is None:
         return
@@ -169,7 +169,7 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
     from factory.agent.admission import AgentRequest, admit
 
     _check_worktree_flags(args)
-    _check_endpoint(args.otel_endpoint)
+    check_endpoint(args.otel_endpoint)
     scenario = None
     if args.rehearsal is not None:
         from factory.rehearsal import load_scenario

@@ -15,10 +15,13 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import default_state_dir, emit_stdout, say
+from factory.display import inert
+from factory.usercmd import shown_path
 
 HELP = """\
 Run the whole agent cycle once, end to end, on a sample repository — as a REHEARSAL.
@@ -30,14 +33,19 @@ approves. The receipt is then verified and shown. A rehearsal proves the control
 nothing about model judgement. Needs the pinned CLIs (./scripts/setup installs them).
 
 Files go to a new folder (default: state/demo-<UTC time>): repo/, worktree/ (the linked
-worktree the run creates, as 'factory agent --repo' does), receipt.json and
-receipt.json.evidence/. stdout: a factory.demo-report/1 JSON object.
+worktree the run creates, as 'factory agent --repo' does), receipt.json,
+receipt.json.evidence/ and demo-report.json (factory.demo-report/1).
+stdout: the receipt as a person reads it, ending on the outcome and the next commands;
+with --json, the demo report instead (the readable screen then goes to stderr).
+Exit: the agent run's (0 completed, 3 rejected, 4 failed, 130 interrupted), or 4 when
+the receipt does not verify.
 """
 
 BANNER = (
     "factory demo: REHEARSAL. The real Claude Code and Codex CLIs run against a scripted "
     "loopback model; this proves the control path, nothing about model judgement."
 )
+REPORT_NAME = "demo-report.json"
 
 
 def register(sub: Any) -> None:
@@ -55,12 +63,25 @@ def register(sub: Any) -> None:
         metavar="N",
         help="per provider invocation, 1000..1800000 (default 120000)",
     )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the demo report (JSON) on stdout; the readable screen goes to stderr",
+    )
+    p.add_argument(
+        "--otel-endpoint",
+        metavar="URL",
+        help="send OpenTelemetry spans over OTLP/HTTP to a literal loopback IP, "
+        "e.g. http://127.0.0.1:4318 (names, localhost included, are refused)",
+    )
     p.set_defaults(handler=run)
 
 
 def _demo_dir(arg: str | None) -> Path:
     if arg is not None:
-        return Path(arg)
+        # Absolute: git runs in the sample repo's folder, where a relative path means
+        # something else (observed: --dir ../demo failed with worktree-missing).
+        return Path(os.path.abspath(arg))
     stamp = _dt.datetime.now(_dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return default_state_dir() / f"demo-{stamp}"
 
@@ -68,19 +89,16 @@ def _demo_dir(arg: str | None) -> Path:
 def run(args: argparse.Namespace) -> int:
     from importlib.resources import files
 
-    from rich.console import Console
-
     from factory import fsio
-    from factory.agent.verify import verify
     from factory.cli import agent_cmd
     from factory.demo.sample import DEMO_BRANCH, DEMO_TASK, create_sample
-    from factory.errors import ExitCode
 
+    agent_cmd.check_endpoint(args.otel_endpoint)  # refused (exit 2) before anything exists
     root = _demo_dir(args.dir)
     root.parent.mkdir(parents=True, exist_ok=True)
     fsio.claim_dir(root, mode=0o755)
     say(BANNER)
-    say(f"demo folder: {root}")
+    say(inert(f"demo folder: {shown_path(root)}"))
     sample = create_sample(root)
     receipt = root / "receipt.json"
     scenario = Path(str(files("factory.demo").joinpath("scenario.json")))
@@ -95,19 +113,34 @@ def run(args: argparse.Namespace) -> int:
         evidence=None,
         timeout_ms=args.timeout_ms,
         progress=args.progress,
-        otel_endpoint=None,
+        otel_endpoint=args.otel_endpoint,
         rehearsal=str(scenario),
     )
     exit_code, _ = agent_cmd.execute(agent_args)
-    report = verify(receipt)
-    console = Console(stderr=True, soft_wrap=False)
-    try:
-        from factory.agent.receipt_show import render
+    return _finish(args, root, receipt, exit_code)
 
-        render(json.loads(receipt.read_bytes()), console)
-    except Exception as exc:  # the rendering is a courtesy; the verified facts are below
-        say(f"demo: could not render the receipt ({type(exc).__name__})")
-    say(BANNER)
+
+def _finish(args: argparse.Namespace, root: Path, receipt: Path, exit_code: int) -> int:
+    """Verify, write the report, show the receipt and end on the outcome."""
+    from rich.console import Console
+
+    from factory import fsio
+    from factory.agent.receipt_show import render_verified
+    from factory.agent.verify import failed_checks, load_receipt, verify
+    from factory.demo.screen import DemoPaths, next_commands, outcome_lines
+    from factory.errors import ExitCode, FactoryError
+
+    paths = DemoPaths(
+        root=root, receipt=receipt, report=root / REPORT_NAME, html=root / "receipt.html"
+    )
+    model = None
+    report: dict[str, Any] | None = None
+    try:
+        report = verify(receipt)
+        model, _ = load_receipt(receipt)
+    except FactoryError as exc:
+        say(exc.diagnostics())
+    failed = failed_checks(report) if report is not None and not report["ok"] else []
     out = {
         "schema": "factory.demo-report/1",
         "execution": "rehearsal: scripted loopback model; proves the control path, nothing "
@@ -116,9 +149,22 @@ def run(args: argparse.Namespace) -> int:
         "receipt": str(receipt),
         "exitCode": exit_code,
         "verification": report,
-        "next": f"factory receipt show {receipt}",
+        "next": next_commands(paths)[0],
     }
-    emit_stdout((json.dumps(out, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    data = (json.dumps(out, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
+    fsio.write_exclusive(paths.report, data, mode=0o644)
+    console = Console(stderr=args.json, soft_wrap=False)
+    if model is not None and report is not None:
+        try:
+            render_verified(model, report, console, receipt_path=receipt)
+        except Exception as exc:  # the rendering is a courtesy; the outcome below stands
+            say(f"demo: could not render the receipt ({type(exc).__name__})")
+    console.print()
+    for line in outcome_lines(model, exit_code, report, failed, paths):
+        # soft_wrap: a long command is wrapped by the terminal, so it still pastes whole.
+        console.print(line, soft_wrap=True)
+    if args.json:
+        emit_stdout(data)
     if exit_code != 0:
         return exit_code
-    return int(ExitCode.OK if report["ok"] is True else ExitCode.FAILURE)
+    return int(ExitCode.OK if report is not None and report["ok"] else ExitCode.FAILURE)

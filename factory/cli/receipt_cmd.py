@@ -5,21 +5,21 @@ bytes, and — when the worktree still exists — re-derives the candidate ident
 whether it still matches. It prints one JSON object on stdout; exit 0 when everything
 holds, 4 on any integrity failure, 2 when the receipt path does not exist.
 
-``show`` renders a receipt for an operator (``factory.agent.receipt_show.render``).
+``show`` verifies, then renders the receipt for an operator (terminal, and with ``--html`` a
+self-contained page): :mod:`factory.agent.receipt_show`, :mod:`factory.agent.receipt_html`.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import emit_stdout, say
-from factory.errors import UsageError
+from factory.errors import Refused
 
-NOT_AVAILABLE = UsageError.define("not-available", "reinstall factory with ./scripts/setup")
+HTML_FOLDER_MISSING = Refused.define("html-folder-missing", "create the folder of --html first")
 
 VERIFY_HELP = """\
 Re-check an agent receipt without trusting it: its revision and canonical bytes, every
@@ -27,7 +27,13 @@ evidence file's size and SHA-256, and (if the worktree still exists) whether the
 it judged still matches the worktree. Prints JSON; exit 0 ok, 4 integrity failure.
 """
 
-SHOW_HELP = "Render an agent receipt for a person (outcome, phases, candidate, evidence)."
+SHOW_HELP = """\
+Verify an agent receipt, then render it for a person: the verification result first, the
+outcome and route (a rehearsal says so), the phases, what the reviewers said (model
+output, labelled so), the candidates' changed files, the evidence and the residuals.
+Exit 0 when the receipt verifies; 4 when it does not — a red banner then names the failed
+checks first and last, and nothing in between is shown as trustworthy.
+"""
 
 
 def register(sub: Any) -> None:
@@ -38,11 +44,17 @@ def register(sub: Any) -> None:
     v.set_defaults(handler=run_verify)
     s = rsub.add_parser("show", help="render a receipt", description=SHOW_HELP)
     s.add_argument("receipt", metavar="R", help="receipt path")
+    s.add_argument("--diff", action="store_true", help="also show each candidate's bound patch")
+    s.add_argument(
+        "--html",
+        metavar="OUT.html",
+        help="also write one self-contained HTML page (must not exist)",
+    )
     s.set_defaults(handler=run_show)
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from factory.agent.verify import verify
+    from factory.agent.verify import failed_checks, verify
     from factory.errors import ExitCode
 
     report = verify(Path(args.receipt))
@@ -60,36 +72,44 @@ def run_verify(args: argparse.Namespace) -> int:
     return int(ExitCode.FAILURE)
 
 
-def failed_checks(report: dict[str, Any]) -> list[str]:
-    """Which checks of a ``factory.receipt-verification/1`` report failed, one short phrase
-    each (observed: exit 4 with nothing on stderr left a user to read the JSON)."""
-    failed: list[str] = []
-    if not report["revision"]["ok"]:
-        failed.append("revision does not match the body")
-    if not report["canonical_bytes"]:
-        failed.append("bytes are not the canonical form")
-    if not report["terminal"]:
-        failed.append("the run never finished (status running)")
-    failed.extend(f"inconsistent: {p}" for p in report["consistency_problems"])
-    failed.extend(
-        f"evidence {e['role']}: {e['problem']}" for e in report["evidence"] if not e["ok"]
-    )
-    if report["candidate"].get("still_matches") is False:
-        failed.append("the worktree no longer holds the judged candidate")
-    return failed or ["see the JSON on stdout"]
-
-
 def run_show(args: argparse.Namespace) -> int:
-    from factory.agent.verify import load_receipt
-
-    try:
-        show = import_module("factory.agent.receipt_show")
-    except ModuleNotFoundError as exc:
-        raise NOT_AVAILABLE(
-            "'factory receipt show' is not available in this build of factory"
-        ) from exc
     from rich.console import Console
 
-    _, data = load_receipt(Path(args.receipt))
-    show.render(json.loads(data), Console(soft_wrap=False))
-    return 0
+    from factory.agent.receipt_show import render_verified
+    from factory.agent.verify import load_receipt, verify
+    from factory.display import inert
+    from factory.errors import ExitCode
+
+    path = Path(args.receipt)
+    html = Path(args.html) if args.html is not None else None
+    receipt, _ = load_receipt(path)  # a missing or invalid receipt is refused first
+    if html is not None:
+        reserve_html(html)
+    report = verify(path)  # verify first: the view says what held before what is claimed
+    console = Console(soft_wrap=False)
+    facts = render_verified(receipt, report, console, receipt_path=path, diff=args.diff)
+    if html is not None:
+        from factory import fsio
+        from factory.agent.receipt_html import render_html
+
+        fsio.atomic_replace(html, render_html(facts, path).encode("utf-8"), mode=0o644)
+        say(inert(f"factory: HTML receipt written to {html}"))
+    if facts.verified:
+        return int(ExitCode.OK)
+    say(inert(f"factory: receipt-not-verified: {'; '.join(facts.failed)}"))
+    return int(ExitCode.FAILURE)
+
+
+HTML_PLACEHOLDER = b"<!DOCTYPE html><title>factory receipt</title><p>being written...</p>\n"
+
+
+def reserve_html(out: Path) -> None:
+    """Claim ``--html OUT`` before anything else (it must not exist; exit 2 otherwise)."""
+    from factory import fsio
+
+    try:
+        fsio.reserve(out, HTML_PLACEHOLDER, mode=0o644)
+    except FileNotFoundError:
+        raise HTML_FOLDER_MISSING(f"the folder of {out} does not exist") from None
+    except IsADirectoryError:
+        raise fsio.OUTPUT_EXISTS(f"{out} is a folder") from None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from factory.cli.receipt_cmd import failed_checks
+from factory.agent.verify import failed_checks
 from tests.agent.conftest import Layout
 from tests.support.cli import run_factory
 from tests.support.git import git

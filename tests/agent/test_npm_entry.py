@@ -1,6 +1,11 @@
 """``npm run factory:agent -- …`` takes the same flags as ``factory agent`` (SPEC F-1), keeps
-stdout to the receipt alone (F-2: the repository's ``.npmrc`` silences npm's banner) and
-passes the exit code through (F-3)."""
+stdout to the receipt (F-2: the repository's ``.npmrc`` puts npm in JSON mode, which sends
+its banner to stderr) and passes the exit code through (F-3).
+
+In JSON mode npm itself appends one JSON object, ``{"error": {"code": N, …}}``, to stdout
+when the script exits non-zero: :func:`own_output` checks that this is all npm added and
+returns the command's own bytes (the price of a mistyped script failing loudly; see
+``tests/scripts/test_npm_scripts.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +30,16 @@ pytestmark = [
 ]
 
 
+def own_output(proc: subprocess.CompletedProcess[bytes]) -> bytes:
+    """stdout without npm's error object, which must be there exactly when the exit is not 0."""
+    if proc.returncode == 0:
+        return proc.stdout
+    head, sep, tail = proc.stdout.rpartition(b'{\n  "error": {')
+    assert sep, proc.stdout[-500:]
+    assert json.loads(sep + tail)["error"]["code"] == proc.returncode
+    return head
+
+
 def npm_agent(
     layout: Layout, *flags: str, timeout: float = 60
 ) -> subprocess.CompletedProcess[bytes]:
@@ -47,7 +62,7 @@ def test_npm_refusals_arrive_as_the_same_flags(
 ) -> None:
     proc = npm_agent(layout, *flags)
     assert proc.returncode == 2, proc.stderr
-    assert proc.stdout == b""  # no npm banner, no partial output
+    assert own_output(proc) == b""  # no npm banner, no partial output
     if code is not None:
         assert f"factory: {code}:".encode() in proc.stderr
     assert not layout.receipt.exists() and not layout.evidence.exists()
@@ -77,8 +92,8 @@ def test_npm_runs_the_rehearsal_cycle_and_passes_exit_3_through(
         timeout=600,
     )
     assert proc.returncode == 3, proc.stderr[-2000:]
-    assert proc.stdout == layout.receipt.read_bytes()  # stdout is exactly the receipt
-    r = json.loads(proc.stdout)
+    assert own_output(proc) == layout.receipt.read_bytes()  # stdout is exactly the receipt
+    r = json.loads(own_output(proc))
     assert r["status"] == "rejected" and r["route"] == "rehearsal"
     assert b'"schema":"factory.agent-progress/1"' in proc.stderr  # --progress jsonl arrived
 
@@ -136,5 +151,6 @@ def test_a_signal_to_npm_alone_interrupts_the_run(layout: Layout, tmp_path: Path
     os.kill(proc.pid, signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err[-2000:]
-    assert out == layout.receipt.read_bytes()
-    assert json.loads(out)["status"] == "interrupted"
+    done = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    assert own_output(done) == layout.receipt.read_bytes()
+    assert json.loads(own_output(done))["status"] == "interrupted"

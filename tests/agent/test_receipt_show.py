@@ -24,13 +24,15 @@ from factory.agent.receipt import (
     Timings,
     receipt_bytes,
 )
+from factory.agent.receipt_facts import ReceiptFacts, ReviewNote
 from factory.agent.receipt_show import (
     MAX_ROWS,
     clean,
     evidence_file,
     format_bytes,
     format_ms,
-    render,
+    parse_receipt,
+    render_facts,
     short_digest,
 )
 from factory.agent.verify import ReceiptInvalid
@@ -141,10 +143,31 @@ def _json(receipt: AgentReceipt) -> dict[str, Any]:
     return value
 
 
-def show(value: dict[str, Any], *, width: int = 200) -> str:
+OK_REPORT: dict[str, Any] = {"ok": True, "evidence": [], "candidate": {"still_matches": True}}
+
+
+def facts(value: dict[str, Any], *, failed: list[str] | None = None, **kw: Any) -> ReceiptFacts:
+    report = OK_REPORT if failed is None else {**OK_REPORT, "ok": False}
+    return ReceiptFacts(
+        receipt=parse_receipt(value),
+        verified=failed is None,
+        failed=failed or [],
+        report=report,
+        **kw,
+    )
+
+
+def show(
+    value: dict[str, Any] | ReceiptFacts, *, width: int = 200, color: bool = False, **kw: Any
+) -> str:
     out = io.StringIO()
-    console = Console(file=out, width=width, color_system=None, force_terminal=False)
-    render(value, console)
+    console = Console(
+        file=out,
+        width=width,
+        color_system="standard" if color else None,
+        force_terminal=color,
+    )
+    render_facts(value if isinstance(value, ReceiptFacts) else facts(value), console, **kw)
     return out.getvalue()
 
 
@@ -169,7 +192,7 @@ def test_a_completed_rehearsal_receipt_reads_plainly() -> None:
     assert "this is not OS containment" in flat
     assert f"patch-{HEX[:12]}..." in text and f"status-{HEX[:12]}..." in text
     assert "policy: local-sensitive-content-addressed" in text
-    assert "body digest matches" in text
+    assert text.startswith("VERIFIED ")
 
 
 def test_a_subscription_receipt_does_not_claim_rehearsal() -> None:
@@ -257,7 +280,7 @@ def test_an_invalid_receipt_is_a_typed_error(edit: Any) -> None:
     show(value)  # negative control: the untouched receipt renders
     edit(value)
     with pytest.raises(ReceiptInvalid) as info:
-        show(value)
+        parse_receipt(value)
     assert info.value.code == "receipt-invalid"
     assert info.value.exit_code == ExitCode.FAILURE
     assert "\n" not in info.value.message
@@ -292,3 +315,32 @@ def test_evidence_file_shortens_only_the_content_addressed_name() -> None:
     assert evidence_file(_ev("worker-stdout", 1)) == f"worker-stdout-{HEX[:12]}..."
     odd = _ev("worker-stdout", 1).model_copy(update={"path": "/elsewhere/out.txt"})
     assert evidence_file(odd) == "/elsewhere/out.txt"
+
+
+def test_a_failed_verification_is_named_first_and_last_and_nothing_looks_reassuring() -> None:
+    value = _json(make_receipt())
+    failed = ["evidence worker-stdout: digest-mismatch", "revision does not match the body"]
+    text = show(facts(value, failed=failed))
+    lines = text.splitlines()
+    assert lines[0].startswith("VERIFICATION FAILED: do not trust this receipt")
+    assert "  - evidence worker-stdout: digest-mismatch" in lines[1:3]
+    assert lines[-3].startswith("VERIFICATION FAILED") and lines[-1].endswith("the body")
+    assert "\nVERIFIED " not in text and not text.startswith("VERIFIED")
+    assert "factory agent receipt" not in text
+    assert "UNVERIFIED agent receipt" in text
+    # No success colour anywhere (green is SGR 32); the verified twin does use it.
+    colored = show(facts(value, failed=failed), color=True)
+    assert "32m" not in colored
+    assert "32m" in show(facts(value), color=True)
+
+
+def test_reviewers_reasons_are_labelled_model_output_and_inert() -> None:
+    notes = [
+        ReviewNote("initial_review", "REQUEST_CHANGES", "Add a test.\n\x1b[2Jgo\u202eexe"),
+        ReviewNote("final_review", "APPROVE", None, "not shown: this evidence file failed"),
+    ]
+    text = show(facts(_json(make_receipt()), reviews=notes))
+    assert "what the reviewers said  (model output, untrusted" in text
+    assert "    Add a test." in text and "    \\x1b[2Jgo\\u202eexe" in text
+    assert "\x1b" not in text and "\u202e" not in text
+    assert "not shown: this evidence file failed" in text

@@ -73,3 +73,11 @@ def test_escape_forms() -> None:
     assert escape_char("\x1b") == "\\x1b"
     assert escape_char("\u202e") == "\\u202e"
     assert escape_char("\U000e0001") == "\\U000e0001"
+
+
+def test_safe_line_keeps_escapes_made_upstream_and_escapes_raw_controls() -> None:
+    from factory.display import safe_line
+
+    assert safe_line("factory: x: fol\\nder: bad") == "factory: x: fol\\nder: bad"
+    assert safe_line("a\x1b[2Jb\\n") == "a\\x1b[2Jb\\\\n"  # raw control: the whole line inert
+    assert safe_line("x" * 500).endswith("… (+100 more)")

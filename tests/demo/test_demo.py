@@ -11,14 +11,20 @@ import pytest
 from factory.demo.sample import FILES
 from factory.rehearsal import load_scenario
 from tests.support.cli import run_factory
+from tests.support.tmux import Terminal
+
+FACTORY = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "factory"
 
 
 @pytest.mark.realcli
 def test_demo_runs_the_whole_cycle_and_says_it_is_a_rehearsal(tmp_path: Path) -> None:
     demo = tmp_path / "demo"
-    proc = run_factory(["demo", "--dir", str(demo), "--progress", "jsonl"], timeout=300)
+    proc = run_factory(["demo", "--dir", str(demo), "--progress", "jsonl", "--json"], timeout=300)
     assert proc.returncode == 0, proc.stderr.decode()
     report = json.loads(proc.stdout)
+    assert proc.stdout == (demo / "demo-report.json").read_bytes()  # the same bytes
+    # With --json the readable screen still reaches the person, on stderr.
+    assert b"outcome    completed (exit 0)" in proc.stderr
     assert report["schema"] == "factory.demo-report/1"
     assert report["execution"].startswith("rehearsal: scripted loopback model")
     assert report["exitCode"] == 0
@@ -68,3 +74,44 @@ def test_demo_scenario_edits_match_the_sample_bug() -> None:
     assert len(edits) == 1
     assert FILES["stats.py"].count(edits[0].old_string) == 1
     assert [i.role for i in scenario.invocations] == ["worker", "reviewer", "repair", "reviewer"]
+
+
+@pytest.mark.realcli
+def test_the_demo_ends_on_the_outcome_and_its_hints_work_as_typed(tmp_path: Path) -> None:
+    """At an 80-column terminal the last screen is the human outcome, and each "next"
+    command, typed as printed in the same shell, works (issue 9 §1)."""
+    demo = tmp_path / "demo"
+    user = tmp_path / "user"  # the user stands in a folder of their own
+    user.mkdir()
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "TERM": "xterm-256color"}
+    with Terminal(tmp_path, cols=80, rows=24, cwd=user, env=env) as term:
+        term.type(f'{FACTORY} demo --dir ../demo; echo "demo""-exit=$?"')
+        screen = term.wait_for("demo-exit=", timeout=300)
+        lines = [ln for ln in screen.splitlines() if ln.strip() and ln.strip() != "$"]
+        assert lines[-1] == "demo-exit=0", screen
+        # The whole closing block is on the last 80x24 screen ...
+        assert "REHEARSAL: a scripted loopback model" in screen, screen
+        # ... and reads as below once the terminal's soft wraps are joined.
+        lines = [ln for ln in term.history().splitlines() if ln.strip()]
+        tail = "\n".join(lines[-16:])
+        for expected in (
+            "REHEARSAL: a scripted loopback model",
+            "outcome    completed (exit 0)",
+            "verdicts   worker ok → review REQUEST_CHANGES → repair ok → fresh review",
+            "verified   yes: revision, canonical bytes, 15 evidence files",
+            "receipt    ../demo/receipt.json",
+            "report     ../demo/demo-report.json",
+            "next:",
+        ):
+            assert expected in tail, screen
+        assert "{" not in tail  # no JSON at the end
+        hints = [ln.strip() for ln in lines if ln.startswith("  ") and "receipt " in ln]
+        assert len(hints) == 4, screen
+        assert all(h.startswith(str(FACTORY)) for h in hints)
+        for n, hint in enumerate(hints):
+            term.type("clear")
+            term.type(f'{hint} > /dev/null; echo "hint-{n}""-exit=$?"')
+            assert f"hint-{n}-exit=0" in term.wait_for(f"hint-{n}-exit=", timeout=120)
+    assert (demo / "receipt.html").is_file()
+    report = json.loads((demo / "demo-report.json").read_bytes())
+    assert report["schema"] == "factory.demo-report/1" and report["exitCode"] == 0

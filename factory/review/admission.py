@@ -1,0 +1,224 @@
+"""Causal admission: which findings may force a correction (SPEC R; the reference's matrix).
+
+Pure. Only a severe finding (BLOCKER, CRITICAL) that the candidate *caused* can enter the
+fix set, and only with evidence that survives:
+
+=====================================================  ==========================
+finding                                                outcome
+=====================================================  ==========================
+WARNING, SUGGESTION                                    ``info``
+severe, ``insufficient`` evidence                      ``inconclusive`` → escalate
+severe, ``pre-existing`` or ``base-only``              ``info`` + a follow-up with proof
+severe, ``unknown`` causality                          ``inconclusive`` → escalate
+severe, candidate-causal, ``deterministic``            ``corroborated`` → fix
+severe, candidate-causal, ``inferential``              the one refuter batch decides:
+                                                       corroborated → fix, refuted →
+                                                       dropped (outcome kept),
+                                                       inconclusive → escalate
+=====================================================  ==========================
+
+Candidate-causal means ``introduced``, ``behavior-activated`` or ``worsened`` *and* a
+location ``path:line`` (positive decimal line) whose path is one of the genesis paths; any
+other location turns the disposition into ``unknown`` — a finding about a file the
+candidate never touched cannot be the candidate's to fix.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from factory.models import StrictModel
+from factory.review.canon import REFUTER_TAG, digest_of
+from factory.review.errors import ReviewInputInvalid
+from factory.review.judgement import RefuterInput
+from factory.review.names import (
+    CANDIDATE_CAUSAL,
+    SEVERE,
+    Causality,
+    EvidenceClass,
+    Outcome,
+    RefuterOutcome,
+    StateName,
+)
+from factory.review.results import Finding
+
+_LINE = re.compile(r"^[1-9][0-9]{0,8}$")
+
+
+class Classification(StrictModel):
+    """How a severe finding was admitted (``causal_disposition`` is the effective one)."""
+
+    finding_id: str
+    evidence_class: EvidenceClass
+    declared_disposition: Causality
+    causal_disposition: Causality
+    location_admitted: bool
+
+
+class OutcomeEntry(StrictModel):
+    """Every finding's outcome, in finding order."""
+
+    finding_id: str
+    outcome: Outcome
+
+
+class RefuterRecord(StrictModel):
+    """The refuter's verdict on one finding, with its proof."""
+
+    finding_id: str
+    outcome: RefuterOutcome
+    proof_refs: tuple[str, ...]
+
+
+class FollowUp(StrictModel):
+    """A non-blocking observation kept with its proof (never a correction)."""
+
+    source: Literal["admission", "validator"]
+    finding_id: str | None
+    observation: str
+    proof_refs: tuple[str, ...]
+
+
+class ReviewOutcome(StrictModel):
+    """What admission decided, frozen with the lens results it was derived from."""
+
+    classifications: tuple[Classification, ...]
+    outcomes: tuple[OutcomeEntry, ...]
+    refuter: tuple[RefuterRecord, ...]
+    refuter_hash: str | None
+    fix_finding_ids: tuple[str, ...]
+    follow_ups: tuple[FollowUp, ...]
+
+    def inconclusive(self) -> tuple[str, ...]:
+        return tuple(o.finding_id for o in self.outcomes if o.outcome == "inconclusive")
+
+    def route(self) -> StateName:
+        """escalated if anything is inconclusive, else correction_required or validating."""
+        if self.inconclusive():
+            return "escalated"
+        return "correction_required" if self.fix_finding_ids else "validating"
+
+
+@dataclass(frozen=True, slots=True)
+class NeedsRefuter:
+    """Admission cannot finish: these inferential candidate-causal findings need the
+    one refuter batch first."""
+
+    finding_ids: tuple[str, ...]
+
+
+def location_inside(location: str, genesis: frozenset[str]) -> bool:
+    """Whether ``location`` is ``path:line`` with ``path`` one of the genesis paths."""
+    path, sep, line = location.rpartition(":")
+    return bool(sep) and bool(_LINE.fullmatch(line)) and path in genesis
+
+
+def _classify(f: Finding, genesis: frozenset[str]) -> Classification:
+    assert f.evidence_class is not None and f.causal_disposition is not None
+    admitted = location_inside(f.location, genesis)
+    effective: Causality = f.causal_disposition
+    if effective in CANDIDATE_CAUSAL and not admitted:
+        effective = "unknown"
+    return Classification(
+        finding_id=f.id,
+        evidence_class=f.evidence_class,
+        declared_disposition=f.causal_disposition,
+        causal_disposition=effective,
+        location_admitted=admitted,
+    )
+
+
+def needs_refuter(findings: tuple[Finding, ...], genesis: frozenset[str]) -> tuple[str, ...]:
+    """Ids of the severe, admitted candidate-causal, inferential findings."""
+    out = []
+    for f in findings:
+        if f.severity in SEVERE:
+            c = _classify(f, genesis)
+            if c.causal_disposition in CANDIDATE_CAUSAL and c.evidence_class == "inferential":
+                out.append(f.id)
+    return tuple(out)
+
+
+def _refuter_map(
+    refuter: RefuterInput | None, pending: tuple[str, ...]
+) -> dict[str, RefuterRecord]:
+    if refuter is None:
+        return {}
+    ids = [r.finding_id for r in refuter.results]
+    if len(set(ids)) != len(ids):
+        raise ReviewInputInvalid("the refuter names a finding more than once")
+    extra = sorted(set(ids) - set(pending))
+    if extra:
+        raise ReviewInputInvalid(
+            f"the refuter names {', '.join(extra)}, which admission did not send to it "
+            f"(it needs exactly: {', '.join(pending) or 'none'})"
+        )
+    missing = [i for i in pending if i not in ids]
+    if missing:
+        raise ReviewInputInvalid(
+            f"the refuter gives no outcome for {', '.join(missing)} (one batch covers every "
+            "finding sent to it)"
+        )
+    return {
+        r.finding_id: RefuterRecord(
+            finding_id=r.finding_id,
+            outcome=r.outcome,
+            proof_refs=tuple(sorted({p.strip() for p in r.proof_refs})),
+        )
+        for r in refuter.results
+    }
+
+
+def admit(
+    findings: tuple[Finding, ...], genesis: tuple[str, ...], refuter: RefuterInput | None
+) -> ReviewOutcome | NeedsRefuter:
+    """Apply the admission matrix (see the module docstring).
+
+    Raises:
+        ReviewInputInvalid: the refuter batch names other findings than the pending ones.
+    """
+    paths = frozenset(genesis)
+    pending = needs_refuter(findings, paths)
+    if pending and refuter is None:
+        return NeedsRefuter(pending)
+    verdicts = _refuter_map(refuter, pending)
+    classes: list[Classification] = []
+    outcomes: list[OutcomeEntry] = []
+    fix: list[str] = []
+    follow: list[FollowUp] = []
+    for f in findings:
+        outcome: Outcome = "info"
+        if f.severity in SEVERE:
+            c = _classify(f, paths)
+            classes.append(c)
+            if c.evidence_class == "insufficient" or c.causal_disposition == "unknown":
+                outcome = "inconclusive"
+            elif c.causal_disposition in ("pre-existing", "base-only"):
+                follow.append(
+                    FollowUp(
+                        source="admission",
+                        finding_id=f.id,
+                        observation=f.claim,
+                        proof_refs=f.proof_refs,
+                    )
+                )
+            elif c.evidence_class == "deterministic":
+                outcome = "corroborated"
+            else:
+                outcome = verdicts[f.id].outcome
+            if outcome == "corroborated":
+                fix.append(f.id)
+        outcomes.append(OutcomeEntry(finding_id=f.id, outcome=outcome))
+    records = tuple(verdicts[i] for i in pending)
+    return ReviewOutcome(
+        classifications=tuple(classes),
+        outcomes=tuple(outcomes),
+        refuter=records,
+        refuter_hash=digest_of(REFUTER_TAG, [r.to_json_value() for r in records])
+        if records
+        else None,
+        fix_finding_ids=tuple(fix),
+        follow_ups=tuple(follow),
+    )

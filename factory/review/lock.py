@@ -1,0 +1,110 @@
+"""The review store's one lock: an OS lock with owner metadata, never broken by time.
+
+``<store>/LOCK`` is locked with ``flock(LOCK_EX | LOCK_NB)``. The kernel releases it when
+the holder exits — a crash included — so there is no stale lock to break and no age after
+which anyone would break it. After acquiring, the holder writes who it is
+(``factory.review-store-lock/1``: owner id, pid, host, command, acquired_at) into the file,
+so a second process that finds it busy can name the owner. The metadata of a holder that
+died stays in the file and is harmless: only the kernel lock decides. The file is never
+deleted (a new inode would let two holders lock "the same" path).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import fcntl
+import json
+import os
+import secrets
+import socket
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+from factory.review.errors import ReviewStoreBusy
+
+LOCK_SCHEMA = "factory.review-store-lock/1"
+DEFAULT_WAIT_S = 5.0
+_POLL_S = 0.02
+
+
+def _owner(path: Path) -> str:
+    try:
+        doc = json.loads(path.read_bytes()[:4096] or b"{}")
+        return (
+            f"pid {int(doc['pid'])} on {str(doc['host'])[:64]!r} since "
+            f"{str(doc['acquired_at'])[:40]} ({str(doc['command'])[:40]})"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return "an unknown owner (no readable owner metadata)"
+
+
+class StoreLock:
+    """Context manager holding the store lock for one command.
+
+    Args:
+        path: the ``LOCK`` file (created 0600 if missing).
+        command: what the holder is doing (``review/finalize``), for the busy message.
+        wait_s: how long to retry a busy lock before giving up (never breaks it).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        command: str,
+        wait_s: float = DEFAULT_WAIT_S,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.path = path
+        self.command = command
+        self.wait_s = wait_s
+        self._clock = clock
+        self._sleep = sleep
+        self._fd: int | None = None
+        self.owner_id = secrets.token_hex(8)
+
+    def __enter__(self) -> StoreLock:
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        deadline = self._clock() + self.wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if self._clock() >= deadline:
+                    os.close(fd)
+                    raise ReviewStoreBusy(
+                        f"the review store is locked by {_owner(self.path)}"
+                    ) from None
+                self._sleep(_POLL_S)
+        self._fd = fd
+        self._write_owner(fd)
+        return self
+
+    def _write_owner(self, fd: int) -> None:
+        doc = {
+            "schema": LOCK_SCHEMA,
+            "owner_id": self.owner_id,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": self.command,
+            "acquired_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
+        }
+        data = json.dumps(doc, sort_keys=True).encode() + b"\n"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, data, 0)
+        os.fsync(fd)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)

@@ -1,0 +1,379 @@
+"""The review store under the git common dir (SPEC R): one lock, one record per lineage,
+replaced only by compare-and-swap (shared by every linked worktree of the repository).
+
+Layout::
+
+    <git-common-dir>/factory/review/v1/
+    ├── LOCK                                   flock + owner metadata (never deleted)
+    └── <lineage-id>/
+        ├── review-state.json                  {schema, revision, state}
+        ├── review-receipt.json                terminal only, derived from the state
+        ├── evidence/<role>-<sha256>           raw bytes the state binds by SHA-256
+        └── incidents/<lens>-<sha256>.json     preserved lens payloads (replay only)
+
+``revision`` is ``digest("factory.review-state/1", state)`` over the canonical JSON of the
+stored state value. :meth:`ReviewStore.replace` writes only if the current revision is the
+caller's expected one (an identical state is an idempotent success), under the lock, after
+the successor passed every invariant and the successor rules. Loading re-validates
+everything and fails closed *naming the lineage*; :meth:`ReviewStore.scan` reports a bad
+record as bad and carries on with the others. A new lineage appears by renaming a complete
+temporary folder into place, so a crash never leaves a lineage folder without its record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from pydantic import Field, ValidationError
+
+from factory.canonical import sha256_hex
+from factory.fsio import OutputExists, atomic_replace, fsync_dir, write_exclusive
+from factory.models import StrictModel, describe_validation_error
+from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json
+from factory.review.errors import (
+    LINEAGE_UNKNOWN,
+    ReviewCasConflict,
+    ReviewInputInvalid,
+    ReviewRecordCorrupt,
+    ReviewRefused,
+)
+from factory.review.invariants import state_problems
+from factory.review.lock import StoreLock
+from factory.review.names import TERMINAL, valid_lineage
+from factory.review.receipt import RECEIPT_FILE, derive_receipt, receipt_bytes, receipt_problem
+from factory.review.state import ReviewState
+from factory.review.successor import successor_problem
+
+RECORD_SCHEMA: Final = "factory.review-state-record/1"
+STATE_FILE = "review-state.json"
+RECORD_LIMIT = 64 << 20
+STORE_PARTS = ("factory", "review", "v1")
+
+
+#: Crash-injection seam for tests: called with a write point's name before and after
+#: every durable write (``create``, ``replace``, ``receipt``, ``blob``).
+def _no_hook(point: str) -> None:
+    return None
+
+
+write_hook: Callable[[str], None] = _no_hook
+
+
+class StateRecord(StrictModel):
+    """``review-state.json``."""
+
+    schema_id: Literal["factory.review-state-record/1"] = Field(alias="schema")
+    revision: str
+    state: ReviewState
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """A valid lineage: its state, revision, and whether its receipt file is in place."""
+
+    lineage_id: str
+    revision: str
+    state: ReviewState
+    receipt: Literal["ok", "missing", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class Corrupt:
+    """A lineage whose record fails validation (kept as it is, never repaired in place)."""
+
+    lineage_id: str
+    error: ReviewRecordCorrupt
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """The outcome of a replace: the stored lineage, and whether bytes were written."""
+
+    loaded: Loaded
+    written: bool
+
+
+def revision_of(state: ReviewState) -> str:
+    """The revision of ``state`` (domain-separated digest of its canonical JSON)."""
+    return digest_of(STATE_TAG, state.to_json_value())
+
+
+def record_bytes(state: ReviewState) -> tuple[bytes, str]:
+    """The exact bytes of ``review-state.json`` for ``state``, and its revision."""
+    value = state.to_json_value()
+    revision = digest_of(STATE_TAG, value)
+    doc = {"schema": RECORD_SCHEMA, "revision": revision, "state": value}
+    return canonical(doc) + b"\n", revision
+
+
+def _read_nofollow(path: Path, limit: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        chunks, total = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise OSError("larger than the record limit")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _corrupt(lineage_id: str, problem: str) -> ReviewRecordCorrupt:
+    return ReviewRecordCorrupt(f"review lineage {lineage_id} is invalid: {problem} (kept as it is)")
+
+
+def decode_record(lineage_id: str, data: bytes) -> tuple[ReviewState, str]:
+    """Validate record bytes completely; return the state and its revision.
+
+    Raises:
+        ReviewRecordCorrupt: naming ``lineage_id`` and the first problem.
+    """
+    try:
+        value = strict_json(data, what="the record", limit=RECORD_LIMIT)
+    except ReviewInputInvalid as exc:
+        raise _corrupt(lineage_id, exc.fact) from None
+    if not isinstance(value, dict) or set(value) != {"schema", "revision", "state"}:
+        raise _corrupt(lineage_id, "the record is not {schema, revision, state}")
+    if value["schema"] != RECORD_SCHEMA:
+        raise _corrupt(lineage_id, f"unknown record schema {str(value['schema'])[:60]!r}")
+    revision = digest_of(STATE_TAG, value["state"])
+    if value["revision"] != revision:
+        raise _corrupt(lineage_id, "the revision does not match the state")
+    try:
+        state = StateRecord.model_validate_json(data).state
+    except ValidationError as exc:
+        raise _corrupt(lineage_id, describe_validation_error(exc)) from None
+    if state.lineage_id != lineage_id:
+        raise _corrupt(lineage_id, "the state names another lineage than its folder")
+    problems = state_problems(state)
+    if problems:
+        raise _corrupt(lineage_id, problems[0])
+    return state, revision
+
+
+class ReviewStore:
+    """The store of one repository (``<common-dir>/factory/review/v1``)."""
+
+    def __init__(self, common_dir: Path, *, lock_wait_s: float | None = None) -> None:
+        self.root = common_dir.joinpath(*STORE_PARTS)
+        self._lock_wait_s = lock_wait_s
+        self._held: StoreLock | None = None
+
+    # -- locking -----------------------------------------------------------------------
+    @contextlib.contextmanager
+    def locked(self, command: str) -> Iterator[None]:
+        """Hold the store lock (re-entrant within this object)."""
+        if self._held is not None:
+            yield
+            return
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        kwargs: dict[str, Any] = {"command": command}
+        if self._lock_wait_s is not None:
+            kwargs["wait_s"] = self._lock_wait_s
+        with StoreLock(self.root / "LOCK", **kwargs) as held:
+            self._held = held
+            try:
+                yield
+            finally:
+                self._held = None
+
+    # -- reading -----------------------------------------------------------------------
+    def lineage_ids(self) -> list[str]:
+        """Every lineage folder (temporary and hidden entries are not lineages)."""
+        try:
+            names = os.listdir(self.root)
+        except FileNotFoundError:
+            return []
+        return sorted(n for n in names if valid_lineage(n) and (self.root / n).is_dir())
+
+    def folder(self, lineage_id: str) -> Path:
+        if not valid_lineage(lineage_id):
+            raise ReviewRefused(
+                f"{lineage_id[:80]!r} is not a lineage id (lower-case words and digits "
+                "joined by '-')",
+                code=LINEAGE_UNKNOWN,
+                next=("factory review status",),
+            )
+        return self.root / lineage_id
+
+    def exists(self, lineage_id: str) -> bool:
+        return os.path.lexists(self.folder(lineage_id))
+
+    def load(self, lineage_id: str) -> Loaded:
+        """Load and fully re-validate one lineage.
+
+        Raises:
+            ReviewRefused: ``review-lineage-unknown`` when there is no such lineage.
+            ReviewRecordCorrupt: the record or its receipt fails validation.
+        """
+        folder = self.folder(lineage_id)
+        if not os.path.lexists(folder):
+            raise ReviewRefused(
+                f"there is no review lineage {lineage_id}",
+                code=LINEAGE_UNKNOWN,
+                next=("factory review status", "factory review start"),
+            )
+        try:
+            data = _read_nofollow(folder / STATE_FILE, RECORD_LIMIT)
+        except FileNotFoundError:
+            raise _corrupt(lineage_id, f"the folder has no {STATE_FILE}") from None
+        except OSError as exc:
+            raise _corrupt(lineage_id, f"{STATE_FILE} cannot be read ({exc})") from None
+        state, revision = decode_record(lineage_id, data)
+        return Loaded(lineage_id, revision, state, self._receipt_status(state))
+
+    def _receipt_status(self, state: ReviewState) -> Literal["ok", "missing", "none"]:
+        path = self.root / state.lineage_id / RECEIPT_FILE
+        try:
+            data = _read_nofollow(path, 1 << 20)
+        except FileNotFoundError:
+            return "missing" if state.state in TERMINAL else "none"
+        except OSError as exc:
+            raise _corrupt(state.lineage_id, f"{RECEIPT_FILE} cannot be read ({exc})") from None
+        if state.state not in TERMINAL:
+            raise _corrupt(state.lineage_id, f"a {state.state} lineage has a receipt")
+        problem = receipt_problem(data, state)
+        if problem is not None:
+            raise _corrupt(state.lineage_id, problem)
+        return "ok"
+
+    def scan(self) -> list[Loaded | Corrupt]:
+        """Every lineage, each loaded on its own: one bad record never hides the others."""
+        out: list[Loaded | Corrupt] = []
+        for lineage_id in self.lineage_ids():
+            try:
+                out.append(self.load(lineage_id))
+            except ReviewRecordCorrupt as exc:
+                out.append(Corrupt(lineage_id, exc))
+        return out
+
+    # -- writing -----------------------------------------------------------------------
+    def replace(
+        self,
+        expected_revision: str | None,
+        new: ReviewState,
+        *,
+        command: str = "review",
+        seed_blobs: Mapping[str, bytes] | None = None,
+    ) -> Committed:
+        """Compare-and-swap ``new`` in for the lineage's current record.
+
+        ``expected_revision`` is the revision the caller derived ``new`` from (``None`` to
+        create the lineage). An identical current state is an idempotent success.
+        ``seed_blobs`` (role → bytes) are stored with a new lineage, in the same rename.
+
+        Raises:
+            ReviewCasConflict: the lineage is not at ``expected_revision``.
+            ReviewRecordCorrupt: the current record is invalid.
+            AssertionError: ``new`` breaks an invariant or a successor rule (a bug).
+        """
+        problems = state_problems(new)
+        if problems:
+            raise AssertionError(f"refusing to store an invalid state: {problems[0]}")
+        data, revision = record_bytes(new)
+        with self.locked(command):
+            current = self.load(new.lineage_id) if self.exists(new.lineage_id) else None
+            if current is not None and current.revision == revision:
+                return Committed(current, written=False)
+            if (current.revision if current else None) != expected_revision:
+                raise ReviewCasConflict(
+                    f"review lineage {new.lineage_id} moved on since it was read (now at "
+                    f"{current.state.state if current else 'nothing'})"
+                )
+            if current is None:
+                if new.state != "reviewing":
+                    raise AssertionError("a lineage is created in reviewing")
+                self._create(new.lineage_id, data, seed_blobs or {})
+            else:
+                problem = successor_problem(current.state, new)
+                if problem is not None:
+                    raise AssertionError(f"refusing an illegal successor: {problem}")
+                path = self.root / new.lineage_id / STATE_FILE
+                write_hook("replace:before")
+                atomic_replace(path, data, mode=0o600)
+                write_hook("replace:after")
+            receipt: Literal["ok", "missing", "none"] = "none"
+            if new.state in TERMINAL:
+                receipt = "missing"
+            return Committed(Loaded(new.lineage_id, revision, new, receipt), written=True)
+
+    def _create(self, lineage_id: str, data: bytes, blobs: Mapping[str, bytes]) -> None:
+        tmp = self.root / f".tmp-{lineage_id}-{secrets.token_hex(6)}"
+        os.mkdir(tmp, 0o700)
+        if blobs:
+            os.mkdir(tmp / "evidence", 0o700)
+            for role, blob in blobs.items():
+                write_exclusive(tmp / "evidence" / f"{role}-{sha256_hex(blob)}", blob, mode=0o600)
+        write_exclusive(tmp / STATE_FILE, data, mode=0o600)
+        write_hook("create:before")
+        os.rename(tmp, self.root / lineage_id)
+        fsync_dir(self.root)
+        write_hook("create:after")
+
+    def write_receipt(self, loaded: Loaded) -> Path:
+        """Write the terminal receipt derived from ``loaded`` (idempotent).
+
+        Raises:
+            ReviewRecordCorrupt: a receipt file exists and is not that derivation.
+        """
+        path = self.root / loaded.lineage_id / RECEIPT_FILE
+        data = receipt_bytes(derive_receipt(loaded.state))
+        with self.locked("review/receipt"):
+            if self._receipt_status(loaded.state) == "ok":
+                return path
+            write_hook("receipt:before")
+            atomic_replace(path, data, mode=0o644)
+            write_hook("receipt:after")
+        return path
+
+    def put_blob(self, lineage_id: str, role: str, data: bytes) -> Path:
+        """Store ``data`` as ``evidence/<role>-<sha256>`` (content-addressed, 0600)."""
+        folder = self.root / lineage_id / "evidence"
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path = folder / f"{role}-{sha256_hex(data)}"
+        try:
+            write_exclusive(path, data, mode=0o600)
+        except OutputExists:
+            if sha256_hex(_read_nofollow(path, len(data) + 1)) != sha256_hex(data):
+                raise _corrupt(
+                    lineage_id, f"evidence {path.name} does not hash to its name"
+                ) from None
+        write_hook("blob:after")
+        return path
+
+    def read_blob(self, lineage_id: str, role: str, sha256: str) -> bytes:
+        """The evidence blob ``<role>-<sha256>``, checked against its name.
+
+        Raises:
+            ReviewRecordCorrupt: missing, unreadable, or not hashing to its name.
+        """
+        path = self.root / lineage_id / "evidence" / f"{role}-{sha256}"
+        try:
+            data = _read_nofollow(path, RECORD_LIMIT)
+        except OSError:
+            raise _corrupt(lineage_id, f"evidence {role}-{sha256[:12]}… is missing") from None
+        if sha256_hex(data) != sha256:
+            raise _corrupt(lineage_id, f"evidence {path.name} does not hash to its name")
+        return data
+
+    def blobs(self, lineage_id: str, role: str) -> list[Path]:
+        """Every stored blob of ``role`` for the lineage."""
+        folder = self.root / lineage_id / "evidence"
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            return []
+        return sorted(
+            folder / n for n in names if n.startswith(f"{role}-") and len(n) == len(role) + 65
+        )

@@ -1,0 +1,102 @@
+"""``factory receipt show`` as an operator runs it: it verifies first (issue 9 §2).
+
+Real receipts from the real CLI with in-process fake profiles (``fake_factory.py``), then
+``factory receipt show`` as a subprocess.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.agent.conftest import Layout
+from tests.agent.test_cli import agent_args, evidence_files, fake
+from tests.support.cli import run_factory
+
+
+@pytest.fixture
+def rejected(layout: Layout) -> Layout:
+    proc = fake("reject", agent_args(layout))  # worker, review, repair, review
+    assert proc.returncode == 3, proc.stderr
+    return layout
+
+
+def show(layout: Layout, *extra: str) -> tuple[int, str, str]:
+    proc = run_factory(["receipt", "show", str(layout.receipt), *extra], env=_wide())
+    return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
+
+
+def _wide() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "COLUMNS": "120"}
+
+
+def test_a_verified_receipt_says_so_first_and_exits_0(rejected: Layout) -> None:
+    code, out, err = show(rejected)
+    assert code == 0, err
+    assert out.startswith("VERIFIED revision, canonical bytes and ")
+    assert "VERIFICATION FAILED" not in out and err == ""
+    # The reviewers' reasons come from the verdict evidence, labelled as model output.
+    assert "what the reviewers said  (model output, untrusted" in out
+    assert "    review 1: REQUEST_CHANGES" in out and "    review 2: REQUEST_CHANGES" in out
+
+
+@pytest.mark.parametrize("target", ["worker-stdout-", "final-review-verdict-"])
+def test_altered_evidence_gets_the_banner_first_and_last_and_exit_4(
+    rejected: Layout, target: str
+) -> None:
+    path = next(p for p in evidence_files(rejected) if p.name.startswith(target))
+    path.chmod(0o600)
+    path.write_bytes(path.read_bytes().replace(b"review", b"REVIEW") + b"x")
+    code, out, err = show(rejected)
+    assert code == 4
+    lines = out.splitlines()
+    role = target.rstrip("-")
+    assert lines[0].startswith("VERIFICATION FAILED: do not trust this receipt")
+    assert f"  - evidence {role}: size-mismatch" in lines
+    assert lines[-2].startswith("VERIFICATION FAILED")
+    assert "VERIFIED " not in out.replace("UNVERIFIED ", "")
+    assert "body digest matches" not in out
+    assert err.startswith(f"factory: receipt-not-verified: evidence {role}: size-mismatch")
+    if target.endswith("verdict-"):
+        # An altered verdict file is named, never quoted.
+        assert "REVIEW 2" not in out and "review 2:" not in out
+        assert "not shown: this evidence file failed verification" in out
+
+
+def test_diff_shows_the_bound_patch_of_each_candidate(rejected: Layout) -> None:
+    code, out, _ = show(rejected, "--diff")
+    assert code == 0
+    assert "initial candidate patch (bound evidence)" in out
+    assert "repaired candidate patch (bound evidence)" in out
+    assert "+    return a + b" in out and "-    return a - b" in out
+    _, plain, _ = show(rejected)
+    assert "candidate patch (bound evidence)" not in plain  # negative control
+
+
+def test_an_edited_receipt_body_fails_like_altered_evidence(rejected: Layout) -> None:
+    data = rejected.receipt.read_bytes()
+    rejected.receipt.write_bytes(data.replace(b'"status":"rejected"', b'"status":"completed"'))
+    code, out, _ = show(rejected)
+    assert code == 4
+    assert "  - revision does not match the body" in out.splitlines()[1:6]
+
+
+def test_a_missing_receipt_is_a_usage_error(tmp_path: Path) -> None:
+    proc = run_factory(["receipt", "show", str(tmp_path / "nope.json")])
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"factory: receipt-missing:" in proc.stderr
+
+
+def test_a_hostile_path_in_a_refusal_reaches_stderr_inert(rejected: Layout) -> None:
+    taken = rejected.out / "page\x1b]0;owned\x07\u202e.html"
+    taken.write_text("mine\n")
+    proc = run_factory(["receipt", "show", str(rejected.receipt), "--html", str(taken)])
+    assert proc.returncode == 2 and proc.stdout == b""
+    err = proc.stderr.decode()
+    assert err.startswith("factory: output-exists: ") and err.count("\n") == 1
+    assert "page\\x1b]0;owned\\x07\\u202e.html" in err
+    assert "\x1b" not in err and "\u202e" not in err
+    assert taken.read_text() == "mine\n"  # refused before any effect

@@ -1,0 +1,43 @@
+"""The fast canonical path is RFC 8785 exactly (property test against the reference package)."""
+
+from __future__ import annotations
+
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from factory.review.canon import canonical
+
+keys = st.text(max_size=8)
+leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.text(max_size=12)
+)
+values = st.recursive(
+    leaves,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(values)
+def test_canonical_equals_rfc8785(value: object) -> None:
+    try:
+        expected = rfc8785.dumps(value)
+    except Exception:
+        try:
+            canonical(value)
+        except Exception:
+            return
+        raise AssertionError("the fast path accepted what RFC 8785 refuses") from None
+    assert canonical(value) == expected
+
+
+def test_floats_and_non_ascii_keys_take_the_reference_path() -> None:
+    assert canonical({"é": 1, "a": 1.5}) == rfc8785.dumps({"é": 1, "a": 1.5})
+    assert canonical({"\U0001f600": 1, "\ue000": 2}) == rfc8785.dumps(
+        {"\U0001f600": 1, "\ue000": 2}
+    )
