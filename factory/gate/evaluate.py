@@ -1,0 +1,169 @@
+"""The pure evaluator: (scenario, accepted state, evidence snapshot, caller time) →
+candidate delta + trace (SPEC G: "the evaluator is pure").
+
+No files, clock, network or store are touched here; the caller passes the time. Stages are
+visited in topological order over the completed set: a stage whose prerequisite law holds
+is evaluated (its completion law over condition results, every leaf traced), and a stage
+that completes in this pass makes its dependants ready later in the same pass, so one
+evaluation settles everything the snapshot decides. Completed stages stay completed
+(progress is monotone); a stage that is not ready has its conditions left unevaluated and
+says so. The scenario completes only by its own completion law.
+
+The result is an :class:`Evaluation`: a JSON record (``factory.gate-evaluation/1``) and its
+digest. Replaying the same inputs gives byte-identical records — ``factory gate verify``
+relies on that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from functools import cached_property
+from typing import Any
+
+from factory.canonical import canonical_bytes, digest, tagged_sha256
+from factory.gate import logic
+from factory.gate.errors import OpenRefused
+from factory.gate.evidence import Evidence
+from factory.gate.resolve import Context, Outcome, resolve
+from factory.gate.scenario import Scenario
+from factory.gate.state import RunState, intent_records
+from factory.gate.values import format_instant
+
+EVALUATION_SCHEMA = "factory.gate-evaluation/1"
+CANDIDATE_TAG = "factory.gate-candidate/1"
+
+
+class Evaluation:
+    """A candidate: the record (inputs, delta, trace); its canonical bytes, digest and
+    candidate id are computed on first use (RFC 8785 over a large trace is the costly
+    part, and a dry run that is never accepted does not need it)."""
+
+    __slots__ = ("__dict__", "record")
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.record = record
+
+    @cached_property
+    def canonical(self) -> bytes:
+        return canonical_bytes(self.record)
+
+    @cached_property
+    def digest(self) -> str:
+        return tagged_sha256(EVALUATION_SCHEMA, self.canonical)
+
+    @cached_property
+    def candidate(self) -> str:
+        return candidate_id(self.base_head, self.digest)
+
+    @property
+    def delta(self) -> dict[str, Any]:
+        delta: dict[str, Any] = self.record["delta"]
+        return delta
+
+    @property
+    def base_head(self) -> str:
+        return str(self.record["base"]["head"])
+
+    @property
+    def changes_nothing(self) -> bool:
+        d = self.delta
+        return not (d["complete"] or d["open"] or d["scenario_complete"])
+
+
+def candidate_id(base_head: str, evaluation_digest: str) -> str:
+    """The id of the candidate that extends ``base_head`` with that evaluation."""
+    return digest(CANDIDATE_TAG, {"base": base_head, "evaluation": evaluation_digest})
+
+
+def evaluate(
+    scenario: Scenario,
+    state: RunState,
+    evidence: Iterable[Evidence],
+    now: int,
+    opens: Sequence[str] = (),
+) -> Evaluation:
+    """Derive the candidate for ``state`` from ``evidence`` at caller time ``now`` (ns).
+
+    Raises:
+        OpenRefused: ``opens`` names a stage that is unknown, not ready, open or completed.
+    """
+    _check_opens(scenario, state, opens)
+    snapshot = sorted(evidence, key=lambda r: r.id)
+    by_condition: dict[str, list[Evidence]] = {}
+    for item in snapshot:
+        by_condition.setdefault(item.condition, []).append(item)
+    ctx = Context(state.params, scenario.keys, now)
+    outcomes: dict[str, Outcome] = {}
+
+    def leaf(cid: str) -> str:
+        outcome = outcomes.get(cid)
+        if outcome is None:
+            outcome = resolve(scenario.conditions[cid], by_condition.get(cid, ()), ctx)
+            outcomes[cid] = outcome
+        return outcome.result
+
+    completed = set(state.completed)
+    newly: list[str] = []
+    stages: list[dict[str, Any]] = []
+    if not state.scenario_completed:
+        for stage_id in scenario.order:
+            stages.append(_stage(scenario, state, stage_id, completed, newly, opens, leaf))
+    done = not state.scenario_completed and logic.holds(scenario.completion, completed)
+    delta = {
+        "complete": newly,
+        "open": sorted(opens),
+        "scenario_complete": done,
+        "intents": intent_records(scenario, newly, done, state.seq + 1),
+    }
+    record = {
+        "schema": EVALUATION_SCHEMA,
+        "run": state.run,
+        "scenario": scenario.spec_hash,
+        "base": {"head": state.head, "seq": state.seq},
+        "now": format_instant(now),
+        "opens": sorted(opens),
+        "evidence": [r.ref() for r in snapshot],
+        "delta": delta,
+        "run_completed_before": state.scenario_completed,
+        "conditions": [outcomes[c].to_json() for c in sorted(outcomes)],
+        "unevaluated": sorted(set(scenario.conditions) - set(outcomes)),
+        "stages": stages,
+    }
+    return Evaluation(record)
+
+
+def _check_opens(scenario: Scenario, state: RunState, opens: Sequence[str]) -> None:
+    if len(set(opens)) != len(opens):
+        raise OpenRefused("a stage is named twice in --open")
+    for stage_id in opens:
+        if stage_id not in scenario.stages:
+            raise OpenRefused(f"stage {stage_id!r} is not in the scenario")
+        current = state.stage_state(scenario, stage_id)
+        if current != "ready":
+            raise OpenRefused(f"stage {stage_id!r} is {current}, not ready")
+
+
+def _stage(
+    scenario: Scenario,
+    state: RunState,
+    stage_id: str,
+    completed: set[str],
+    newly: list[str],
+    opens: Sequence[str],
+    leaf: Any,
+) -> dict[str, Any]:
+    stage = scenario.stages[stage_id]
+    if stage_id in state.completed:
+        return {"stage": stage_id, "before": "completed", "after": "completed"}
+    before = "open" if stage_id in state.opened or stage_id in opens else None
+    ready = stage.after is None or logic.holds(stage.after, completed)
+    if not ready:
+        return {"stage": stage_id, "before": before or "not-ready", "after": "not-ready"}
+    result, tree = logic.trace(stage.complete, leaf)
+    after = before or "ready"
+    if result == logic.TRUE:
+        completed.add(stage_id)
+        newly.append(stage_id)
+        after = "completed"
+    was = before or state.stage_state(scenario, stage_id)
+    return {"stage": stage_id, "before": was, "after": after, "completion": tree}

@@ -1,0 +1,47 @@
+"""``agent-receipt``: a receipt checked with the project's own verifier.
+
+Argument: ``receipt`` (its path). :func:`factory.agent.verify.verify` re-hashes its
+evidence, checks its revision and canonical bytes and re-derives the candidate when the
+worktree still exists. A receipt that fails those checks is a forged witness (an integrity
+failure), never a false or an unknown. The observation is ``{status, verdict, route,
+execution, candidate_identity, candidate_tree, base_commit, still_matches}``; the scope is
+the final candidate's tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from factory.agent.verify import ReceiptInvalid, load_receipt, verify
+from factory.errors import FactoryError, UsageError
+from factory.gate.providers import Observed, integrity, operational
+
+
+async def acquire(args: Mapping[str, Any]) -> Observed:
+    path = Path(args["receipt"])
+    try:
+        report = verify(path)
+        receipt, _ = load_receipt(path)
+    except UsageError:
+        return operational("provider-unavailable", "the receipt does not exist")
+    except ReceiptInvalid as exc:
+        return operational("observation-unparsable", exc.fact)
+    except FactoryError as exc:
+        return operational("provider-crashed", f"the receipt could not be verified ({exc.code})")
+    if not report["ok"]:
+        return integrity("witness-forged", "the receipt does not verify (factory receipt verify)")
+    cand = receipt.final_candidate()
+    document = {
+        "status": receipt.status,
+        "verdict": receipt.verdict,
+        "route": receipt.route,
+        "execution": receipt.execution,
+        "candidate_identity": None if cand is None else cand.identity,
+        "candidate_tree": None if cand is None else cand.body.candidate_tree,
+        "base_commit": None if cand is None else cand.body.base_commit,
+        "still_matches": report["candidate"].get("still_matches"),
+    }
+    tree = document["candidate_tree"]
+    return Observed(document, scope_kind="tree" if tree else "none", scope_value=tree)

@@ -1,0 +1,88 @@
+"""``review-gate``: the result of ``factory review validate --gate G`` (issue 13).
+
+Arguments: ``gate`` (pre-commit, pre-push, pre-pr or release) and ``repo`` (where the
+review transaction lives). The provider runs an injected *runner* that returns the
+command's stdout bytes and exit code; the default runner starts
+``python -m factory review validate --gate G`` in ``repo`` under the project's supervision.
+The output must be one ``factory.review-gate-result/1`` object with exactly the fields
+``schema, result, allowed, action, reason, denial, context``: ``result`` is one of allow,
+scope-changed, invalidated, escalated; ``allowed`` is a boolean that must agree with
+``result == "allow"``; ``denial`` is null or ``{stage, code}``. Anything else is an
+operational failure (``observation-unparsable``), never an allow.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from factory.gate.jsonio import JsonRefused, loads
+from factory.gate.providers import Observed, operational
+from factory.proc.env import pick
+from factory.proc.runner import ProcessFailure, RunSpec, run
+
+RESULT_SCHEMA = "factory.review-gate-result/1"
+RESULTS = ("allow", "scope-changed", "invalidated", "escalated")
+FIELDS = {"schema", "result", "allowed", "action", "reason", "denial", "context"}
+Runner = Callable[[str, Path], Awaitable[tuple[int, bytes]]]
+
+
+async def default_runner(gate: str, repo: Path) -> tuple[int, bytes]:
+    """``factory review validate --gate GATE`` in ``repo``; returns (exit code, stdout)."""
+    spec = RunSpec(
+        argv=[sys.executable, "-m", "factory", "review", "validate", "--gate", gate],
+        env=pick(os.environ), cwd=repo, timeout_s=300.0,
+    )  # fmt: skip
+    result = await run(spec)
+    return result.exit_code, result.stdout
+
+
+def parse_result(stdout: bytes) -> dict[str, Any]:
+    """The strict ``factory.review-gate-result/1`` object, or ``ValueError`` saying why."""
+    try:
+        doc = loads(stdout, limit=1 << 20)
+    except JsonRefused as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(doc, dict) or set(doc) != FIELDS or doc["schema"] != RESULT_SCHEMA:
+        raise ValueError(f"not a {RESULT_SCHEMA} object with exactly its fields")
+    if doc["result"] not in RESULTS or type(doc["allowed"]) is not bool:
+        raise ValueError("result or allowed is not one of the documented values")
+    if doc["allowed"] != (doc["result"] == "allow"):
+        raise ValueError("allowed contradicts result")
+    denial = doc["denial"]
+    if denial is not None and not (
+        isinstance(denial, dict) and set(denial) == {"stage", "code"}
+        and all(isinstance(v, str) for v in denial.values())
+    ):  # fmt: skip
+        raise ValueError("denial is neither null nor {stage, code}")
+    if doc["allowed"] and denial is not None:
+        raise ValueError("an allow carries a denial")
+    for key in ("action", "reason"):
+        if doc[key] is not None and not isinstance(doc[key], str):
+            raise ValueError(f"{key} is not a string")
+    return doc
+
+
+def make(runner: Runner = default_runner) -> Callable[[Mapping[str, Any]], Awaitable[Observed]]:
+    async def acquire(args: Mapping[str, Any]) -> Observed:
+        repo = Path(args["repo"])
+        try:
+            code, stdout = await runner(str(args["gate"]), repo)
+        except ProcessFailure as exc:
+            return operational(
+                "provider-timeout" if exc.code == "timeout" else "provider-crashed", exc.fact
+            )
+        except OSError as exc:
+            return operational(
+                "provider-unavailable", f"the review gate could not run ({exc.strerror})"
+            )
+        try:
+            doc = parse_result(stdout)
+        except ValueError as exc:
+            return operational("observation-unparsable", f"review gate exit {code}: {exc}")
+        return Observed(doc, scope_kind="repository", scope_value=os.fspath(repo.resolve()))
+
+    return acquire

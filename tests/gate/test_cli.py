@@ -1,0 +1,129 @@
+"""``factory gate …`` as users run it: JSON on stdout, typed errors, exit codes (SPEC F-2, F-3)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.gate.helpers import condition, observation, scenario_doc
+from tests.support.cli import run_factory
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> dict[str, Any]:
+    stages = [
+        {
+            "id": "build",
+            "complete": {"all": ["tests", {"not": "vuln"}]},
+            "intents": [{"kind": "publish"}],
+        }
+    ]
+    doc = scenario_doc([condition("tests"), condition("vuln", "boolean", "equals", True)], stages)
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps(doc))
+    files = {}
+    for name, payload in (
+        ("tests", observation("tests", 0)),
+        ("vuln", observation("vuln", False)),
+        ("bad", observation("tests", 2)),
+    ):
+        files[name] = tmp_path / f"{name}.json"
+        files[name].write_bytes(payload)
+    return {"spec": spec, "db": str(tmp_path / "g.sqlite3"), "files": files, "tmp": tmp_path}
+
+
+def gate(*args: str) -> tuple[int, Any, str]:
+    proc = run_factory(["gate", *args])
+    out = json.loads(proc.stdout) if proc.stdout.strip() else None
+    return proc.returncode, out, proc.stderr.decode()
+
+
+NOW = ["--now", "2026-01-01T00:10:00Z"]
+
+
+def test_a_run_end_to_end(setup: dict[str, Any]) -> None:
+    db, f = setup["db"], setup["files"]
+    code, out, _ = gate("start", "--scenario", str(setup["spec"]), "--run", "r1", "--store", db)
+    assert code == 0 and out["created"] and out["stages"] == {"build": "ready"}
+    code, out, _ = gate("submit", "--run", "r1", "--id", "t1", str(f["tests"]), "--store", db)
+    assert code == 0 and not out["replayed"]
+    code, out, _ = gate("submit", "--run", "r1", "--id", "t1", str(f["tests"]), "--store", db)
+    assert code == 0 and out["replayed"]
+    code, out, err = gate("submit", "--run", "r1", "--id", "t1", str(f["bad"]), "--store", db)
+    assert code == 2 and "gate-evidence-conflict" in err
+    code, out, _ = gate("evaluate", "--run", "r1", "--store", db, *NOW)
+    assert code == 3 and out["conditions"]["vuln"]["resolution"] == "missing"
+    code, out, _ = gate(
+        "evaluate", "--run", "r1", "--store", db, "--submit", str(f["vuln"]), "--accept", *NOW
+    )
+    assert code == 0 and out["accepted"]["outcome"] == "committed"
+    assert out["status"]["intents"][0]["status"] == "eligible-for-dispatch"
+    code, out, _ = gate("status", "--run", "r1", "--store", db)
+    assert code == 0 and out["completed"] and out["head"]["seq"] == 1
+    pack = setup["tmp"] / "pack"
+    code, out, _ = gate("export", "--run", "r1", "--store", db, "--out", str(pack))
+    assert code == 0 and out["head"]["seq"] == 1
+    code, out, _ = gate("export", "--run", "r1", "--store", db, "--out", str(pack))
+    assert code == 2
+    code, out, _ = gate("verify", str(pack))
+    assert code == 0 and out["ok"] and out["properties"]["replay_agreement"]["checked"] == 1
+    (pack / "evaluations.jsonl").write_bytes(b"{}\n")
+    code, out, err = gate("verify", str(pack))
+    assert code == 4 and not out["ok"] and "record_integrity" in err
+
+
+def test_typed_refusals(setup: dict[str, Any]) -> None:
+    db = setup["db"]
+    code, _, err = gate("status", "--run", "nope", "--store", db)
+    assert code == 2 and "gate-run-missing" in err
+    code, _, err = gate("start", "--scenario", "no-such-builtin", "--run", "r", "--store", db)
+    assert code == 2 and "gate-scenario-unknown" in err
+    bad = setup["tmp"] / "bad.toml"
+    bad.write_text('schema = "factory.gate-scenario/1"\nid = "x"\n')
+    code, _, err = gate("start", "--scenario", str(bad), "--run", "r", "--store", db)
+    assert code == 2 and "gate-scenario-invalid" in err and "Traceback" not in err
+    code, _, err = gate(
+        "start", "--scenario", str(setup["spec"]), "--run", "r", "--param", "x=1", "--store", db
+    )
+    assert code == 2 and "gate-params-invalid" in err
+    code, _, err = gate("start", "--scenario", str(setup["spec"]), "--run", "r", "--run", "s")
+    assert code == 2 and "duplicate-flag" in err
+    gate("start", "--scenario", str(setup["spec"]), "--run", "r", "--store", db)
+    code, _, err = gate("evaluate", "--run", "r", "--store", db, "--now", "yesterday")
+    assert code == 2 and "gate-params-invalid" in err
+    code, _, err = gate("evaluate", "--run", "r", "--store", db, "--open", "nowhere")
+    assert code == 2 and "gate-open-refused" in err
+
+
+def test_a_failed_condition_exits_4_and_names_the_failure(setup: dict[str, Any]) -> None:
+    db = setup["db"]
+    gate("start", "--scenario", str(setup["spec"]), "--run", "r1", "--store", db)
+    broken = setup["tmp"] / "broken.json"
+    broken.write_bytes(
+        observation(
+            "tests",
+            failure={"family": "operational", "code": "provider-crashed", "message": "segfault"},
+        )
+    )
+    code, out, _ = gate("evaluate", "--run", "r1", "--store", db, "--submit", str(broken), *NOW)
+    assert code == 4 and out["failures"][0]["code"] == "provider-crashed"
+
+
+def test_builtin_scenarios_are_shown_and_listed() -> None:
+    proc = run_factory(["gate", "scenario", "show", "receipt-approved"])
+    assert proc.returncode == 0 and b'id = "receipt-approved"' in proc.stdout
+    code, out, _ = gate("scenario", "list")
+    assert code == 0 and "receipt-approved" in [s["name"] for s in out["scenarios"]]
+    code, out, _ = gate("scenario", "show", "receipt-approved", "--json")
+    assert code == 0 and out["spec_hash"].startswith("sha256:")
+    code, _, err = gate("scenario", "show", "nope")
+    assert code == 2 and "gate-scenario-unknown" in err
+
+
+@pytest.mark.parametrize("sub", ["start", "submit", "evaluate", "status", "export", "verify"])
+def test_every_subcommand_answers_help(sub: str) -> None:
+    proc = run_factory(["gate", sub, "--help"])
+    assert proc.returncode == 0 and b"usage: factory gate" in proc.stdout

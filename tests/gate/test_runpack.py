@@ -1,0 +1,174 @@
+"""Export and independent verification: four separate properties, and tampering found —
+a flipped byte, reordered hashes, a missing file, a changed spec, and a consistent forgery
+(every hash recomputed) of an evaluation that no longer replays."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from factory.canonical import canonical_bytes, sha256_hex, tagged_sha256
+from factory.gate.evaluate import EVALUATION_SCHEMA, candidate_id
+from factory.gate.runpack import export, root_hash
+from factory.gate.state import entry_hash
+from factory.gate.verify import verify
+from tests.gate.helpers import NOW, condition, new_gate, observation, scenario, started
+
+
+@pytest.fixture
+def pack(tmp_path: Path) -> Path:
+    stages = [{"id": "a", "complete": "c1"}, {"id": "b", "after": "a", "complete": "c2"}]
+    sc = scenario(
+        [condition("c1", policy={"max_age_s": 3600}), condition("c2")], stages, completion="b"
+    )
+    gate = new_gate(tmp_path)
+    run = started(gate, sc)
+    gate.submit(run, "e1", observation("c1", 0))
+    step = gate.accept(run, gate.derive(run))
+    assert step.run is not None
+    gate.submit(step.run, "e2", observation("c2", 0))
+    done = gate.accept(step.run, gate.derive(step.run))
+    assert done.run is not None and done.run.state.scenario_completed
+    out = tmp_path / "pack"
+    export(gate, done.run, out)
+    return out
+
+
+def check(folder: Path, **kw: Any) -> dict[str, Any]:
+    return verify(folder, now=NOW + 10**9, **kw)
+
+
+def statuses(report: dict[str, Any]) -> dict[str, str]:
+    return {k: v["status"] for k, v in report["properties"].items()}
+
+
+def test_an_untouched_pack_verifies_with_four_separate_properties(pack: Path) -> None:
+    report = check(pack)
+    assert report["ok"]
+    assert statuses(report) == {
+        "record_integrity": "pass",
+        "source_authenticity": "not-applicable",
+        "freshness": "pass",
+        "replay_agreement": "pass",
+    }
+    assert report["properties"]["replay_agreement"]["checked"] == 2
+
+
+def test_a_flipped_byte_fails_integrity(pack: Path) -> None:
+    target = next((pack / "evidence").iterdir())
+    data = bytearray(target.read_bytes())
+    data[10] ^= 0x01
+    target.write_bytes(bytes(data))
+    report = check(pack)
+    assert not report["ok"] and statuses(report)["record_integrity"] == "fail"
+
+
+def _manifest(pack: Path) -> dict[str, Any]:
+    return json.loads((pack / "manifest.json").read_bytes())
+
+
+def _write_manifest(pack: Path, manifest: dict[str, Any]) -> None:
+    (pack / "manifest.json").write_bytes(canonical_bytes(manifest) + b"\n")
+
+
+def test_reordered_hashes_fail_integrity_even_with_a_recomputed_root(pack: Path) -> None:
+    manifest = _manifest(pack)
+    manifest["files"] = list(reversed(manifest["files"]))
+    _write_manifest(pack, manifest)
+    assert "root_hash" in " ".join(check(pack)["properties"]["record_integrity"]["problems"])
+    manifest["root_hash"] = root_hash(manifest["files"])
+    _write_manifest(pack, manifest)
+    report = check(pack)
+    assert "canonical order" in " ".join(report["properties"]["record_integrity"]["problems"])
+
+
+def test_a_missing_file_fails_integrity(pack: Path) -> None:
+    (pack / "evaluations.jsonl").unlink()
+    report = check(pack)
+    assert statuses(report)["record_integrity"] == "fail"
+    assert statuses(report)["replay_agreement"] == "fail"
+
+
+def test_an_unlisted_file_fails_integrity(pack: Path) -> None:
+    (pack / "extra.txt").write_text("hi")
+    assert "not listed" in " ".join(check(pack)["properties"]["record_integrity"]["problems"])
+
+
+def _reseal(pack: Path) -> None:
+    """Recompute every file hash and the root, as a careful forger would."""
+    manifest = _manifest(pack)
+    for row in manifest["files"]:
+        data = (pack / row["path"]).read_bytes()
+        row.update(sha256=sha256_hex(data), bytes=len(data))
+    manifest["root_hash"] = root_hash(manifest["files"])
+    _write_manifest(pack, manifest)
+
+
+def test_a_changed_spec_is_caught_by_the_spec_hash(pack: Path) -> None:
+    path = pack / "scenario.json"
+    doc = json.loads(path.read_bytes())
+    doc["conditions"][1]["operand"] = 7
+    path.write_bytes(json.dumps(doc).encode())
+    _reseal(pack)
+    report = check(pack)
+    assert statuses(report)["record_integrity"] == "fail"
+    assert "spec_hash" in " ".join(report["properties"]["record_integrity"]["problems"])
+
+
+def _forge_history(pack: Path, evaluations: list[bytes]) -> None:
+    """Rewrite evaluations and re-chain the history so every hash is consistent."""
+    entries = [json.loads(line) for line in (pack / "history.jsonl").read_bytes().splitlines()]
+    prev = entries[0]["hash"]
+    for entry, line in zip(entries[1:], evaluations, strict=True):
+        entry["prev"] = prev
+        entry["body"]["evaluation"] = tagged_sha256(EVALUATION_SCHEMA, line)
+        entry["body"]["candidate"] = candidate_id(prev, entry["body"]["evaluation"])
+        entry["body"]["request"] = entry["body"]["candidate"]
+        entry["hash"] = entry_hash(entry["run"], entry["seq"], prev, entry["body"])
+        prev = entry["hash"]
+    (pack / "history.jsonl").write_bytes(b"".join(canonical_bytes(e) + b"\n" for e in entries))
+    (pack / "evaluations.jsonl").write_bytes(b"".join(line + b"\n" for line in evaluations))
+    manifest = _manifest(pack)
+    manifest["head"] = {"seq": entries[-1]["seq"], "hash": prev}
+    _write_manifest(pack, manifest)
+    _reseal(pack)
+
+
+def test_a_consistent_forgery_that_no_longer_replays_fails_only_replay(pack: Path) -> None:
+    lines = (pack / "evaluations.jsonl").read_bytes().splitlines()
+    records = [json.loads(line) for line in lines]
+    # Claim the first condition resolved "present"/"true" from a record id that differs.
+    records[0]["conditions"][0]["value"] = "1"
+    forged = [canonical_bytes(r) for r in records]
+    # the second evaluation's base head changes with the re-chained history
+    entries = [json.loads(x) for x in (pack / "history.jsonl").read_bytes().splitlines()]
+    _forge_history(pack, forged)
+    new_entries = [json.loads(x) for x in (pack / "history.jsonl").read_bytes().splitlines()]
+    assert new_entries[1]["hash"] != entries[1]["hash"]
+    report = check(pack)
+    assert statuses(report)["record_integrity"] == "pass"
+    assert statuses(report)["replay_agreement"] == "fail"
+    assert not report["ok"]
+
+
+def test_freshness_fails_on_an_old_export_when_asked(pack: Path) -> None:
+    report = verify(pack, now=NOW + 7200 * 10**9, max_age_s=3600)
+    assert statuses(report)["freshness"] == "fail"
+    assert statuses(report)["record_integrity"] == "pass"
+
+
+def test_an_unknown_manifest_version_fails(pack: Path) -> None:
+    manifest = _manifest(pack)
+    manifest["schema"] = "factory.gate-runpack/9"
+    _write_manifest(pack, manifest)
+    assert statuses(check(pack))["record_integrity"] == "fail"
+
+
+def test_a_copy_elsewhere_still_verifies(pack: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(pack, copy)
+    assert check(copy)["ok"]
