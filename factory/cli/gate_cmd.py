@@ -224,12 +224,17 @@ def run_submit(args: argparse.Namespace) -> int:
 
 
 def run_evaluate(args: argparse.Namespace) -> int:
+    import functools
+
     import trio
 
     from factory.canonical import sha256_hex
     from factory.gate.acquire import acquire
+    from factory.gate.errors import ParamsInvalid
     from factory.gate.evidence import MAX_EVIDENCE_BYTES
 
+    if args.request is not None and not args.accept:
+        raise ParamsInvalid("--request names an acceptance; give it with --accept")
     now = _instant(args.now, "--now")
     gate = _gate(args)
     run = _load(gate, args.run)
@@ -237,7 +242,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
         payload = _read(path, f"--submit {path}", MAX_EVIDENCE_BYTES)
         gate.submit(run, f"sub:{sha256_hex(payload)[:24]}", payload)
     if not args.no_acquire and not run.state.scenario_completed:
-        trio.run(lambda: acquire(gate, run))
+        trio.run(functools.partial(acquire, gate, run, progress=lambda line: say(f"gate: {line}")))
     candidate = gate.derive(run, now=now, opens=list(args.open))
     out = _summary(candidate.record)
     out.update(candidate=candidate.candidate, evaluation=candidate.digest)

@@ -51,13 +51,17 @@ async def acquire(
     *,
     providers: Mapping[str, ProviderFn] | None = None,
     only: Collection[str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> list[Evidence]:
-    """Acquire and store one record per bound condition (or those in ``only``)."""
+    """Acquire and store one record per bound condition (or those in ``only``);
+    ``progress`` hears one line before each acquisition (no provider output)."""
     chosen = providers if providers is not None else default_providers()
     out = []
     for cond in run.scenario.conditions.values():
         if cond.acquire is None or (only is not None and cond.id not in only):
             continue
+        if progress is not None:
+            progress(f"acquiring {cond.id} via {cond.acquire.provider}")
         args = {k: _expand(v, run.state.params) for k, v in cond.acquire.args.items()}
         observed = await chosen[cond.acquire.provider](args)
         payload = _document(gate, cond, args, observed)

@@ -64,6 +64,10 @@ class StoreFailure(Failure):
     """The store could not be opened or written (exit 4)."""
 
 
+class ExportFailed(Failure):
+    """A runpack folder was claimed but could not be completed (exit 4)."""
+
+
 class RunpackNotVerified(IntegrityFailure):
     """At least one property of a runpack failed verification (exit 4)."""
 
@@ -116,6 +120,11 @@ STORE_FAILED = StoreFailure.define(
     "gate-store-failed", "check the --store path, its folder's permissions and free space",
     default=True,
 )  # fmt: skip
+EXPORT_FAILED = ExportFailed.define(
+    "gate-export-failed",
+    "free space or fix permissions, then export again to a new --out folder",
+    default=True,
+)
 RUNPACK_NOT_VERIFIED = RunpackNotVerified.define(
     "gate-runpack-not-verified",
     "read the failed properties' problems in the JSON on stdout",

@@ -159,11 +159,13 @@ def _stage(
     ready = stage.after is None or logic.holds(stage.after, completed)
     if not ready:
         return {"stage": stage_id, "before": before or "not-ready", "after": "not-ready"}
+    progressed = bool(newly)
     result, tree = logic.trace(stage.complete, leaf)
     after = before or "ready"
     if result == logic.TRUE:
         completed.add(stage_id)
         newly.append(stage_id)
         after = "completed"
-    was = before or state.stage_state(scenario, stage_id)
+    # Before this pass it was ready too, unless earlier completions of this pass made it so.
+    was = before or ("ready" if not progressed else state.stage_state(scenario, stage_id))
     return {"stage": stage_id, "before": was, "after": after, "completion": tree}

@@ -205,6 +205,10 @@ def _parse(
 def _short(value: Any, what: str, limit: int = 256) -> str:
     if not isinstance(value, str) or not value or len(value) > limit:
         raise ValueError(f"{what} must be a non-empty string of at most {limit} characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{what} holds a lone surrogate") from None
     return value
 
 

@@ -55,8 +55,10 @@ class Outcome(NamedTuple):
             "result": self.result,
             "record": self.record,
             "value": self.value,
-            "failures": [f.to_json() for f in self.failures],
-            "rejected": [{"record": r, "reasons": list(why)} for r, why in self.rejected],
+            "failures": [f.to_json() for f in self.failures] if self.failures else [],
+            "rejected": [{"record": r, "reasons": list(why)} for r, why in self.rejected]
+            if self.rejected
+            else [],
         }
 
 
@@ -140,6 +142,13 @@ def resolve(cond: Condition, records: Sequence[Evidence], ctx: Context) -> Outco
     """Resolve ``cond`` from its records (any order) and apply its predicate."""
     if not records:
         return Outcome(cond.id, "missing", UNKNOWN)
+    if len(records) == 1:
+        only = records[0]
+        if only.problem is None and only.signature is None:  # the common case, fast
+            reasons = policy_reasons(only, cond, ctx, None)
+            if reasons:
+                return Outcome(cond.id, "insufficient", UNKNOWN, rejected=((only.id, reasons),))
+            return _apply(cond, only, ())
     broken: list[Failure] = []
     rejected: list[tuple[str, tuple[str, ...]]] = []
     eligible: list[Evidence] = []

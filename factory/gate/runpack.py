@@ -17,6 +17,7 @@ The manifest is not signed: a runpack shows consistency, not authorship.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -24,13 +25,15 @@ from typing import Any
 
 from factory.canonical import canonical_bytes, digest, sha256_hex
 from factory.fsio import claim_dir, fsync_dir, write_exclusive
-from factory.gate.errors import StoreCorrupt
+from factory.gate.errors import EXPORT_FAILED, StoreCorrupt
 from factory.gate.service import Gate, LoadedRun
 from factory.gate.values import format_instant
 
 MANIFEST_SCHEMA = "factory.gate-runpack/1"
 ROOT_TAG = "factory.gate-runpack-root/1"
 MANIFEST = "manifest.json"
+FAILED = "export-failed.json"
+FAILED_SCHEMA = "factory.gate-export-failure/1"
 
 
 def root_hash(files: list[dict[str, Any]]) -> str:
@@ -95,10 +98,18 @@ def _artefacts(payload: bytes) -> list[str]:
 
 
 def _write(out: Path, files: dict[str, bytes], manifest: bytes) -> None:
+    """Claim ``out``, write every file, the manifest last: a folder without a manifest is
+    an unfinished export, and a failure leaves ``export-failed.json`` saying why."""
     claim_dir(out, mode=0o755)
-    for sub in ("evidence", "blobs"):
-        os.mkdir(out / sub, 0o755)
-    for path, data in files.items():
-        write_exclusive(out / path, data, mode=0o644)
-    write_exclusive(out / MANIFEST, manifest, mode=0o644)
-    fsync_dir(out)
+    try:
+        for sub in ("evidence", "blobs"):
+            os.mkdir(out / sub, 0o755)
+        for path, data in files.items():
+            write_exclusive(out / path, data, mode=0o644)
+        write_exclusive(out / MANIFEST, manifest, mode=0o644)
+        fsync_dir(out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            note = {"schema": FAILED_SCHEMA, "error": exc.strerror or type(exc).__name__}
+            write_exclusive(out / FAILED, canonical_bytes(note) + b"\n", mode=0o644)
+        raise EXPORT_FAILED(f"the runpack could not be written ({exc.strerror})") from exc

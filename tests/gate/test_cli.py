@@ -127,3 +127,28 @@ def test_builtin_scenarios_are_shown_and_listed() -> None:
 def test_every_subcommand_answers_help(sub: str) -> None:
     proc = run_factory(["gate", sub, "--help"])
     assert proc.returncode == 0 and b"usage: factory gate" in proc.stdout
+
+
+def test_evaluate_acquires_bound_evidence(tmp_path: Path) -> None:
+    report = tmp_path / "report.json"
+    report.write_text('{"failed": 0}')
+    acquire = {
+        "provider": "file",
+        "path": "${dir}/report.json",
+        "pointer": "/failed",
+        "select": "/value",
+    }
+    doc = scenario_doc([condition("failed", acquire=acquire)], params=["dir"])
+    spec = tmp_path / "s.json"
+    spec.write_text(json.dumps(doc))
+    db = str(tmp_path / "g.sqlite3")
+    code, _, _ = gate(
+        "start", "--scenario", str(spec), "--run", "r", "--param", f"dir={tmp_path}", "--store", db
+    )
+    assert code == 0
+    code, out, _ = gate("evaluate", "--run", "r", "--store", db, "--accept", "--trace")
+    assert code == 0 and out["conditions"]["failed"]["result"] == "true"
+    used = out["trace"]["evidence"][0]["id"]
+    assert used.startswith("acq:failed:")
+    code, _, err = gate("evaluate", "--run", "r", "--store", db, "--request", "x")
+    assert code == 2 and "--request" in err

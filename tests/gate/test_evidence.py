@@ -214,3 +214,17 @@ def test_newest_eligible_record_wins_whatever_the_order() -> None:
         resolved(sc, [replace(retry_after_timeout, observed_at=new.observed_at + 1), new]).result
         == "failed"
     )
+
+
+def test_max_age_is_inclusive_at_the_boundary() -> None:
+    sc = sc_with({"max_age_s": 600})  # NOW is 00:10:00, so 00:00:00 is exactly 600 s old
+    exact = evidence(sc, "e", observation("c", 0, observed_at="2026-01-01T00:00:00Z"))
+    assert resolved(sc, [exact]).result == "true"
+    late = evidence(sc, "f", observation("c", 0, observed_at="2025-12-31T23:59:59.999999999Z"))
+    assert "too-old" in resolved(sc, [late]).rejected[0][1]
+
+
+def test_a_lone_surrogate_in_a_facet_is_refused_at_admission() -> None:
+    failure = {"family": "operational", "code": "provider-crashed", "message": "\ud800"}
+    with pytest.raises(EvidenceRefused, match="surrogate"):
+        evidence(sc_with({}), "e", observation("c", failure=failure))

@@ -226,3 +226,26 @@ async def test_acquire_records_select_absence_failures_and_artefacts(tmp_path: P
         "true",
     )
     assert by_id["review"]["result"] == "false"
+
+
+async def test_the_builtin_receipt_scenario_end_to_end(layout: Layout, tmp_path: Path) -> None:  # noqa: F811
+    from factory.gate.scenario import load_builtin
+
+    await run_agent(
+        layout,
+        [Step(effect=write("src/app.py", "def add(a, b):\n    return a + b\n"))],
+        [Step(verdict="APPROVE")],
+    )
+    tree = json.loads(layout.receipt.read_bytes())["candidate"]["initial"]["body"]["candidate_tree"]
+    gate = new_gate(tmp_path)
+    sc = load_builtin("receipt-approved")
+    for run_id, claimed, complete in (("right", tree, True), ("wrong", "0" * 40, False)):
+        run, _ = gate.start(run_id, sc, {"receipt": str(layout.receipt), "candidate_tree": claimed})
+        await acquire(gate, run)
+        cand = gate.derive(run)
+        assert cand.delta["scenario_complete"] is complete
+        if not complete:
+            reasons = {
+                r for c in cand.record["conditions"] for x in c["rejected"] for r in x["reasons"]
+            }
+            assert reasons == {"scope-mismatch"}

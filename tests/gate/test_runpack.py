@@ -4,6 +4,7 @@ a flipped byte, reordered hashes, a missing file, a changed spec, and a consiste
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from pathlib import Path
@@ -172,3 +173,63 @@ def test_a_copy_elsewhere_still_verifies(pack: Path, tmp_path: Path) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(pack, copy)
     assert check(copy)["ok"]
+
+
+def test_signed_evidence_is_reported_as_source_authenticity(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    from factory.gate.evidence import Signature, signed_message
+
+    key = Ed25519PrivateKey.generate()
+    public = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+    keys = {"ci": {"ed25519": base64.b64encode(public).decode()}}
+    sc = scenario([condition("c1", policy={"signed_by": ["ci"]})], keys=keys)
+    gate = new_gate(tmp_path)
+    run = started(gate, sc)
+    payload = observation("c1", 0)
+    gate.submit(run, "e1", payload, Signature("ci", key.sign(signed_message(payload))))
+    done = gate.accept(run, gate.derive(run))
+    assert done.run is not None and done.run.state.scenario_completed
+    out = tmp_path / "pack"
+    export(gate, done.run, out)
+    report = check(out)
+    assert report["ok"] and report["properties"]["source_authenticity"]["verified"] == 1
+    assert statuses(report)["source_authenticity"] == "pass"
+    index = out / "evidence.jsonl"
+    row = json.loads(index.read_bytes())
+    row["signature"]["ed25519"] = base64.b64encode(key.sign(b"something else")).decode()
+    index.write_bytes(canonical_bytes(row) + b"\n")
+    _reseal(out)
+    report = check(out)
+    assert statuses(report)["record_integrity"] == "pass"
+    assert statuses(report)["source_authenticity"] == "fail"
+    assert statuses(report)["replay_agreement"] == "fail"  # the evaluation named the old one
+
+
+def test_a_duplicated_request_id_in_a_resealed_history_fails_integrity(pack: Path) -> None:
+    entries = [json.loads(x) for x in (pack / "history.jsonl").read_bytes().splitlines()]
+    entries[2]["body"]["request"] = entries[1]["body"]["request"]
+    prev = entries[1]["hash"]
+    entries[2]["prev"] = prev
+    entries[2]["hash"] = entry_hash(entries[2]["run"], entries[2]["seq"], prev, entries[2]["body"])
+    (pack / "history.jsonl").write_bytes(b"".join(canonical_bytes(e) + b"\n" for e in entries))
+    manifest = _manifest(pack)
+    manifest["head"] = {"seq": entries[-1]["seq"], "hash": entries[-1]["hash"]}
+    _write_manifest(pack, manifest)
+    _reseal(pack)
+    report = check(pack)
+    assert statuses(report)["record_integrity"] == "fail"
+    assert "reuses request id" in " ".join(report["properties"]["record_integrity"]["problems"])
+
+
+def test_an_export_that_cannot_finish_leaves_a_failure_note(pack: Path, tmp_path: Path) -> None:
+    from factory.errors import Failure
+    from factory.gate import runpack
+
+    out = tmp_path / "half"
+    files = {"history.jsonl": b"x", "no-such-folder/file": b"y"}
+    with pytest.raises(Failure, match="could not be written"):
+        runpack._write(out, files, b"{}")
+    assert (out / runpack.FAILED).is_file() and not (out / runpack.MANIFEST).exists()
+    assert statuses(check(out))["record_integrity"] == "fail"
