@@ -118,6 +118,8 @@ class ProviderResult:
         verdict: the parsed verdict (reviewer only).
         requested_authority: what the profile asked the CLI for (e.g.
             ``"accept-edits-in-worktree"``, ``"read-only-sandbox"``).
+        env_names: the names (never the values) of the environment the CLI's process
+            got; ``None`` when the profile does not report them.
     """
 
     profile: str
@@ -129,6 +131,7 @@ class ProviderResult:
     outputs: dict[str, bytes] = field(default_factory=dict)
     verdict: Verdict | None = None
     requested_authority: str = ""
+    env_names: tuple[str, ...] | None = None
 
 
 class AgentProfile(Protocol):

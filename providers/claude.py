@@ -270,6 +270,7 @@ class ClaudeProfile(ClosedProfile):
             duration_ms=res.duration_ms,
             outputs={"stdout": res.stdout, "stderr": res.stderr},
             requested_authority=AUTHORITY,
+            env_names=tuple(sorted(env)),
         )
 
     @staticmethod

@@ -329,6 +329,7 @@ class CodexProfile(ClosedProfile):
             outputs={"stdout": res.stdout, "stderr": res.stderr, "verdict": raw},
             verdict=verdict,
             requested_authority=AUTHORITY,
+            env_names=tuple(sorted(env)),
         )
 
     @staticmethod

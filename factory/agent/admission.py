@@ -11,9 +11,19 @@
   (symlink and bind-mount aliases resolve to the same device and inode);
 * ``receipt-exists`` / ``evidence-exists`` — the path is already taken (any entry);
 * ``receipt-folder-missing`` / ``evidence-folder-missing`` — the parent folder is missing;
+* an in-progress operation, by name: ``merge-in-progress``, ``rebase-in-progress`` (either
+  backend), ``am-in-progress``, ``cherry-pick-in-progress``, ``revert-in-progress``,
+  ``sequencer-in-progress``, ``bisect-in-progress``, ``notes-merge-in-progress``
+  (:func:`factory.gitio.state.in_progress`);
+* a lock file git leaves while it writes: ``index-locked``, ``head-locked``,
+  ``ref-locked``, ``config-locked``, ``git-locked`` (:func:`factory.gitio.state.lock_files`);
+  the files are only looked at, never removed or changed;
 * ``no-base-commit`` — HEAD is unborn;
 * ``worktree-not-clean`` — staged, unstaged (mode-only included) or untracked non-ignored
-  change in ``git status --porcelain=v2 -z --untracked-files=all``;
+  change in ``git status --porcelain=v2 -z --untracked-files=all``, or a checked-out
+  submodule with any change inside it;
+* ``worktree-has-special-file`` — a FIFO, socket or device git does not ignore: git's
+  status does not show it and no candidate could bind it;
 * ``worktree-busy`` — another run holds the worktree (:func:`hold_worktree`);
 * ``worktree-hides-changes`` — an index entry is assume-unchanged or skip-worktree (sparse
   checkout): git status would not show its changes, nor would the candidate bind them.
@@ -30,6 +40,8 @@ from pathlib import Path
 
 from factory.errors import Refused
 from factory.fsio import physically_inside
+from factory.gitio.gitdata import special_files, submodules_dirty
+from factory.gitio.state import in_progress, lock_files
 from factory.gitio.worktree import (
     Worktree,
     commit_tree,
@@ -71,6 +83,27 @@ WORKTREE_HIDES_CHANGES = _define(
     "clear those bits (git update-index --no-assume-unchanged / --no-skip-worktree) and retry",
 )
 WORKTREE_BUSY = _define("worktree-busy", "wait for the other run to end, or use another worktree")
+WORKTREE_HAS_SPECIAL_FILE = _define(
+    "worktree-has-special-file", "remove it, or ignore it in .gitignore, and retry"
+)
+_OPERATIONS = {
+    "merge-in-progress": "merge",
+    "rebase-in-progress": "rebase",
+    "am-in-progress": "git am",
+    "cherry-pick-in-progress": "cherry-pick",
+    "revert-in-progress": "revert",
+    "sequencer-in-progress": "multi-commit cherry-pick or revert",
+    "bisect-in-progress": "bisect",
+    "notes-merge-in-progress": "notes merge",
+}
+_IN_PROGRESS = {
+    name: _define(name, "finish or abort it (git status says how) and retry")
+    for name in _OPERATIONS
+}
+_LOCKED = {
+    name: _define(name, "wait for the git command to end; if none runs, remove the lock and retry")
+    for name in ("index-locked", "head-locked", "ref-locked", "config-locked", "git-locked")
+}
 _PLACEMENT = {
     "receipt": (RECEIPT_INSIDE_WORKTREE, RECEIPT_EXISTS, RECEIPT_FOLDER_MISSING),
     "evidence": (EVIDENCE_INSIDE_WORKTREE, EVIDENCE_EXISTS, EVIDENCE_FOLDER_MISSING),
@@ -111,6 +144,18 @@ def _free(path: Path, what: str, flag: str) -> None:
         raise _PLACEMENT[what][1](f"{flag} already exists")
     if not path.parent.is_dir():
         raise _PLACEMENT[what][2](f"the folder of {flag} does not exist")
+
+
+def _not_busy(wt: Worktree) -> None:
+    """Refuse a worktree in the middle of an operation or holding a git lock file."""
+    state = in_progress(wt.git_dir)
+    if state is not None:
+        raise _IN_PROGRESS[state](f"the worktree is in the middle of a {_OPERATIONS[state]}")
+    locks = lock_files(wt.git_dir, wt.common_dir)
+    if locks:
+        raise _LOCKED[locks[0].code](
+            f"git left a lock file ({locks[0].label}): a git command is running or crashed"
+        )
 
 
 def check_task_and_timeout(request: AgentRequest) -> None:
@@ -157,11 +202,19 @@ def admit(request: AgentRequest, *, receipt_reserved: bool = False) -> Admitted:
     receipt, evidence = output_paths(request)
     folders = (wt.root, wt.git_dir, wt.common_dir)
     check_outputs(receipt, evidence, folders, receipt_reserved=receipt_reserved)
+    _not_busy(wt)
     base = head_commit(wt)
     if base is None:
         raise NO_BASE_COMMIT("the worktree's branch has no commit yet")
-    if status_bytes(wt):
-        raise WORKTREE_NOT_CLEAN("the worktree has staged, unstaged or untracked changes")
+    if status_bytes(wt) or submodules_dirty(wt.root):
+        raise WORKTREE_NOT_CLEAN(
+            "the worktree has staged, unstaged or untracked changes (factory runs no "
+            "repository filter: if git status shows nothing, run it once to refresh the index)"
+        )
+    if special_files(wt.root):
+        raise WORKTREE_HAS_SPECIAL_FILE(
+            "the worktree holds a FIFO, socket or device that git does not ignore"
+        )
     if hidden_entries(wt):
         raise WORKTREE_HIDES_CHANGES(
             "the worktree's index marks files assume-unchanged or skip-worktree, which hides "

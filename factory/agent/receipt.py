@@ -103,14 +103,32 @@ class CandidateBody(StrictModel):
         return digest(CANDIDATE_TAG, self.to_json_value())
 
 
+class PathCollision(StrictModel):
+    """Paths of the candidate tree that would be one name on a case-insensitive or
+    normalising file system (macOS, Windows): ``kind`` is ``nfc`` when they differ only by
+    Unicode normalisation, else ``case-fold``; ``paths`` are full and sorted."""
+
+    kind: Literal["case-fold", "nfc"]
+    paths: list[str]
+
+
 class CandidateRecord(StrictModel):
     """A candidate as bound in a receipt: the identity, its body, and the stored status
-    bytes and patch as evidence (so the candidate can be replayed)."""
+    bytes and patch as evidence (so the candidate can be replayed).
+
+    ``conversions_differ``: the repository's own conversions (end-of-line, ``ident``,
+    working-tree encoding, a clean filter) would store, for at least one changed file, a
+    blob other than the raw bytes bound here — a plain ``git add`` would not commit what
+    was reviewed. ``collisions``: case-fold/NFC collision groups among the candidate
+    tree's paths (such a tree cannot be checked out on macOS or Windows).
+    """
 
     identity: str
     body: CandidateBody
     status_evidence: EvidenceRef
     patch_evidence: EvidenceRef
+    conversions_differ: bool
+    collisions: list[PathCollision]
 
 
 class Candidates(StrictModel):
@@ -138,6 +156,10 @@ class PhaseRecord(StrictModel):
 
     ``outcome`` is ``ok`` (worker/repair), the verdict (reviews) or a failure code.
     ``observed_postcondition`` names what code checked afterwards and what it saw.
+    ``child_env_names``: the sorted names (never the values) of the environment the
+    provider's process got; ``None`` when the phase ended before the profile reported it.
+    A phase that observed a git or worktree mutation stores the sorted changed paths as
+    evidence ``<phase>-mutation-paths`` (NUL-terminated path bytes).
     Times: ``started_at``/``ended_at`` UTC RFC 3339 strings, ``duration_ms`` milliseconds.
     """
 
@@ -154,6 +176,7 @@ class PhaseRecord(StrictModel):
     reviewed_identity: str | None
     binding: Binding | None
     evidence: list[EvidenceRef]
+    child_env_names: list[str] | None
     started_at: str
     ended_at: str
     duration_ms: int
@@ -162,14 +185,45 @@ class PhaseRecord(StrictModel):
 Isolation = Literal["caller-supplied-linked-git-worktree", "factory-created-linked-git-worktree"]
 
 
+class GitSettings(StrictModel):
+    """Effective git settings that decide how git itself converts a checkout's bytes: the
+    values of ``core.autocrlf``, ``core.eol``, ``core.fileMode``, ``core.symlinks`` as git
+    resolves them over every configuration scope (``None``: set in no scope)."""
+
+    autocrlf: str | None
+    eol: str | None
+    filemode: str | None
+    symlinks: str | None
+
+
+class AttributesFile(StrictModel):
+    """A ``.gitattributes`` blob of the base tree: its path and the SHA-256 of its bytes."""
+
+    path: str
+    sha256: str
+
+
 class BaseRecord(StrictModel):
-    """The entry state of the worktree (SPEC A-3). ``isolation`` says who made the linked
-    worktree: the caller (``--worktree``) or factory itself (``--repo``, see
-    :class:`WorktreeCreation`)."""
+    """The entry state of the worktree (SPEC A-3).
+
+    ``isolation`` says who made the linked worktree: the caller (``--worktree``) or factory
+    itself (``--repo``, see :class:`WorktreeCreation`).
+
+    ``branch``: the ref HEAD named at entry (``refs/heads/...``), ``None`` when detached.
+    ``git_settings`` and ``gitattributes``: what git's own conversions would have used.
+    ``entry_divergence``: when the bytes on disk of some base paths differed from their
+    base blobs at entry (a converting checkout), the evidence listing them with their raw
+    entries (``mode SP id TAB path NUL``), so a later re-derivation treats them as unchanged;
+    ``None`` when every base path held its blob's exact bytes.
+    """
 
     commit: str
     tree: str
     index_tree: str
+    branch: str | None
+    git_settings: GitSettings
+    gitattributes: list[AttributesFile]
+    entry_divergence: EvidenceRef | None
     isolation: Isolation = "caller-supplied-linked-git-worktree"
     execution_boundary: Literal["host-user-process"] = "host-user-process"
 

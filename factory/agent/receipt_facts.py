@@ -73,6 +73,11 @@ class ReceiptFacts:
         cand = self.report.get("candidate", {})
         if cand.get("still_matches") is True:
             return "the worktree still holds the judged candidate"
+        if cand.get("still_matches") is False and cand.get("gating", True) is False:
+            return (
+                "the worktree no longer holds the last bound candidate; a "
+                f"{self.receipt.status} run does not claim it does"
+            )
         if cand.get("still_matches") is False:
             return "the worktree no longer holds the judged candidate"
         reason = cand.get("reason")

@@ -94,6 +94,7 @@ class RunRecord:
             reviewed_identity=ph.reviewed_identity,
             binding=ph.binding,
             evidence=list(ph.evidence),
+            child_env_names=sorted(r.env_names) if r and r.env_names is not None else None,
             started_at=ph.started_at,
             ended_at=ended_at,
             duration_ms=duration_ms,

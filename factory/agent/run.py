@@ -29,6 +29,7 @@ from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
 from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
 from factory.agent.creating import Prelude
 from factory.agent.deps import AgentDeps, RouteReport, RunOutcome, utc_now
+from factory.agent.entry import record_entry
 from factory.agent.faults import (
     ROUTE_EVIDENCE_FAILED,
     SCRATCH_UNAVAILABLE,
@@ -41,9 +42,9 @@ from factory.agent.observer import Stage, safely
 from factory.agent.prompts import repair_prompt, review_prompt, worker_prompt
 from factory.agent.receipt import (
     AgentReceipt,
-    BaseRecord,
     Binding,
     CandidateRecord,
+    PathCollision,
     PhaseName,
     RoleName,
     VerdictName,
@@ -55,6 +56,8 @@ from factory.errors import Code, ExitCode, FactoryError, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
 from factory.gitio.create import WORKTREE_CREATE_MISMATCH
+from factory.gitio.rawfs import StatCache
+from factory.gitio.snapshot import Baseline
 from factory.gitio.worktree import head_commit, head_ref, index_tree
 from factory.provider_api import ProviderResult
 
@@ -88,6 +91,8 @@ class _Run:
         self.rec = RunRecord(admitted, deps.route, deps.utc_now(), creation=creation)
         self.remaining = phases.MAX_INVOCATIONS
         self.last_tree: Bound | None = None
+        self.baseline: Baseline | None = None
+        self.derive_cache: StatCache | None = None
         self.first_verdict: dict[str, str] | None = None
         self.entry_ref: str | None = None
         self.t0 = trio.current_time()
@@ -181,7 +186,10 @@ class _Run:
     async def derive(self) -> tuple[DerivedCandidate, str]:
         base = self.rec.base
         assert base is not None
-        d = await _io(partial(derive, self.wt, base.commit, base.tree))
+        d = await _io(
+            partial(derive, self.wt, base.commit, base.tree, self.baseline, cache=self.derive_cache)
+        )
+        self.derive_cache = d.cache
         return d, candidate_body(d).identity()
 
     def bind_candidate(self, label: str, d: DerivedCandidate) -> Candidate:
@@ -192,6 +200,8 @@ class _Run:
             body=body,
             status_evidence=self.store.put(f"{label}-candidate-status", d.status, ev.STATUS),
             patch_evidence=self.store.put(f"{label}-candidate-patch", d.patch, ev.PATCH),
+            conversions_differ=d.conversions_differ,
+            collisions=[PathCollision(kind=g.kind, paths=list(g.paths)) for g in d.collisions],
         )
         return Candidate(record, d.patch)
 
@@ -329,16 +339,14 @@ class _Run:
 
     async def cycle(self) -> RunOutcome:
         await _io(self.store.claim)
-        index = await _io(partial(index_tree, self.wt))
-        self.rec.base = BaseRecord(
-            commit=self.a.base_commit,
-            tree=self.a.base_tree,
-            index_tree=index,
-            isolation="factory-created-linked-git-worktree"
-            if self.rec.creation is not None
-            else "caller-supplied-linked-git-worktree",
+        entry = await _io(
+            partial(record_entry, self.wt, self.a.base_commit, self.a.base_tree, self.store)
         )
-        self.entry_ref = await _io(partial(head_ref, self.wt))
+        base = entry.record
+        if self.rec.creation is not None:
+            base = base.model_copy(update={"isolation": "factory-created-linked-git-worktree"})
+        self.rec.base, self.baseline = base, entry.baseline
+        self.entry_ref = entry.record.branch
         task = self.a.request.task
 
         self.stage("worker_running")

@@ -6,8 +6,15 @@
    not contradict itself (status vs exit code, verdict vs the last review, one repair).
 3. Every evidence file (phase outputs, candidate status bytes and patches) exists as a
    regular file, is named ``<role>-<sha256>``, and has the bound size and SHA-256.
-4. When the worktree still exists, the candidate the authoritative verdict judged is
-   re-derived from it and compared by identity ("still matches" or not).
+4. Each candidate's ``identity`` is the digest of its own body, and every review judged a
+   bound candidate.
+5. When the repository still exists, each candidate's stored patch applied to its base
+   tree reproduces the candidate tree and every bound file (mode and SHA-256)
+   (:func:`factory.agent.verify_git.check_patches`).
+6. When the worktree still exists, the candidate the authoritative verdict judged is
+   re-derived from it and compared by identity ("still matches" or not); a mismatch fails
+   only a receipt that claims the worktree holds it (``completed``, ``rejected``) — a
+   truthful ``failed`` or ``interrupted`` receipt verifies as what it is.
 
 The result is a JSON value (schema ``factory.receipt-verification/1``); ``ok`` is true only
 when all of the above hold (a worktree that is gone is reported, not failed).
@@ -22,8 +29,9 @@ from typing import Any
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, EvidenceRef, receipt_bytes
+from factory.agent.verify_git import check_candidate, check_patches
 from factory.canonical import sha256_hex
-from factory.errors import FactoryError, IntegrityFailure, UsageError
+from factory.errors import IntegrityFailure, UsageError
 from factory.models import parse_model
 
 VERIFY_SCHEMA = "factory.receipt-verification/1"
@@ -92,31 +100,6 @@ def check_evidence(ref: EvidenceRef, receipt_path: Path) -> dict[str, Any]:
     return {"role": ref.role, "path": ref.path, "ok": problem is None, "problem": problem}
 
 
-def check_candidate(receipt: AgentReceipt) -> dict[str, Any]:
-    """Re-derive the judged candidate from the live worktree, when it still exists."""
-    from factory.agent.identity import candidate_body
-    from factory.gitio.candidate import derive
-    from factory.gitio.worktree import locate
-
-    cand = receipt.final_candidate()
-    out: dict[str, Any] = {"checked": False, "identity": cand.identity if cand else None}
-    if cand is None:
-        out["reason"] = "no-candidate-in-receipt"
-        return out
-    if not Path(receipt.worktree).is_dir():
-        out["reason"] = "worktree-gone"
-        return out
-    try:
-        wt = locate(Path(receipt.worktree))
-        body = cand.body
-        observed = candidate_body(derive(wt, body.base_commit, body.base_tree)).identity()
-    except FactoryError as exc:
-        out.update(checked=True, still_matches=False, reason=exc.code)
-        return out
-    out.update(checked=True, observed=observed, still_matches=observed == cand.identity)
-    return out
-
-
 _EXIT_FOR_STATUS: dict[str, set[int | None]] = {
     "completed": {0},
     "rejected": {3},
@@ -146,6 +129,12 @@ def consistency_problems(receipt: AgentReceipt) -> list[str]:
         problems.append("verdict-not-from-the-last-review")
     if sum(p.phase == "repair" for p in receipt.phases) > 1:
         problems.append("more-than-one-repair")
+    candidates = [c for c in (receipt.candidate.initial, receipt.candidate.repaired) if c]
+    if any(c.identity != c.body.identity() for c in candidates):
+        problems.append("candidate-identity-does-not-match-body")
+    known = {c.identity for c in candidates}
+    if any(p.reviewed_identity not in known for p in reviews if p.reviewed_identity):
+        problems.append("review-of-an-unbound-candidate")
     return problems + creation_problems(receipt)
 
 
@@ -174,7 +163,8 @@ def verify(path: Path) -> dict[str, Any]:
     revision_ok = receipt.revision == computed
     exact = data == receipt_bytes(receipt)
     evidence = [check_evidence(ref, path) for ref in all_evidence(receipt)]
-    candidate = check_candidate(receipt)
+    patches = check_patches(receipt, path)
+    candidate = check_candidate(receipt, path)
     terminal = receipt.status != "running"
     problems = consistency_problems(receipt)
     ok = (
@@ -183,7 +173,8 @@ def verify(path: Path) -> dict[str, Any]:
         and terminal
         and not problems
         and all(e["ok"] for e in evidence)
-        and candidate.get("still_matches") is not False
+        and all(p["ok"] is not False for p in patches)
+        and not (candidate["gating"] and candidate.get("still_matches") is False)
     )
     return {
         "schema": VERIFY_SCHEMA,
@@ -199,6 +190,7 @@ def verify(path: Path) -> dict[str, Any]:
         "canonical_bytes": exact,
         "consistency_problems": problems,
         "evidence": evidence,
+        "patches": patches,
         "candidate": candidate,
         "ok": ok,
     }
@@ -218,6 +210,12 @@ def failed_checks(report: dict[str, Any]) -> list[str]:
     failed.extend(
         f"evidence {e['role']}: {e['problem']}" for e in report["evidence"] if not e["ok"]
     )
-    if report["candidate"].get("still_matches") is False:
+    failed.extend(
+        f"{p['candidate']} candidate: {p['problem']}"
+        for p in report.get("patches", [])
+        if p["ok"] is False
+    )
+    cand = report["candidate"]
+    if cand.get("gating", True) and cand.get("still_matches") is False:
         failed.append("the worktree no longer holds the judged candidate")
     return failed or ["see the JSON on stdout"]

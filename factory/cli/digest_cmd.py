@@ -19,7 +19,9 @@ Every regular file under --root is hashed; folders named .git or node_modules ar
 at any depth. Symlinks, FIFOs, sockets, devices, names that are not UTF-8 or contain LF
 are refused by name (exit 2), never skipped; so are unreadable entries and a --manifest
 inside the root (judged by filesystem identity). Output lines: format=, root=, count=,
-bytes=, [manifest=,] digest=ordinal-path-bytes-sha256/1 <hex>.
+bytes=, [manifest=,] digest=ordinal-path-bytes-sha256/1 <hex>. --json also lists
+"collisions": groups of paths equal under case folding or Unicode NFC (README.md beside
+readme.md cannot be checked out on macOS or Windows); they never change the digest.
 
 Files are hashed on every usable CPU (FACTORY_DIGEST_WORKERS=N overrides). Exit codes:
 0 digested, 2 bad flags or refused (nothing written), 4 the manifest could not be written.
@@ -65,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
             "count": result.count,
             "bytes": result.total_bytes,
             "digest": result.digest,
+            "collisions": [{"kind": g.kind, "paths": list(g.paths)} for g in result.collisions],
         }
         if manifest is not None:
             obj["manifest"] = shown_manifest

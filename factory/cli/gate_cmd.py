@@ -56,7 +56,7 @@ def register(sub: Any) -> None:
         help="submit one evidence file",
         description="Admit a factory.gate-observation/1 file as evidence.",
     )
-    submit.add_argument("--run", required=True)
+    submit.add_argument("--run", required=True, help="the run id")
     submit.add_argument("--id", required=True, help="the evidence id (idempotency key)")
     submit.add_argument("file", metavar="FILE")
     submit.add_argument(
@@ -68,24 +68,28 @@ def register(sub: Any) -> None:
     ev = gsub.add_parser(
         "evaluate", help="evaluate (and accept) a candidate", description=EVALUATE_HELP
     )
-    ev.add_argument("--run", required=True)
+    ev.add_argument("--run", required=True, help="the run id")
     ev.add_argument("--submit", action="append", default=[], metavar="FILE",
                     help="submit this evidence file first (id: sub:<sha256 prefix>)")  # fmt: skip
     ev.add_argument("--open", action="append", default=[], metavar="STAGE",
                     help="mark a ready stage open in the candidate (repeatable)")  # fmt: skip
     ev.add_argument("--accept", action="store_true", help="compare-and-swap onto the head")
     ev.add_argument("--request", help="idempotency key of the acceptance (default: candidate id)")
-    ev.add_argument("--now", help="evaluation time, an instant with offset (default: clock)")
+    ev.add_argument(
+        "--now",
+        help="evaluation time, an instant with offset (default: the clock); evidence acquired"
+        " now is stamped with the clock, so a --now in the past sees it as future evidence",
+    )
     ev.add_argument("--no-acquire", action="store_true", help="use only stored evidence")
     ev.add_argument("--trace", action="store_true", help="print the whole evaluation record")
     _store(ev)
     ev.set_defaults(handler=run_evaluate)
     st = gsub.add_parser("status", help="the run's head and stage states")
-    st.add_argument("--run", required=True)
+    st.add_argument("--run", required=True, help="the run id")
     _store(st)
     st.set_defaults(handler=run_status)
     ex = gsub.add_parser("export", help="write a runpack folder")
-    ex.add_argument("--run", required=True)
+    ex.add_argument("--run", required=True, help="the run id")
     ex.add_argument("--out", required=True, help="a new folder")
     _store(ex)
     ex.set_defaults(handler=run_export)

@@ -16,7 +16,7 @@ from typing import Any
 
 from factory.canonical import sha256_hex
 from factory.gate.acquire_args import expand, select
-from factory.gate.evidence import SCHEMA, Evidence, admit
+from factory.gate.evidence import ACQUIRED_PREFIX, SCHEMA, Evidence, admit
 from factory.gate.jsonio import dumps
 from factory.gate.providers import Observed, command, files, git, receipt, review_gate
 from factory.gate.scenario import Condition
@@ -66,7 +66,7 @@ async def acquire(
         observed = await chosen[cond.acquire.provider](args)
         payload = _document(gate, cond, args, observed)
         record = admit(
-            f"acq:{cond.id}:{sha256_hex(payload)[:24]}", payload,
+            f"{ACQUIRED_PREFIX}{cond.id}:{sha256_hex(payload)[:24]}", payload,
             conditions=run.scenario.conditions, ingress="acquired",
         )  # fmt: skip
         gate.record_acquired(run, record)

@@ -39,6 +39,7 @@ from factory.gate.values import OutsideDomain, parse_instant
 SCHEMA = "factory.gate-observation/1"
 SIGNATURE_TAG = b"factory.gate-observation/1\x00"
 MAX_EVIDENCE_BYTES = 1 << 20
+ACQUIRED_PREFIX = "acq:"
 EVIDENCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
 SCOPES = ("tree", "commit", "repository", "file", "none")
 OPERATIONAL = (
@@ -126,6 +127,8 @@ def admit(
     """Admit new evidence or raise :class:`EvidenceRefused` (nothing is stored here)."""
     if not isinstance(evidence_id, str) or not EVIDENCE_ID.fullmatch(evidence_id):
         raise EvidenceRefused("an evidence id is 1-128 letters, digits, '_', '.', ':', '-'")
+    if ingress == "submitted" and evidence_id.startswith(ACQUIRED_PREFIX):
+        raise EvidenceRefused(f"evidence ids starting {ACQUIRED_PREFIX!r} are for acquisitions")
     digest = sha256_hex(payload)
     try:
         record = _parse(evidence_id, payload, digest, digest, signature)

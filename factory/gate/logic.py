@@ -129,6 +129,8 @@ def parse(raw: Any, where: str, *, allow_not: bool, depth: int = 1) -> Node:
             raise ValueError(f"{where}.quorum: needs exactly k and of")
         items = _items(body["of"], f"{where}.quorum.of", allow_not, depth)
         k = body["k"]
+        if len({repr(describe(i)) for i in items}) != len(items):
+            raise ValueError(f"{where}.quorum.of: an item is listed twice (it would count twice)")
         if type(k) is not int or not 0 <= k <= len(items):
             raise ValueError(f"{where}.quorum.k: an integer from 0 to {len(items)}")
         return Quorum(k, items)

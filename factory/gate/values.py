@@ -244,7 +244,10 @@ def _string(value: Any, limit: int) -> str:
 
 
 def parse_date(value: Any) -> _dt.date:
-    """A calendar date ``YYYY-MM-DD`` (zero-padded; an instant is not a date)."""
+    """A calendar date ``YYYY-MM-DD`` (zero-padded; an instant is not a date). A TOML
+    local date (``datetime.date``) is one too; a TOML date-time is not."""
+    if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
+        return value
     match = _DATE.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise OutsideDomain("expected a date YYYY-MM-DD")
@@ -255,7 +258,13 @@ def parse_date(value: Any) -> _dt.date:
 
 
 def parse_instant(value: Any) -> int:
-    """An RFC 3339 instant with a mandatory offset, as nanoseconds since the epoch."""
+    """An RFC 3339 instant with a mandatory offset, as nanoseconds since the epoch. A TOML
+    offset date-time (aware ``datetime``) is one too; a local (naive) one is refused."""
+    if isinstance(value, _dt.datetime):
+        if value.utcoffset() is None:
+            raise OutsideDomain("an instant needs an offset (Z or ±HH:MM); this one is local")
+        delta = value - _EPOCH
+        return (delta.days * 86_400 + delta.seconds) * _NS + delta.microseconds * 1000
     match = _INSTANT.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise OutsideDomain("expected an instant YYYY-MM-DDTHH:MM:SS[.f]Z or ±HH:MM offset")

@@ -3,8 +3,14 @@
 The child environment starts empty and copies only :data:`ALLOWED_ENV` from the caller;
 every ``GIT_*`` variable the caller set is dropped, and the few git needs are set here
 (``GIT_OPTIONAL_LOCKS=0``, ``GIT_TERMINAL_PROMPT=0``, and a temporary ``GIT_INDEX_FILE``
-only when the caller asks for one). ``-c core.fsmonitor=false`` keeps a repository-configured
-fsmonitor program from running under our queries.
+only when the caller asks for one).
+
+Programs a repository can name are kept from running under our commands (issue 8 §3):
+``-c core.fsmonitor=false`` (no fsmonitor hook or daemon), ``-c core.hooksPath=/dev/null``
+(no hook can be found, should a command look for one), ``--no-pager``, no automatic
+``gc``/maintenance. Filter drivers are named per repository, so :mod:`factory.gitio.config`
+neutralises them in the environment of the commands that could run one; diffs always pass
+``--no-ext-diff --no-textconv``.
 """
 
 from __future__ import annotations
@@ -13,7 +19,6 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from factory.display import inert
 from factory.errors import Failure
@@ -23,9 +28,18 @@ GIT_TIMEOUT_S = 300.0  # a local query that takes longer than this is treated as
 
 _BASE_ARGV = (
     "git",
+    "--no-pager",
     "--no-optional-locks",
     "-c",
     "core.fsmonitor=false",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "gc.auto=0",
+    "-c",
+    "maintenance.auto=false",
+    "-c",
+    "submodule.recurse=false",
     "-c",
     "core.quotePath=false",
     "-c",
@@ -81,18 +95,17 @@ def run_git(
     what: str = "git query",
     stdin: bytes | None = None,
 ) -> bytes:
-    """Run ``git ARGS`` in ``cwd`` and return stdout bytes (``stdin``: bytes to feed it).
+    """Run ``git ARGS`` in ``cwd`` (``stdin`` bytes on its input) and return stdout bytes.
 
     Raises:
         GitFailure: git is missing, timed out, or exited with a code not in ``ok_codes``.
     """
-    feed: dict[str, Any] = {"stdin": subprocess.DEVNULL} if stdin is None else {"input": stdin}
     try:
-        proc: subprocess.CompletedProcess[bytes] = subprocess.run(
+        proc = subprocess.run(
             [*_BASE_ARGV, *args],
             cwd=cwd,
             env=git_env(env_extra),
-            **feed,
+            input=stdin if stdin is not None else b"",
             capture_output=True,
             timeout=GIT_TIMEOUT_S,
             check=False,
@@ -107,13 +120,15 @@ def run_git(
     return proc.stdout
 
 
-def try_git(cwd: Path, args: Sequence[str]) -> tuple[int, bytes]:
+def try_git(
+    cwd: Path, args: Sequence[str], *, env_extra: Mapping[str, str] | None = None
+) -> tuple[int, bytes]:
     """Like :func:`run_git` but returns ``(exit code, stdout)``; -1 when git cannot run."""
     try:
         proc = subprocess.run(
             [*_BASE_ARGV, *args],
             cwd=cwd,
-            env=git_env(),
+            env=git_env(env_extra),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=GIT_TIMEOUT_S,

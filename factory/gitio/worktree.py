@@ -15,16 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factory.errors import Refused
+from factory.gitio import gitdata
 from factory.gitio.run import run_git, try_git
+from factory.gitio.snapshot import raw_tree
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
-STATUS_ARGS = (
-    "status",
-    "--porcelain=v2",
-    "-z",
-    "--untracked-files=all",
-    "--ignore-submodules=none",
-)
 
 
 class WorktreeRefused(Refused):
@@ -83,8 +78,9 @@ def locate(path: Path) -> Worktree:
 
 
 def status_bytes(wt: Worktree) -> bytes:
-    """``git status --porcelain=v2 -z --untracked-files=all`` of the worktree, exact bytes."""
-    return run_git(wt.root, STATUS_ARGS, what="git status")
+    """``git status --porcelain=v2 -z --untracked-files=all`` of the worktree, exact bytes
+    (no filter program runs: :func:`factory.gitio.gitdata.status_bytes`)."""
+    return gitdata.status_bytes(wt.root)
 
 
 def hidden_entries(wt: Worktree) -> int:
@@ -116,14 +112,26 @@ def commit_tree(wt: Worktree, commit: str) -> str:
     return out.decode("ascii").strip()
 
 
+def candidate_tree(wt: Worktree, base_commit: str) -> str:
+    """A git tree of the worktree's non-ignored content, untracked files included, built
+    from the raw bytes on disk (:func:`factory.gitio.snapshot.raw_tree`: no filter, hook or
+    conversion runs; the real index is never written).
+
+    Raises:
+        UnsupportedChangedPath: a symlink, FIFO, dirty submodule… the tree cannot hold.
+    """
+    return raw_tree(wt.root, commit_tree(wt, base_commit))
+
+
 def index_path(wt: Worktree) -> Path:
     """The real index file of this worktree (``git rev-parse --git-path index``)."""
     out = run_git(wt.root, ["rev-parse", "--path-format=absolute", "--git-path", "index"])
     return Path(out.decode("utf-8", "surrogateescape").strip())
 
 
-def index_tree(wt: Worktree) -> str:
-    """The tree the real index describes, without touching the real index file.
+def index_tree(wt: Worktree) -> str | None:
+    """The tree the real index describes, without touching the real index file; ``None``
+    when the index holds no tree (unmerged entries, or it cannot be read).
 
     ``git write-tree`` on the real index would rewrite it (it stores the cache-tree
     extension back), so it runs on a private copy instead.
@@ -133,31 +141,5 @@ def index_tree(wt: Worktree) -> str:
         src = index_path(wt)
         if src.exists():
             shutil.copy2(src, copy)
-        out = run_git(
-            wt.root, ["write-tree"], env_extra={"GIT_INDEX_FILE": str(copy)}, what="git write-tree"
-        )
-    return out.decode("ascii").strip()
-
-
-def candidate_tree(wt: Worktree, base_commit: str) -> str:
-    """A git tree of the worktree's non-ignored content, untracked files included.
-
-    Built through a temporary index: a copy of the real one (so git's stat cache spares
-    re-hashing unchanged files), or ``read-tree <base>`` when there is none, then
-    ``add -A`` and ``write-tree``. The real index is never opened for writing.
-
-    The copy keeps the real index's mtime (``copy2``): git's racy-clean check compares
-    each entry's mtime with the index file's, and a fresh mtime on the copy would make a
-    same-size edit made in the same timestamp tick as the checkout look unchanged.
-    """
-    with tempfile.TemporaryDirectory(prefix="factory-candidate-") as tmp:
-        copy = Path(tmp) / "index"
-        env = {"GIT_INDEX_FILE": str(copy)}
-        src = index_path(wt)
-        if src.exists():
-            shutil.copy2(src, copy)
-        else:
-            run_git(wt.root, ["read-tree", base_commit], env_extra=env, what="git read-tree")
-        run_git(wt.root, ["add", "-A", "--", "."], env_extra=env, what="git add (temporary index)")
-        out = run_git(wt.root, ["write-tree"], env_extra=env, what="git write-tree")
-    return out.decode("ascii").strip()
+        code, out = try_git(wt.root, ["write-tree"], env_extra={"GIT_INDEX_FILE": str(copy)})
+    return out.decode("ascii").strip() if code == 0 else None

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factory import fsio
+from factory.collisions import CollisionGroup, collision_groups
 from factory.errors import Failure
 from factory.inventory import recipe as r
 from factory.inventory.hashing import hash_files
@@ -33,7 +34,11 @@ MANIFEST_WRITE_FAILED = ManifestWriteFailed.define(
 
 @dataclass(frozen=True, slots=True)
 class TreeDigest:
-    """What ``factory digest`` reports; ``digest`` is bare hex as the reference prints it."""
+    """What ``factory digest`` reports; ``digest`` is bare hex as the reference prints it.
+
+    ``collisions``: case-fold/NFC collision groups among the file paths (and their
+    folders); reported beside the digest, never part of the hashed document.
+    """
 
     format: str
     recipe: str
@@ -41,6 +46,7 @@ class TreeDigest:
     total_bytes: int
     digest: str
     document: bytes
+    collisions: tuple[CollisionGroup, ...] = ()
 
 
 def printable(path: Path, what: str) -> str:
@@ -149,4 +155,5 @@ def digest_tree(
         total_bytes=hashed.total_bytes,
         digest=hashlib.sha256(document).hexdigest(),
         document=document,
+        collisions=tuple(collision_groups(rels)),
     )

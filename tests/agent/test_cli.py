@@ -132,6 +132,7 @@ def test_verify_negative_control(completed: Layout) -> None:
         "identity": json.loads(completed.receipt.read_bytes())["candidate"]["repaired"]["identity"],
         "observed": report["candidate"]["observed"],  # type: ignore[index]
         "still_matches": True,
+        "gating": True,
     }
     assert len(report["evidence"]) >= 12  # type: ignore[arg-type]
 
@@ -290,7 +291,11 @@ def test_failed_checks_covers_every_gate() -> None:
         "terminal": False,
         "consistency_problems": ["exit code 0 contradicts status failed"],
         "evidence": [{"role": "r", "ok": False, "problem": "missing"}, {"role": "s", "ok": True}],
-        "candidate": {"still_matches": False},
+        "patches": [
+            {"candidate": "initial", "ok": False, "problem": "patch-does-not-apply-to-base"},
+            {"candidate": "repaired", "ok": None},
+        ],
+        "candidate": {"still_matches": False, "gating": True},
     }
     assert failed_checks(report) == [
         "revision does not match the body",
@@ -298,5 +303,6 @@ def test_failed_checks_covers_every_gate() -> None:
         "the run never finished (status running)",
         "inconsistent: exit code 0 contradicts status failed",
         "evidence r: missing",
+        "initial candidate: patch-does-not-apply-to-base",
         "the worktree no longer holds the judged candidate",
     ]

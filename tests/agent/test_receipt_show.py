@@ -20,6 +20,7 @@ from factory.agent.receipt import (
     ChangedPath,
     ErrorRecord,
     EvidenceRef,
+    GitSettings,
     PhaseRecord,
     Timings,
     receipt_bytes,
@@ -68,6 +69,8 @@ def _candidate(files: list[ChangedPath], tree: str) -> CandidateRecord:
         body=body,
         status_evidence=_ev("status", 80),
         patch_evidence=_ev("patch", 1234),
+        conversions_differ=False,
+        collisions=[],
     )
 
 
@@ -92,6 +95,7 @@ def _phase(phase: str, role: str, outcome: str, verdict: str | None, ms: int) ->
             if reviewer
             else None,
             "evidence": [_ev(f"{phase}-stdout", 321), _ev(f"{phase}-stderr", 0)],
+            "child_env_names": ["HOME", "PATH"],
             "started_at": "2026-11-30T10:00:00.000Z",
             "ended_at": "2026-11-30T10:00:01.500Z",
             "duration_ms": ms,
@@ -117,7 +121,15 @@ def make_receipt(**changes: Any) -> AgentReceipt:
         worktree="/tmp/demo/wt",
         evidence_dir="/tmp/demo/r.json.evidence",
         timeout_ms=600000,
-        base=BaseRecord(commit="c" * 40, tree="b" * 40, index_tree="b" * 40),
+        base=BaseRecord(
+            commit="c" * 40,
+            tree="b" * 40,
+            index_tree="b" * 40,
+            branch="refs/heads/work",
+            git_settings=GitSettings(autocrlf=None, eol=None, filemode="true", symlinks=None),
+            gitattributes=[],
+            entry_divergence=None,
+        ),
         phases=[
             _phase("worker", "worker", "ok", None, 1500),
             _phase("initial_review", "reviewer", "REQUEST_CHANGES", "REQUEST_CHANGES", 61500),
@@ -134,7 +146,22 @@ def make_receipt(**changes: Any) -> AgentReceipt:
             duration_ms=66000,
         ),
     )
-    return receipt.model_copy(update=changes).closed()
+    return linked(receipt.model_copy(update=changes)).closed()
+
+
+def linked(receipt: AgentReceipt) -> AgentReceipt:
+    """Each review names the candidate it judged (``receipt verify`` checks it)."""
+    judged = {
+        "initial_review": receipt.candidate.initial,
+        "final_review": receipt.candidate.repaired,
+    }
+    phases = [
+        p.model_copy(update={"reviewed_identity": c.identity})
+        if (c := judged.get(p.phase)) is not None
+        else p
+        for p in receipt.phases
+    ]
+    return receipt.model_copy(update={"phases": phases})
 
 
 def _json(receipt: AgentReceipt) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from factory.agent.receipt import Candidates, ChangedPath, receipt_bytes
-from tests.agent.test_receipt_show import HEX, _candidate, _ev, make_receipt
+from tests.agent.test_receipt_show import HEX, _candidate, _ev, linked, make_receipt
 from tests.support.tmux import Terminal
 
 TASK = "\x1b]0;owned\x07\x1b[2J\x1b[Hsafe\rEVIL rlo-evil\u202etxt.exe \u009b31mred"
@@ -22,11 +22,15 @@ def hostile_receipt(folder: Path) -> Path:
     receipt = make_receipt(task=TASK)
     first = receipt.phases[0]
     worker = first.model_copy(update={"evidence": [_ev(ROLE, 1)]})
-    receipt = receipt.model_copy(
-        update={
-            "candidate": Candidates(initial=_candidate(files, "f")),
-            "phases": [worker, *receipt.phases[1:]],
-        }
+    receipt = linked(
+        receipt.model_copy(
+            update={
+                "candidate": Candidates(
+                    initial=_candidate(files, "f"), repaired=receipt.candidate.repaired
+                ),
+                "phases": [worker, *receipt.phases[1:]],
+            }
+        )
     ).closed()
     path = folder / "r.json"
     path.write_bytes(receipt_bytes(receipt))

@@ -55,3 +55,12 @@ def test_the_status_parser_reads_only_the_sub_field() -> None:
     assert submodule_changed(sub + b"\0")
     assert not submodule_changed(renamed + b"\0")  # the original path record is skipped
     assert not submodule_changed(b"? 1 .M S.M. x\0")
+
+
+async def test_a_dirty_submodule_is_refused_at_admission(with_submodule: Layout) -> None:
+    from tests.agent.test_admission import admitted, refused, req
+
+    (with_submodule.wt / "mod" / "s.txt").write_text("dirty before the run\n")
+    await refused(req(with_submodule), "worktree-not-clean")
+    git(with_submodule.wt / "mod", "checkout", "--", "s.txt")  # twin: clean again
+    await admitted(req(with_submodule))

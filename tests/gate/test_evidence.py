@@ -228,3 +228,8 @@ def test_a_lone_surrogate_in_a_facet_is_refused_at_admission() -> None:
     failure = {"family": "operational", "code": "provider-crashed", "message": "\ud800"}
     with pytest.raises(EvidenceRefused, match="surrogate"):
         evidence(sc_with({}), "e", observation("c", failure=failure))
+
+
+def test_acquisition_ids_cannot_be_claimed_by_a_submitter() -> None:
+    with pytest.raises(EvidenceRefused, match="acquisitions"):
+        evidence(sc_with({}), "acq:c:0123", observation("c", 0))

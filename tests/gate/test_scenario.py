@@ -151,3 +151,28 @@ def test_builtin_scenarios_load() -> None:
     assert "receipt-approved" in builtin_names()
     for name in builtin_names():
         assert load_builtin(name).id == name
+
+
+def test_toml_native_dates_and_offset_date_times_are_accepted_and_local_ones_refused() -> None:
+    def toml(kind: str, operand: str) -> bytes:
+        return TOML.replace(
+            b'domain = { kind = "decimal" }', f'domain = {{ kind = "{kind}" }}'.encode()
+        ).replace(b"operand = 0.80", f"operand = {operand}".encode())
+
+    native = load_bytes(toml("instant", "2026-01-01T01:00:00+01:00"), "toml")
+    quoted = load_bytes(toml("instant", '"2026-01-01T00:00:00Z"'), "toml")
+    assert native.spec_hash == quoted.spec_hash
+    assert (
+        load_bytes(toml("date", "2026-01-01"), "toml").spec_hash
+        == load_bytes(toml("date", '"2026-01-01"'), "toml").spec_hash
+    )
+    for bad in ("2026-01-01T00:00:00", "00:00:00"):
+        with pytest.raises(ScenarioInvalid):
+            load_bytes(toml("instant", bad), "toml")
+    with pytest.raises(ScenarioInvalid, match="not a date"):
+        load_bytes(toml("date", "2026-01-01T00:00:00Z"), "toml")
+
+
+def test_a_quorum_cannot_count_one_item_twice() -> None:
+    law = {"quorum": {"k": 2, "of": ["c", "c"]}}
+    _bad(scenario_doc([condition("c")], [{"id": "s", "complete": law}]), "listed twice")

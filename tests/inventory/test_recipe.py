@@ -281,6 +281,7 @@ def test_json_output_shape(tmp_path: Path) -> None:
         "count": 1,
         "bytes": 1,
         "digest": reference_digest(tree),
+        "collisions": [],
     }
     manifest = tmp_path / "m"
     with_manifest = run_factory(

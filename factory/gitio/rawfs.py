@@ -1,0 +1,187 @@
+"""The raw bytes and lstat mode of worktree paths, as git objects would hold them (issue 8 §3).
+
+:class:`RawReader` reads one relative path at a time without following any symlink and
+without any conversion: a regular file's exact bytes (one pass computes both the git
+object id of the blob and its SHA-256), a symlink's target bytes, and for anything else
+only its kind (a FIFO, socket or device is never opened). The git mode comes from
+``lstat``: ``100755`` when the owner may execute, else ``100644``; ``120000`` for a
+symlink — whatever ``core.fileMode`` or ``core.symlinks`` say.
+
+A path below a symlinked (or otherwise non-folder) parent is reported as ``below-link``:
+the bytes there live outside the worktree's own folders.
+
+A reader may carry a :class:`StatCache` from an earlier read: a regular file whose
+(device, inode, size, mode, mtime, ctime) are unchanged and whose ctime lies
+:data:`RACY_MARGIN_NS` before the earlier read began keeps its earlier ids. Every write
+changes the ctime, which user space cannot set back; a file touched within the margin is
+always re-read (coarse kernel timestamps).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from factory.errors import Failure
+
+CHUNK = 1 << 20
+RACY_MARGIN_NS = 2_000_000_000
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+Kind = Literal["file", "symlink", "dir", "special", "missing", "below-link"]
+Stamp = tuple[int, int, int, int, int, int]
+
+
+class RawChanged(Failure):
+    """A file changed while it was being read (exit 4): something is still writing."""
+
+
+CHANGED_DURING_SNAPSHOT = RawChanged.define(
+    "candidate-changed-during-snapshot",
+    "stop whatever still writes in the worktree and rerun",
+    default=True,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RawEntry:
+    """One path as found on disk. ``oid``/``sha256`` are ``""`` where there are no bytes.
+
+    ``mode`` is git's octal string for files and symlinks (``""`` otherwise); ``size`` is
+    the byte count of the file or the symlink target.
+    """
+
+    kind: Kind
+    mode: str = ""
+    oid: str = ""
+    size: int = 0
+    sha256: str = ""
+    stamp: Stamp = (0, 0, 0, 0, 0, 0)
+
+    @property
+    def has_bytes(self) -> bool:
+        return self.kind in ("file", "symlink")
+
+
+@dataclass
+class StatCache:
+    """Entries of an earlier read, and when that read began (wall clock, ns)."""
+
+    entries: dict[bytes, RawEntry] = field(default_factory=dict)
+    started_ns: int = 0
+
+
+def blob_id(data: bytes, object_format: str) -> str:
+    """The git object id of a blob holding ``data`` (``sha1`` or ``sha256`` repositories)."""
+    h = hashlib.new(object_format, b"blob %d\0" % len(data))
+    h.update(data)
+    return h.hexdigest()
+
+
+def git_mode(st_mode: int) -> str:
+    """git's mode for an lstat result (files and symlinks only)."""
+    if stat.S_ISLNK(st_mode):
+        return "120000"
+    return "100755" if st_mode & stat.S_IXUSR else "100644"
+
+
+def _stamp(st: os.stat_result) -> Stamp:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mode, st.st_mtime_ns, st.st_ctime_ns)
+
+
+class RawReader:
+    """Reads paths below ``root`` (see the module docstring). Not thread-safe."""
+
+    def __init__(
+        self, root: Path, object_format: str = "sha1", previous: StatCache | None = None
+    ) -> None:
+        self.root = os.fsencode(root)
+        self.object_format = object_format
+        self.cache = StatCache(started_ns=time.time_ns())
+        self._previous = previous.entries if previous is not None else {}
+        self._trust_before = previous.started_ns - RACY_MARGIN_NS if previous else 0
+        self._folders: dict[bytes, Kind] = {b"": "dir"}
+
+    def _folder(self, rel: bytes) -> Kind:
+        """``dir`` when every component of ``rel`` is a real folder."""
+        known = self._folders.get(rel)
+        if known is not None:
+            return known
+        parent, _, _ = rel.rpartition(b"/")
+        kind = self._folder(parent)
+        if kind == "dir":
+            try:
+                st = os.lstat(os.path.join(self.root, rel))
+            except FileNotFoundError:
+                kind = "missing"
+            except NotADirectoryError:
+                kind = "below-link"
+            else:
+                kind = "dir" if stat.S_ISDIR(st.st_mode) else "below-link"
+        self._folders[rel] = kind
+        return kind
+
+    def read(self, rel: bytes) -> RawEntry:
+        """The entry at ``rel`` (raw relative path bytes, ``/``-separated)."""
+        parent, _, _ = rel.rpartition(b"/")
+        folder = self._folder(parent)
+        if folder != "dir":
+            return RawEntry(folder)
+        full = os.path.join(self.root, rel)
+        try:
+            st = os.lstat(full)
+        except (FileNotFoundError, NotADirectoryError):
+            return RawEntry("missing")
+        entry = self._classify(rel, full, st)
+        self.cache.entries[rel] = entry
+        return entry
+
+    def _classify(self, rel: bytes, full: bytes, st: os.stat_result) -> RawEntry:
+        stamp = _stamp(st)
+        if stat.S_ISREG(st.st_mode):
+            prev = self._previous.get(rel)
+            if prev is not None and prev.stamp == stamp and st.st_ctime_ns < self._trust_before:
+                return prev
+            return self._read_file(full, stamp)
+        if stat.S_ISLNK(st.st_mode):
+            target = os.readlink(full)
+            return RawEntry(
+                "symlink",
+                "120000",
+                blob_id(target, self.object_format),
+                len(target),
+                hashlib.sha256(target).hexdigest(),
+                stamp,
+            )
+        if stat.S_ISDIR(st.st_mode):
+            return RawEntry("dir", stamp=stamp)
+        return RawEntry("special", stamp=stamp)
+
+    def _read_file(self, full: bytes, stamp: Stamp) -> RawEntry:
+        for _ in range(3):
+            try:
+                fd = os.open(full, _OPEN)
+            except OSError:
+                return RawEntry("special", stamp=stamp)  # swapped since lstat
+            try:
+                st = os.fstat(fd)
+                if not stat.S_ISREG(st.st_mode):
+                    return RawEntry("special", stamp=stamp)
+                oid = hashlib.new(self.object_format, b"blob %d\0" % st.st_size)
+                sha = hashlib.sha256()
+                size = 0
+                while chunk := os.read(fd, CHUNK):
+                    oid.update(chunk)
+                    sha.update(chunk)
+                    size += len(chunk)
+            finally:
+                os.close(fd)
+            if size == st.st_size:
+                mode = git_mode(st.st_mode)
+                return RawEntry("file", mode, oid.hexdigest(), size, sha.hexdigest(), _stamp(st))
+        raise CHANGED_DURING_SNAPSHOT("a file kept changing while factory read it")
