@@ -47,10 +47,10 @@ class RemoveRefused(Refused):
 
 _define = RemoveRefused.define
 _YOURSELF = "remove it yourself (git worktree remove) if you are sure"
-RECEIPT_NOT_VERIFIED = _define("receipt-not-verified", "run factory receipt verify on it")
+RECEIPT_NOT_VERIFIED = _define("worktree-receipt-not-verified", "run factory receipt verify on it")
 RECEIPT_NOT_TERMINAL = _define("receipt-not-terminal", _YOURSELF)
 NOT_CREATED_BY_FACTORY = _define("worktree-not-created-by-factory", _YOURSELF)
-WORKTREE_GONE = _define("worktree-gone", "nothing to remove")
+WORKTREE_GONE = _define("created-worktree-gone", "nothing to remove")
 NOT_FROM_RECEIPT = _define("worktree-not-from-receipt", "leave it, or " + _YOURSELF)
 WORKTREE_LOCKED = _define(
     "worktree-locked", "unlock it yourself (git worktree unlock) first: factory never does"

@@ -23,19 +23,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from factory.errors import Failure
+from factory.proc.local import checked_argv, local_env
 
-ENV_ALLOW: Final = (
-    "PATH",
-    "HOME",
-    "LANG",
-    "LC_ALL",
-    "LC_CTYPE",
-    "TMPDIR",
-    "TZ",
-    "USER",
-    "LOGNAME",
-    "SYSTEMROOT",
-)
 SERVER_LOG: Final = "bus-serve.log"
 SESSION_TIMEOUT_S: Final = 120.0
 
@@ -50,16 +39,15 @@ BUS_CALL_FAILED = BusCallFailed.define(
 
 
 def server_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The server child's environment: only :data:`ENV_ALLOW` names, plus unbuffered I/O."""
-    source = os.environ if environ is None else environ
-    env = {k: source[k] for k in ENV_ALLOW if k in source}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+    """The server child's environment: the local-command allow-list
+    (:func:`factory.proc.local.local_env`), plus unbuffered I/O."""
+    return local_env({"PYTHONUNBUFFERED": "1"}, environ=environ)
 
 
 def server_argv(data_dir: Path) -> list[str]:
     """argv of the bus server child: this interpreter running ``factory bus serve``."""
-    return [sys.executable, "-m", "factory", "bus", "serve", "--data-dir", os.fspath(data_dir)]
+    serve = [sys.executable, "-m", "factory", "bus", "serve", "--data-dir", os.fspath(data_dir)]
+    return checked_argv(serve)
 
 
 Call = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "smoke_cmd",
     "bus_cmd",
     "digest_cmd",
+    "operator_cmd",
     "gate_cmd",
 )
 

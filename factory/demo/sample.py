@@ -9,12 +9,12 @@ configuration and identity are neither needed nor used).
 from __future__ import annotations
 
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from factory.errors import Failure
-from factory.gitio.run import git_env, stderr_excerpt
+from factory.gitio.run import GIT_ENV, GIT_OPTIONS, stderr_excerpt
+from factory.proc.local import run_local
 
 DEMO_TASK = (
     "Fix median() in stats.py: for an even number of values it must return the mean of "
@@ -71,10 +71,8 @@ class Sample:
 def _git(cwd: Path, *args: str) -> None:
     # The read-only helpers' allow-listed env, plus a fixed identity and no user config:
     # these are the only git *writes* factory makes, into a folder it just claimed.
-    env = git_env({**_IDENTITY, "GIT_CONFIG_GLOBAL": os.devnull})
-    proc = subprocess.run(
-        ["git", *args], cwd=cwd, env=env, capture_output=True, check=False, stdin=subprocess.DEVNULL
-    )
+    extra = {**GIT_ENV, **_IDENTITY, "GIT_CONFIG_GLOBAL": os.devnull}
+    proc = run_local(["git", *GIT_OPTIONS, *args], cwd=cwd, env_extra=extra)
     if proc.returncode != 0:
         raise DemoSetupFailed(
             f"git {args[0]} failed while creating the sample repository (exit "

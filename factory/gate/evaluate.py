@@ -16,7 +16,9 @@ relies on that.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+import gc
+from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -88,6 +90,34 @@ def evaluate(
         OpenRefused: ``opens`` names a stage that is unknown, not ready, open or completed.
     """
     _check_opens(scenario, state, opens)
+    with _collector_paused():
+        return _evaluate(scenario, state, evidence, now, opens)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while evaluating, then restore it.
+
+    An evaluation builds one container per condition, leaf and stage and no reference
+    cycles (reference counting frees all of it), yet the allocations trigger collections
+    that rescan every live object — a fifth of the time over 10,000 conditions.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _evaluate(
+    scenario: Scenario,
+    state: RunState,
+    evidence: Iterable[Evidence],
+    now: int,
+    opens: Sequence[str],
+) -> Evaluation:
     snapshot = sorted(evidence, key=lambda r: r.id)
     by_condition: dict[str, list[Evidence]] = {}
     for item in snapshot:

@@ -57,9 +57,12 @@ WORKTREE_DIR_REGISTERED = _refuse(
     "worktree-dir-registered", "choose another folder (factory never prunes registrations)"
 )
 BRANCH_INVALID = _refuse(
-    "branch-invalid", 'pass a valid name (git check-ref-format), or --branch "" to detach HEAD'
+    "worktree-branch-invalid",
+    'pass a valid name (git check-ref-format), or --branch "" to detach HEAD',
 )
-BRANCH_EXISTS = _refuse("branch-exists", 'pass a new --branch name, or --branch "" to detach HEAD')
+BRANCH_EXISTS = _refuse(
+    "worktree-branch-exists", 'pass a new --branch name, or --branch "" to detach HEAD'
+)
 _STAYS = "the folder stays for inspection; rerun with a new --worktree-dir or --branch"
 WORKTREE_DIR_TAKEN = CreateFailed.define("worktree-dir-taken", _STAYS)
 WORKTREE_CREATE_FAILED = CreateFailed.define("worktree-create-failed", _STAYS)
@@ -174,7 +177,7 @@ def plan_worktree(spec: WorktreeSpec, run_id: str | None = None) -> WorktreePlan
             :func:`~factory.gitio.repository.resolve_base`.
         CreateRefused: ``worktree-dir-exists``, ``worktree-dir-folder-missing``,
             ``worktree-dir-not-writable``, ``worktree-dir-inside-repository``,
-            ``worktree-dir-registered``, ``branch-invalid``, ``branch-exists``.
+            ``worktree-dir-registered``, ``worktree-branch-invalid``, ``worktree-branch-exists``.
         UnsafeTree: the base tree holds a path git refuses to check out.
     """
     run_id = run_id or new_run_id()

@@ -1,33 +1,43 @@
-"""Run git read-only: argv only, scrubbed environment, no optional locks (SPEC A-1).
+"""Run git: argv only, scrubbed environment, no optional locks, no repository programs
+where a flag can turn them off (SPEC A-1).
 
-The child environment starts empty and copies only :data:`ALLOWED_ENV` from the caller;
-every ``GIT_*`` variable the caller set is dropped, and the few git needs are set here
-(``GIT_OPTIONAL_LOCKS=0``, ``GIT_TERMINAL_PROMPT=0``, and a temporary ``GIT_INDEX_FILE``
-only when the caller asks for one).
+Every call goes through the one short-command wrapper (:func:`factory.proc.local.run_local`):
+argv only, the allow-listed environment, bounded output, a deadline, stderr kept. On top
+of that, every ``GIT_*`` variable of the caller is dropped (the allow-list has none),
+``LC_ALL=C``, ``GIT_OPTIONAL_LOCKS=0`` and ``GIT_TERMINAL_PROMPT=0`` are set, and a
+temporary ``GIT_INDEX_FILE`` only when the caller asks for one.
 
 Programs a repository can name are kept from running under our commands (issue 8 §3):
 ``-c core.fsmonitor=false`` (no fsmonitor hook or daemon), ``-c core.hooksPath=/dev/null``
 (no hook can be found, should a command look for one), ``--no-pager``, no automatic
-``gc``/maintenance. Filter drivers are named per repository, so :mod:`factory.gitio.config`
-neutralises them in the environment of the commands that could run one; diffs always pass
-``--no-ext-diff --no-textconv``.
+``gc``/maintenance (a detached daemon would outlive the command). Filter drivers are named
+per repository, so :mod:`factory.gitio.config` neutralises them in the environment of the
+commands that could run one; diffs always pass ``--no-ext-diff --no-textconv``.
+
+Most commands only read. Trees are written into *private* indexes (``read-tree``,
+``update-index``, ``write-tree``) and blobs with ``hash-object -w``: that adds
+content-addressed, unreferenced objects to the object database, but never touches the real
+index, HEAD, refs or the worktree's files.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from factory.display import inert
 from factory.errors import Failure
+from factory.proc.local import (
+    COMMAND_NOT_FOUND,
+    COMMAND_TIMEOUT,
+    CommandFailure,
+    local_env,
+    run_local,
+)
 
-ALLOWED_ENV = ("PATH", "HOME", "XDG_CONFIG_HOME", "TMPDIR", "USER", "LOGNAME")
-GIT_TIMEOUT_S = 300.0  # a local query that takes longer than this is treated as stuck
+GIT_TIMEOUT_S = 300.0  # a local git command that takes longer than this is treated as stuck
 
-_BASE_ARGV = (
-    "git",
+GIT_OPTIONS = (
     "--no-pager",
     "--no-optional-locks",
     "-c",
@@ -45,6 +55,7 @@ _BASE_ARGV = (
     "-c",
     "color.ui=false",
 )
+GIT_ENV = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
 
 
 class GitFailure(Failure):
@@ -70,20 +81,38 @@ def stderr_excerpt(stderr: bytes, lines: int = STDERR_LINES) -> str:
 
 
 def git_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allow-listed child environment for git (``LC_ALL=C`` for stable output)."""
-    env = {k: os.environ[k] for k in ALLOWED_ENV if k in os.environ}
-    env.setdefault("PATH", os.defpath)
-    env["LC_ALL"] = "C"
-    env["GIT_OPTIONAL_LOCKS"] = "0"
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    if extra:
-        env.update(extra)
-    return env
+    """The child environment for git: the local allow-list, ``LC_ALL=C`` for stable
+    output, no optional locks, no prompts, then ``extra``."""
+    return local_env({**GIT_ENV, **(extra or {})})
+
+
+def _run(
+    cwd: Path,
+    args: Sequence[str],
+    env_extra: Mapping[str, str] | None,
+    what: str,
+    stdin: bytes | None = None,
+) -> tuple[int, bytes, bytes]:
+    try:
+        done = run_local(
+            ["git", *GIT_OPTIONS, *args],
+            cwd=cwd,
+            env_extra={**GIT_ENV, **(env_extra or {})},
+            timeout_s=GIT_TIMEOUT_S,
+            stdin=stdin,
+        )
+    except CommandFailure as exc:
+        # An output past the cap is a git command that failed to do what we asked.
+        code = {COMMAND_NOT_FOUND: GIT_NOT_FOUND, COMMAND_TIMEOUT: GIT_STUCK}.get(
+            exc.spec, GIT_FAILED
+        )
+        raise code(f"{what}: {exc.fact}") from exc
+    return done.returncode, done.stdout, done.stderr
 
 
 def git_argv(args: Sequence[str]) -> list[str]:
     """The full argv of ``git ARGS`` with the options every factory git call carries."""
-    return [*_BASE_ARGV, *args]
+    return ["git", *GIT_OPTIONS, *args]
 
 
 def run_git(
@@ -100,24 +129,10 @@ def run_git(
     Raises:
         GitFailure: git is missing, timed out, or exited with a code not in ``ok_codes``.
     """
-    try:
-        proc = subprocess.run(
-            [*_BASE_ARGV, *args],
-            cwd=cwd,
-            env=git_env(env_extra),
-            input=stdin if stdin is not None else b"",
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise GIT_NOT_FOUND("git is not on PATH") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise GIT_STUCK(f"{what} did not finish in {GIT_TIMEOUT_S:.0f} s") from exc
-    if proc.returncode not in ok_codes:
-        excerpt = stderr_excerpt(proc.stderr)
-        raise GIT_FAILED(f"{what} failed (git exit {proc.returncode}): {excerpt}")
-    return proc.stdout
+    returncode, stdout, stderr = _run(cwd, args, env_extra, what, stdin)
+    if returncode not in ok_codes:
+        raise GIT_FAILED(f"{what} failed (git exit {returncode}): {stderr_excerpt(stderr)}")
+    return stdout
 
 
 def try_git(
@@ -125,15 +140,7 @@ def try_git(
 ) -> tuple[int, bytes]:
     """Like :func:`run_git` but returns ``(exit code, stdout)``; -1 when git cannot run."""
     try:
-        proc = subprocess.run(
-            [*_BASE_ARGV, *args],
-            cwd=cwd,
-            env=git_env(env_extra),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        returncode, stdout, _ = _run(cwd, args, env_extra, "git query")
+    except GitFailure:
         return -1, b""
-    return proc.returncode, proc.stdout
+    return returncode, stdout

@@ -21,6 +21,11 @@ BASE_ALLOW: tuple[str, ...] = (
 )
 
 
+# Short local commands (git, the demo's git, the bus server child) take the same names plus
+# the folder of the user's own git configuration; a caller's GIT_* is never among them.
+LOCAL_ALLOW: tuple[str, ...] = (*BASE_ALLOW, "XDG_CONFIG_HOME")
+
+
 def pick(source: Mapping[str, str], allow: Iterable[str] = BASE_ALLOW) -> dict[str, str]:
     """The entries of ``source`` whose names are in ``allow`` (exact, case-sensitive)."""
     return {name: source[name] for name in allow if name in source}

@@ -189,7 +189,7 @@ def test_cli_repo_run_detached_and_stdout_is_the_receipt(tmp_path: Path, repo: P
     ("args", "code"),
     [
         (["--base", "nope"], "base-missing"),
-        (["--branch", "main"], "branch-exists"),
+        (["--branch", "main"], "worktree-branch-exists"),
         (["--worktree-dir", "{tmp}"], "worktree-dir-exists"),
         (["--worktree", "{tmp}"], "worktree-or-repo"),
         (["--repo", ""], "empty-path"),

@@ -171,7 +171,10 @@ def test_state_refusals_touch_nothing_and_their_twins_remove(
 
 @pytest.mark.parametrize(
     ("code", "receipt"),
-    [("worktree-not-created-by-factory", _caller_supplied), ("receipt-not-verified", _tampered)],
+    [
+        ("worktree-not-created-by-factory", _caller_supplied),
+        ("worktree-receipt-not-verified", _tampered),
+    ],
 )
 def test_receipt_refusals_and_the_real_receipt_twin(
     tmp_path: Path, code: str, receipt: Callable[[Created, Path], Path]
@@ -212,7 +215,7 @@ def test_a_gone_worktree_is_refused_and_its_registration_left(tmp_path: Path) ->
     shutil.rmtree(run.wt)
     before = registrations(run.repo / ".git")
     rc, _, err = run.remove()
-    assert rc == 2 and b"factory: worktree-gone:" in err
+    assert rc == 2 and b"factory: created-worktree-gone:" in err
     assert registrations(run.repo / ".git") == before  # never pruned
 
 

@@ -187,3 +187,21 @@ def test_evaluation_is_invariant_under_evidence_order(
     again = evaluate(sc, fresh(sc), shuffled, NOW)
     assert json.dumps(again.record, sort_keys=True) == json.dumps(base.record, sort_keys=True)
     assert again.digest == base.digest
+
+
+def test_evaluation_leaves_the_garbage_collector_as_it_found_it() -> None:
+    import gc
+
+    sc = diamond()
+    assert gc.isenabled()
+    evaluate(sc, fresh(sc), [], NOW)
+    assert gc.isenabled()
+    with pytest.raises(OpenRefused):
+        evaluate(sc, fresh(sc), [], NOW, ("zz",))
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        evaluate(sc, fresh(sc), [], NOW)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -105,6 +105,10 @@ async def test_agent_receipt_verified_forged_and_missing(layout: Layout) -> None
     assert (seen.document["verdict"], seen.document["status"]) == ("APPROVE", "completed")
     assert seen.document["route"] == "subscription" and seen.scope_kind == "tree"
     assert seen.scope_value == seen.document["candidate_tree"]
+    assert seen.document["still_matches"] is True and not seen.mutated
+    (layout.wt / "later.txt").write_text("the worktree moved on\n")
+    moved = await receipt.acquire({"receipt": str(layout.receipt)})
+    assert moved.failure is None and moved.document["still_matches"] is False
     doc = json.loads(layout.receipt.read_bytes())
     doc["verdict"] = "REQUEST_CHANGES"
     layout.receipt.write_bytes(json.dumps(doc).encode())

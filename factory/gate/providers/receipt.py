@@ -3,7 +3,8 @@
 Argument: ``receipt`` (its path). :func:`factory.agent.verify.verify` re-hashes its
 evidence, checks its revision and canonical bytes and re-derives the candidate when the
 worktree still exists. A receipt that fails those checks is a forged witness (an integrity
-failure), never a false or an unknown. The observation is ``{status, verdict, route,
+failure), never a false or an unknown; a worktree that has moved on since is observed as
+``still_matches: false``, not as forgery. The observation is ``{status, verdict, route,
 execution, candidate_identity, candidate_tree, base_commit, still_matches}``; the scope is
 the final candidate's tree.
 """
@@ -30,7 +31,7 @@ async def acquire(args: Mapping[str, Any]) -> Observed:
         return operational("observation-unparsable", exc.fact)
     except FactoryError as exc:
         return operational("provider-crashed", f"the receipt could not be verified ({exc.code})")
-    if not report["ok"]:
+    if _forged(report):
         return integrity("witness-forged", "the receipt does not verify (factory receipt verify)")
     cand = receipt.final_candidate()
     document = {
@@ -44,4 +45,21 @@ async def acquire(args: Mapping[str, Any]) -> Observed:
         "still_matches": report["candidate"].get("still_matches"),
     }
     tree = document["candidate_tree"]
-    return Observed(document, scope_kind="tree" if tree else "none", scope_value=tree)
+    # verify() and load_receipt() each read the file: if it changed in between, the values
+    # may not be the ones verified, so the observation is marked as having moved.
+    moved = receipt.revision != report["revision"]["stored"]
+    return Observed(
+        document, scope_kind="tree" if tree else "none", scope_value=tree, mutated=moved
+    )
+
+
+def _forged(report: dict[str, Any]) -> bool:
+    """The receipt's own bytes fail verification. A worktree that moved on since (the
+    candidate no longer matches) or a run still going is not forgery: it is observed, as
+    ``still_matches`` and ``status``."""
+    return not (
+        report["revision"]["ok"]
+        and report["canonical_bytes"]
+        and not report["consistency_problems"]
+        and all(e["ok"] for e in report["evidence"])
+    )

@@ -1,0 +1,199 @@
+"""``operator publish``: a ``PUBLISH_CANDIDATE`` grant for commit, leased push and PR.
+
+``--receipt`` is either an agent receipt (``factory.agent-receipt/1``) or the operator
+receipt of an ``operator run`` (``factory.operator-receipt/1``, executed): then the agent
+receipt it binds is published, and the pull request says ``Closes #N`` for its issue.
+
+Observation (no effect): verify the agent receipt (evidence, revision, and the candidate
+re-derived from the live worktree), read the remote's URL and the git identity, the base
+branch, and what each publication step would find (:func:`factory.operator.adapter.observe`).
+The pure :func:`factory.operator.intent.publish_intent` builds the intent; injected
+preconditions (the pipeline's decision gate) run inside it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from factory.agent.receipt import AgentReceipt
+from factory.agent.verify import load_receipt, verify
+from factory.canonical import sha256_hex
+from factory.display import inert
+from factory.errors import Code, FactoryError, Refused
+from factory.operator import adapter, dialog
+from factory.operator.forge import Forge
+from factory.operator.grant import SignedGrant
+from factory.operator.intent import (
+    Precondition,
+    PublishInputs,
+    PublishIntent,
+    RemoteRef,
+    RunIntent,
+    publish_intent,
+)
+from factory.operator.receipt import Command, ErrorRecord, PublishResult, PullRequestRef
+from factory.operator.session import INTENT_STALE, Outcome, StaleIntent
+from factory.operator.verify import integrity_ok, verify_operator_receipt
+
+Verifier = Callable[[Path], dict[str, Any]]
+
+
+class SourceRefused(Refused):
+    """``--receipt`` is not something a publication can stand on (exit 2)."""
+
+
+_SOURCE = "pass an agent receipt, or the receipt of an executed 'operator run'"
+OPERATOR_RECEIPT_NOT_EXECUTED = SourceRefused.define("operator-receipt-not-executed", _SOURCE)
+PUBLISH_RECEIPT_INVALID = SourceRefused.define("publish-receipt-invalid", _SOURCE)
+PUBLISH_RECEIPT_MISSING = SourceRefused.define("publish-receipt-missing", _SOURCE)
+RECEIPT_REPOSITORY_MISMATCH = SourceRefused.define(
+    "receipt-repository-mismatch", "pass the --repository the run was for"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The agent receipt to publish and, when it came from ``operator run``, its issue."""
+
+    agent_path: Path
+    issue: int | None
+
+
+def resolve_source(path: Path, repository: str) -> Source:
+    """Follow an operator receipt to its agent receipt; an agent receipt stands alone."""
+    try:
+        value = json.loads(path.read_bytes())
+    except FileNotFoundError:
+        raise PUBLISH_RECEIPT_MISSING("--receipt does not exist") from None
+    except (OSError, ValueError):
+        raise PUBLISH_RECEIPT_INVALID("--receipt is not a JSON receipt") from None
+    if not isinstance(value, dict) or value.get("schema") != "factory.operator-receipt/1":
+        return Source(Path(os.path.abspath(path)), None)
+    report = verify_operator_receipt(path)
+    if not report["ok"] or value.get("command") != "run" or value.get("status") != "executed":
+        raise OPERATOR_RECEIPT_NOT_EXECUTED(
+            "--receipt is an operator receipt that is not a verified, executed 'operator run'"
+        )
+    intent = value["intent"]
+    if intent.get("repository") != repository:
+        raise RECEIPT_REPOSITORY_MISMATCH(
+            "the operator run was for another repository than --repository"
+        )
+    agent = Path(os.path.abspath(path)).parent / value["agent_run"]["path"]
+    return Source(agent, int(intent["issue"]))
+
+
+@dataclass
+class PublishFlow:
+    """The :class:`~factory.operator.session.Flow` of ``operator publish``."""
+
+    forge: Forge
+    repository: str
+    receipt: Path
+    remote: str
+    base: str | None
+    preconditions: Sequence[Precondition] = ()
+    verifier: Verifier = verify
+    command: Command = "publish"
+    stale_code: Code[StaleIntent] = INTENT_STALE
+    _seen: adapter.Observation | None = field(default=None, init=False)
+    observation: adapter.Observation | None = field(default=None, init=False)
+    root: Path | None = field(default=None, init=False)
+
+    def _inputs(self) -> PublishInputs:
+        source = resolve_source(self.receipt, self.repository)
+        report = self.verifier(source.agent_path)
+        receipt, data = load_receipt(source.agent_path)
+        assert isinstance(receipt, AgentReceipt)
+        self.root = adapter.worktree_root(receipt.worktree)
+        candidate = report.get("candidate", {})
+        live = candidate.get("observed") if candidate.get("checked") else None
+        name, email = adapter.git_identity(self.root)
+        base = self.base if self.base is not None else self.forge.default_branch(self.repository)
+        return PublishInputs(
+            receipt=receipt,
+            receipt_path=os.fspath(source.agent_path),
+            receipt_sha256=sha256_hex(data),
+            verified=integrity_ok(report),
+            live_identity=live,
+            forge=self.forge.base_url,
+            repository=self.repository,
+            issue=source.issue,
+            remote=RemoteRef(name=self.remote, url=adapter.remote_url(self.root, self.remote)),
+            base_branch=base,
+            author_name=name,
+            author_email=email,
+        )
+
+    def observe(self) -> PublishIntent:
+        intent = publish_intent(self._inputs(), self.preconditions)
+        assert self.root is not None
+        seen = adapter.observe(self.root, intent, self.forge)
+        if self.observation is not None and seen != self.observation:
+            raise INTENT_STALE("the remote or the forge changed after the intent was shown")
+        self.observation = seen
+        return intent
+
+    def screen(self, intent: RunIntent | PublishIntent) -> list[str]:
+        assert isinstance(intent, PublishIntent) and self.observation is not None
+        seen = self.observation
+        facts = [
+            dialog.field("commit to create", seen.commit),
+            dialog.field(
+                "local branch",
+                "absent, will be created" if seen.local == "absent" else "names it, reused",
+            ),
+            dialog.field(
+                "remote branch",
+                "absent, will be pushed (lease: must not exist)"
+                if seen.remote == "absent"
+                else "already names it, reused",
+            ),
+        ]
+        if seen.pull_request is None:
+            facts.append(dialog.field("pull request", "none for the branch, will be opened"))
+        else:
+            facts.append(
+                dialog.field(
+                    "pull request", f"#{seen.pull_request.number} is identical and open, reused"
+                )
+            )
+            facts += dialog.untrusted("pull request URL", seen.pull_request.url)
+        return dialog.render_publish(intent, facts)
+
+    def execute(self, intent: RunIntent | PublishIntent, grant: SignedGrant) -> Outcome:
+        assert isinstance(intent, PublishIntent)
+        assert self.root is not None and self.observation is not None
+        result = PublishResult(
+            commit=self.observation.commit,
+            branch=intent.branch,
+            local_branch="not-run",
+            push="not-run",
+            pull_request=None,
+        )
+        try:
+            local = adapter.commit(self.root, intent, self.observation.commit)
+            result = result.model_copy(update={"local_branch": local})
+            pushed = adapter.push(self.root, intent, self.observation.commit)
+            result = result.model_copy(update={"push": pushed})
+            pr, reused = adapter.open_pull_request(self.forge, intent, self.observation.commit)
+            ref = PullRequestRef(number=pr.number, url=pr.url, reused=reused)
+            result = result.model_copy(update={"pull_request": ref})
+        except KeyboardInterrupt:
+            return Outcome(status="interrupted", publication=result)
+        except FactoryError as exc:
+            error = ErrorRecord(code=exc.code, message=exc.message)
+            return Outcome(status="execution-failed", error=error, publication=result)
+        return Outcome(status="executed", publication=result)
+
+
+def describe(result: PublishResult) -> str:
+    """One human line about a publication (inert)."""
+    pr = result.pull_request
+    where = f"pull request #{pr.number} {pr.url}" if pr else "no pull request"
+    return inert(f"published {result.commit} on {result.branch}: {where}")
