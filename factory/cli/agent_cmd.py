@@ -208,8 +208,16 @@ _CREATION_FLAGS = (("base", "--base"), ("worktree_dir", "--worktree-dir"), ("bra
 
 
 def _check_worktree_flags(args: argparse.Namespace) -> None:
-    """Exactly one of --worktree and --repo; the creation flags only with --repo (exit 2)."""
+    """Exactly one of --worktree and --repo; the creation flags only with --repo (exit 2).
+
+    A caller that builds the namespace itself (the demo, the operator) may leave the
+    creation flags out: they default to absent.
+    """
     from factory.cli.digest_cmd import EMPTY_PATH
+
+    for dest in ("repo", "base", "worktree_dir", "branch"):
+        if not hasattr(args, dest):
+            setattr(args, dest, None)
 
     if (args.worktree is None) == (args.repo is None):
         raise WORKTREE_OR_REPO("give exactly one of --worktree and --repo")
