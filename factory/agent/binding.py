@@ -23,7 +23,6 @@ folder swapped for a symlink mid-walk is never followed and paths are not re-res
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import time
@@ -31,12 +30,12 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
+from factory.canonical import tagged_sha256
+from factory.filehash import hasher
 from factory.gitio.worktree import Worktree
 
-TREE_TAG = b"factory.worktree-tree/1"
-CONTROL_TAG = b"factory.git-control/1"
-CHUNK = 1 << 20
-_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+TREE_TAG = "factory.worktree-tree/1"
+CONTROL_TAG = "factory.git-control/1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,21 +83,9 @@ RACY_MARGIN_NS = 2_000_000_000
 WORKERS = 2  # threads; file opens and reads release the GIL
 
 
-def _read_digest(dfd: int, name: bytes, size: int) -> str:
-    fd = os.open(name, _OPEN, dir_fd=dfd)
-    try:
-        if size < CHUNK:  # the common case: one read (plus none at EOF)
-            data = os.read(fd, size + 1)
-            if len(data) <= size:
-                return hashlib.sha256(data).hexdigest()
-            h = hashlib.sha256(data)  # grew since lstat: hash the rest too
-        else:
-            h = hashlib.sha256()
-        while chunk := os.read(fd, CHUNK):  # bounded memory for large files
-            h.update(chunk)
-        return h.hexdigest()
-    finally:
-        os.close(fd)
+def _read_digest(dfd: int, name: bytes) -> str:
+    """SHA-256 hex of the regular file ``name`` in folder ``dfd`` (the one hasher)."""
+    return hasher().digest_at(name, dir_fd=dfd)[1]
 
 
 def _entry_at(
@@ -117,7 +104,7 @@ def _entry_at(
         ):
             return previous
         try:
-            content = _read_digest(dfd, name, st.st_size)
+            content = _read_digest(dfd, name)
         except OSError:
             # Swapped for a symlink/FIFO or removed between listing and opening: bind it
             # as a kind that never compares equal to a file.
@@ -193,9 +180,9 @@ def _walk(
     return out
 
 
-def _digest(tag: bytes, entries: dict[bytes, Entry]) -> str:
+def _digest(tag: str, entries: dict[bytes, Entry]) -> str:
     doc = b"".join([rel + b"\0" + entries[rel].rec for rel in sorted(entries)])
-    return "sha256:" + hashlib.sha256(tag + b"\0" + doc).hexdigest()
+    return tagged_sha256(tag, doc)
 
 
 def _trust_before(previous: Bound | None) -> int:

@@ -16,6 +16,7 @@ from pathlib import Path
 from factory.agent.receipt import EVIDENCE_POLICY, EvidenceRef
 from factory.canonical import sha256_hex
 from factory.errors import IntegrityFailure
+from factory.filehash import digest_file
 from factory.fsio import OutputExists, claim_dir, fsync_dir, write_exclusive
 
 TEXT = "text/plain; charset=utf-8"
@@ -85,10 +86,10 @@ class EvidenceStore:
         path = self.folder / f"{role}-{sha}"
         try:
             write_exclusive(path, data, mode=0o600)
-            back = read_nofollow(path)
+            back = digest_file(path)
         except (OSError, OutputExists) as exc:
             raise EVIDENCE_STORE_FAILED("evidence could not be stored") from exc
-        if len(back) != len(data) or sha256_hex(back) != sha:
+        if back != (len(data), sha):
             raise EVIDENCE_STORE_FAILED("evidence did not read back as written")
         ref = EvidenceRef(
             role=role,

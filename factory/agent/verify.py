@@ -30,8 +30,8 @@ from typing import Any
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, EvidenceRef, receipt_bytes
 from factory.agent.verify_git import check_candidate, check_patches
-from factory.canonical import sha256_hex
 from factory.errors import IntegrityFailure, UsageError
+from factory.filehash import digest_file
 from factory.models import parse_model
 
 VERIFY_SCHEMA = "factory.receipt-verification/1"
@@ -87,15 +87,15 @@ def check_evidence(ref: EvidenceRef, receipt_path: Path) -> dict[str, Any]:
         problem = "name-mismatch"
     else:
         try:
-            data = read_nofollow(path)
+            size, sha = digest_file(path)
         except FileNotFoundError:
             problem = "missing"
         except OSError:
             problem = "unreadable"
         else:
-            if len(data) != ref.bytes:
+            if size != ref.bytes:
                 problem = "size-mismatch"
-            elif sha256_hex(data) != ref.sha256:
+            elif sha != ref.sha256:
                 problem = "digest-mismatch"
     return {"role": ref.role, "path": ref.path, "ok": problem is None, "problem": problem}
 

@@ -1,10 +1,5 @@
-"""The durable event log ``D/events.jsonl`` and its commit protocol (SPEC B-3, B-4).
-
-Format: one RFC 8785 JSON event per LF-terminated line. A torn tail, a blank line, bad
-JSON, a non-object, a missing or unknown ``type``, a schema violation, a non-canonical line,
-or an event the reducer refuses (duplicate id, ack by a non-recipient, unminted address, a
-handoff with authority, ...) is :class:`~factory.errors.CorruptLog` (exit 4). The log is
-never repaired.
+"""The commit protocol of the event log ``D/events.jsonl`` (SPEC B-3, B-4); its bytes —
+lines, parsing, refusals, the fixed point — are :mod:`factory.bus.logfile`.
 
 Commit (:meth:`EventLog.commit`): take ``flock(LOCK_EX)`` on ``D/events.lock`` (the kernel
 drops it when the holder dies, so there is no stale lock to break) → bring the replayed
@@ -28,28 +23,37 @@ import errno
 import fcntl
 import hashlib
 import os
-import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final, TypeVar
 
-from pydantic import ValidationError
-
-from factory.bus.model import EVENT_ADAPTER, EVENT_TYPES, Event
-from factory.bus.reducer import HANDOFF_AUTHORITY, NEVER_REPAIRED, ReplayError, State, apply, check
+from factory.bus.logfile import (
+    CHUNK,
+    FIXED_POINT_FORMAT,
+    LINE_TOO_LONG,
+    LOG_NAME,
+    LOG_REWRITTEN,
+    LOG_VANISHED,
+    MAX_LINE_BYTES,
+    PATH_ROLE,
+    TORN_TAIL,
+    corrupt,
+    fixed_point,
+    fold,
+    iter_lines,
+    open_log,
+    parse_line,
+    read_lines,
+)
+from factory.bus.model import Event
+from factory.bus.reducer import ReplayError, State, apply, check
 from factory.canonical import canonical_bytes
-from factory.errors import Code, CorruptLog, FactoryError, Failure
+from factory.errors import FactoryError, Failure
 from factory.fsio import fsync_dir
 
-LOG_NAME: Final = "events.jsonl"
 LOCK_NAME: Final = "events.lock"
-FIXED_POINT_FORMAT: Final = "factory.event-log-fixed-point/1"
-PATH_ROLE: Final = "data-dir/events.jsonl"
-MAX_LINE_BYTES: Final = 65_536
-_CHUNK: Final = 1 << 20
-_VALIDATE_JSON: Final = EVENT_ADAPTER.validator.validate_json
 
 R = TypeVar("R")
 Clock = Callable[[], str]
@@ -75,152 +79,6 @@ LOCK_UNUSABLE = Failure.define(
 WRITE_FAILED = Failure.define(
     "bus-write-failed", "free space on the device, keep the log as evidence, use a new data dir"
 )
-_define = CorruptLog.define
-BAD_JSON = _define("bad-json", NEVER_REPAIRED)
-NOT_AN_OBJECT = _define("not-an-object", NEVER_REPAIRED)
-MISSING_TYPE = _define("missing-type", NEVER_REPAIRED)
-UNKNOWN_TYPE = _define("unknown-type", NEVER_REPAIRED)
-SCHEMA_VIOLATION = _define("schema-violation", NEVER_REPAIRED)
-BLANK_LINE = _define("blank-line", NEVER_REPAIRED)
-LINE_TOO_LONG = _define("line-too-long", NEVER_REPAIRED)
-NOT_CANONICAL = _define("not-canonical", NEVER_REPAIRED)
-TORN_TAIL = _define("torn-tail", NEVER_REPAIRED)
-LOG_REWRITTEN = _define("log-rewritten", NEVER_REPAIRED)
-LOG_NOT_REGULAR = _define("log-not-regular", NEVER_REPAIRED)
-LOG_VANISHED = _define("log-vanished", NEVER_REPAIRED)
-
-
-def _corrupt(lineno: int, code: Code[CorruptLog], what: str) -> CorruptLog:
-    return code(f"{LOG_NAME} line {lineno}: {what}")
-
-
-def _diagnose(line: bytes, lineno: int, exc: ValidationError) -> CorruptLog:
-    import json
-
-    try:
-        # Decoded first: json.loads on bytes would strip a BOM that the event parser refused.
-        value: Any = json.loads(line.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
-        return _corrupt(lineno, BAD_JSON, "not valid JSON")
-    if not isinstance(value, dict):
-        return _corrupt(lineno, NOT_AN_OBJECT, "not a JSON object")
-    kind = value.get("type")
-    if kind is None:
-        return _corrupt(lineno, MISSING_TYPE, "event has no type")
-    if kind not in EVENT_TYPES:
-        return _corrupt(lineno, UNKNOWN_TYPE, "unknown event type")
-    first = exc.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ()))
-    if kind == "work.handed-off" and "authorityTransferred" in where:
-        return _corrupt(lineno, HANDOFF_AUTHORITY, "a handoff transferred authority")
-    return _corrupt(lineno, SCHEMA_VIOLATION, f"{kind} violates its schema at {where}")
-
-
-def parse_line(line: bytes, lineno: int) -> Event:
-    """Parse one log line (without its LF) into an event, or raise :class:`CorruptLog`.
-
-    The line must be the RFC 8785 form of the event it denotes: the fast comparison uses
-    pydantic's serializer (fields are declared in canonical order); only when that differs
-    is the authoritative ``rfc8785`` rendering consulted.
-    """
-    if not line.strip():
-        raise _corrupt(lineno, BLANK_LINE, "blank line")
-    if len(line) > MAX_LINE_BYTES:
-        raise _corrupt(lineno, LINE_TOO_LONG, f"longer than {MAX_LINE_BYTES} bytes")
-    try:
-        # The adapter's core validator directly: this runs once per line of every replay.
-        event: Event = _VALIDATE_JSON(line)
-    except ValidationError as exc:
-        raise _diagnose(line, lineno, exc) from None
-    fast = event.__pydantic_serializer__.to_json(event, by_alias=True)
-    if fast != line and canonical_bytes(event.to_json_value()) != line:
-        raise _corrupt(lineno, NOT_CANONICAL, "not in RFC 8785 canonical form")
-    return event
-
-
-def read_lines(f: BinaryIO) -> Iterator[bytes]:
-    """The lines of ``f`` with their LF, none buffered beyond ``MAX_LINE_BYTES + 2`` bytes.
-
-    A longer line comes back cut, without its LF, so :func:`iter_lines` refuses it as
-    ``line-too-long`` instead of a reader holding a whole garbage file in memory.
-    """
-    while raw := f.readline(MAX_LINE_BYTES + 2):
-        yield raw
-
-
-def iter_lines(stream: Iterable[bytes], first_lineno: int = 1) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(lineno, line-without-LF)``; a last line without LF is ``torn-tail``, a piece
-    cut by :func:`read_lines` is ``line-too-long``."""
-    lineno = first_lineno - 1
-    for raw in stream:
-        lineno += 1
-        if not raw.endswith(b"\n"):
-            if len(raw) > MAX_LINE_BYTES + 1:
-                raise _corrupt(lineno, LINE_TOO_LONG, f"longer than {MAX_LINE_BYTES} bytes")
-            raise _corrupt(lineno, TORN_TAIL, "last line is not LF-terminated (torn write)")
-        yield lineno, raw[:-1]
-
-
-def fold(state: State, stream: Iterable[bytes], first_lineno: int = 1) -> None:
-    """Parse and apply every line of ``stream`` to ``state`` (raises :class:`CorruptLog`)."""
-    for lineno, line in iter_lines(stream, first_lineno):
-        event = parse_line(line, lineno)
-        try:
-            apply(state, event)
-        except ReplayError as exc:
-            raise _corrupt(lineno, exc.code, exc.message) from None
-
-
-def open_log(path: Path) -> BinaryIO | None:
-    """Open the log for reading; ``None`` when it does not exist.
-
-    The log must be a regular file in the data dir itself: a symlink is not followed and a
-    FIFO is opened non-blocking, so neither can hang a reader or redirect it elsewhere.
-
-    Raises:
-        CorruptLog: ``log-not-regular`` (a symlink, folder, FIFO, socket or device).
-    """
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        if exc.errno != errno.ELOOP:
-            raise
-        fd = -1
-    if fd < 0 or not stat.S_ISREG(os.fstat(fd).st_mode):
-        if fd >= 0:
-            os.close(fd)
-        raise LOG_NOT_REGULAR(
-            f"{path} is not a regular file (a symlink, folder or FIFO is never followed)"
-        )
-    return os.fdopen(fd, "rb")
-
-
-def fixed_point(data_dir: Path) -> dict[str, Any]:
-    """B-4 fixed point of ``D/events.jsonl``: raw ``bytes``, LF-terminated ``events``, ``sha256``.
-
-    A missing log measures as zero bytes and zero events.
-
-    Raises:
-        CorruptLog: ``log-not-regular`` (see :func:`open_log`).
-    """
-    h = hashlib.sha256()
-    size = lines = 0
-    f = open_log(data_dir / LOG_NAME)
-    with f if f is not None else contextlib.nullcontext():
-        while f is not None and (chunk := f.read(_CHUNK)):
-            h.update(chunk)
-            size += len(chunk)
-            lines += chunk.count(b"\n")
-    return {
-        "format": FIXED_POINT_FORMAT,
-        "pathRole": PATH_ROLE,
-        "bytes": size,
-        "events": lines,
-        "sha256": h.hexdigest(),
-    }
 
 
 @dataclass(slots=True)
@@ -317,7 +175,7 @@ class EventLog:
         if f is None:
             if self._proof is not None and self._proof.size > 0:
                 # The proof is kept: this process goes on refusing what it saw vanish.
-                raise _corrupt(0, LOG_VANISHED, "the log this process validated is gone") from None
+                raise corrupt(0, LOG_VANISHED, "the log this process validated is gone") from None
             self._state, self._proof = State(), None
             return self._state
         with f:
@@ -329,7 +187,7 @@ class EventLog:
             if proof is None or state is None:
                 return self._full(f, st)
             if not proof.same_file(st) or st.st_size < proof.size:
-                raise _corrupt(proof.lines, LOG_REWRITTEN, "the log was replaced or truncated")
+                raise corrupt(proof.lines, LOG_REWRITTEN, "the log was replaced or truncated")
             self._prove_prefix(f, proof)
             self._forget()  # a failure while folding the tail must not leave a half state
             digest = proof.digest.copy()
@@ -351,13 +209,13 @@ class EventLog:
         h = hashlib.sha256()
         remaining = proof.size
         while remaining:
-            chunk = f.read(min(_CHUNK, remaining))
+            chunk = f.read(min(CHUNK, remaining))
             if not chunk:
                 break
             h.update(chunk)
             remaining -= len(chunk)
         if remaining or h.digest() != proof.digest.digest():
-            raise _corrupt(proof.lines, LOG_REWRITTEN, "bytes already validated have changed")
+            raise corrupt(proof.lines, LOG_REWRITTEN, "bytes already validated have changed")
 
     @staticmethod
     def _fold_tail(f: BinaryIO, state: State, digest: Any, lines_before: int) -> int:
@@ -431,3 +289,22 @@ class EventLog:
         proof.digest.update(line)
         proof.size, proof.mtime_ns, proof.ctime_ns = st.st_size, st.st_mtime_ns, st.st_ctime_ns
         proof.lines += 1
+
+
+__all__ = [  # the log's bytes are factory.bus.logfile; these names stay importable here
+    "FIXED_POINT_FORMAT",
+    "LINE_TOO_LONG",
+    "LOCK_NAME",
+    "LOG_NAME",
+    "MAX_LINE_BYTES",
+    "PATH_ROLE",
+    "TORN_TAIL",
+    "EventLog",
+    "LockTimeout",
+    "fixed_point",
+    "iter_lines",
+    "open_log",
+    "parse_line",
+    "read_lines",
+    "utc_timestamp",
+]

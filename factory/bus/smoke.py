@@ -14,7 +14,6 @@ terminal record; stdout gets exactly the bytes persisted.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from factory.errors import (
     Refused,
     exit_code_for,
 )
+from factory.filehash import digest_file
 from factory.fsio import (
     OUTPUT_EXISTS,
     OutputExists,
@@ -91,14 +91,11 @@ def _artifact(path: Path) -> dict[str, Any]:
         raise ARTIFACT_NOT_REGULAR(
             f"artifact {path} is not a regular file (symlinks, folders, FIFOs are refused)"
         )
-    h = hashlib.sha256()
-    size = 0
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-            size += len(chunk)
-    return {"path": os.fspath(path), "bytes": size, "sha256": h.hexdigest()}
+    try:
+        size, sha = digest_file(path)
+    except OSError:  # swapped for a symlink or a non-regular entry since the lstat
+        raise ARTIFACT_NOT_REGULAR(f"artifact {path} is no longer a regular file") from None
+    return {"path": os.fspath(path), "bytes": size, "sha256": sha}
 
 
 def _check_text(req: SmokeRequest) -> None:

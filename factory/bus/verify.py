@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from factory.bus.log import LOG_NAME, fixed_point, iter_lines, open_log, parse_line, read_lines
+from factory.bus.logfile import LOG_NAME, fixed_point, iter_lines, open_log, parse_line, read_lines
 from factory.bus.model import (
     ACTOR_PREFIX,
     BUS_AUTHORITY,

@@ -1,14 +1,8 @@
-"""Hash listed files on every core, in chunks, with few syscalls per file (SPEC F-6).
+"""Hash the listed files of a tree on every core (SPEC F-6).
 
-Per file: ``openat(folder, name, O_RDONLY|O_NOFOLLOW|O_NONBLOCK)``, ``fstat``, reads until
-a short read that reaches the size ``fstat`` reported (one read for a file under
-:data:`CHUNK`), ``close``. ``O_NOFOLLOW`` refuses a symlink swapped in after the listing,
-``O_NONBLOCK`` keeps a swapped-in FIFO from blocking the open, and ``fstat`` refuses
-anything that is not a regular file before a byte is read. Folders are opened one
-component at a time from the root's descriptor, each with ``O_NOFOLLOW|O_DIRECTORY``, and
-kept in a small cache, so a folder swapped for a symlink is refused too and the kernel
-never resolves a long path. No file is ever read whole: big files go through one reusable
-:data:`CHUNK`-byte buffer.
+Each worker opens and hashes files with its own :class:`factory.inventory.reader.TreeReader`
+(never leaving the tree, one reusable buffer); this module only shares the work out and
+puts the results back in manifest order.
 
 Parallelism: the work is cut into batches of consecutive files (already in manifest
 order). Batch numbers are written up front into a pipe that serves as the work queue:
@@ -24,27 +18,19 @@ instead.
 from __future__ import annotations
 
 import contextlib
-import errno
-import hashlib
 import marshal
 import os
 import signal
-import stat
 import struct
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from factory.errors import Code, FactoryError, lookup
-from factory.inventory import recipe as r
+from factory.inventory.reader import TreeReader
 from factory.inventory.recipe import InventoryRefused, line
-from factory.inventory.walk import Problem, kind_of, non_regular, shown
+from factory.inventory.walk import Problem
 
-CHUNK = 1 << 20  # bytes per read for big files; also the per-worker buffer
-OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-MAX_OPEN_DIRS = 64  # folder descriptors cached per worker
 MAX_BATCHES = 4096  # 4 bytes each: the whole queue fits a default 64 KiB pipe
 MIN_FILES_TO_FORK = 64  # below this a fork costs more than it saves
 
@@ -85,155 +71,6 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _open_problem(rel: str, exc: OSError) -> Problem:
-    if exc.errno == errno.ELOOP:
-        return non_regular(rel, "symlink")  # O_NOFOLLOW met a symlink swapped in
-    if exc.errno == errno.ENXIO:
-        return non_regular(rel, "socket")  # open(2) of a socket
-    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
-        return Problem(
-            rel,
-            r.CHANGED_DURING_WALK,
-            f"{shown(rel)}: vanished while the tree was measured ({exc.strerror})",
-        )
-    return Problem(
-        rel,
-        r.UNREADABLE,
-        f"{shown(rel)}: file cannot be read ({exc.strerror})",
-    )
-
-
-class _FolderProblem(Exception):
-    """A folder on a file's path could not be opened without following a symlink."""
-
-    def __init__(self, error: OSError, folder: str, is_symlink: bool) -> None:
-        super().__init__(error)
-        self.error = error
-        self.folder = folder
-        self.is_symlink = is_symlink
-
-
-def _folder_problem(rel: str, problem: _FolderProblem) -> Problem:
-    if problem.is_symlink:
-        return Problem(
-            rel,
-            r.SYMLINK_REFUSED,
-            f"{shown(rel)}: its folder {shown(problem.folder)} became a symlink while the "
-            "tree was measured; the recipe never follows symlinks",
-        )
-    if problem.error.errno == errno.ENOTDIR:
-        return Problem(
-            rel,
-            r.CHANGED_DURING_WALK,
-            f"{shown(rel)}: its folder {shown(problem.folder)} is no longer a folder",
-        )
-    return _open_problem(rel, problem.error)
-
-
-class _Hasher:
-    """Hashes one file at a time with a reusable buffer (one per worker)."""
-
-    def __init__(self, root_fd: int) -> None:
-        self.buffer = bytearray(CHUNK)
-        self.view = memoryview(self.buffer)
-        self.empty = hashlib.sha256()  # copied, so no digest lookup per file
-        self.root_fd = root_fd
-        self.folders: OrderedDict[str, int] = OrderedDict()
-
-    def close(self) -> None:
-        while self.folders:
-            os.close(self.folders.popitem()[1])
-
-    def _folder(self, rel_dir: str) -> int:
-        """Descriptor of ``rel_dir`` opened component by component without following."""
-        if not rel_dir:
-            return self.root_fd
-        fd = self.folders.get(rel_dir)
-        if fd is not None:
-            self.folders.move_to_end(rel_dir)
-            return fd
-        # Climb to the nearest cached ancestor (or the root) without recursion: a tree
-        # may nest deeper than Python's recursion limit (1,500 levels of "a/" fit in
-        # PATH_MAX), then open downwards one component at a time.
-        missing = [rel_dir]
-        while True:
-            parent = missing[-1].rpartition("/")[0]
-            if not parent:
-                parent_fd = self.root_fd
-                break
-            cached = self.folders.get(parent)
-            if cached is not None:
-                self.folders.move_to_end(parent)
-                parent_fd = cached
-                break
-            missing.append(parent)
-        for path in reversed(missing):
-            name = path.rpartition("/")[2]
-            try:
-                child = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
-            except OSError as exc:
-                # O_DIRECTORY|O_NOFOLLOW on a symlink fails with ENOTDIR (or ELOOP): look.
-                try:
-                    is_link = stat.S_ISLNK(os.lstat(name, dir_fd=parent_fd).st_mode)
-                except OSError:
-                    is_link = False
-                raise _FolderProblem(exc, path, is_link) from None
-            self.folders[path] = child
-            if len(self.folders) > MAX_OPEN_DIRS:
-                os.close(self.folders.popitem(last=False)[1])  # never the one just opened
-            parent_fd = child
-        return parent_fd
-
-    def file(self, rel: str) -> tuple[int, str] | Problem:
-        folder, _, name = rel.rpartition("/")
-        try:
-            fd = os.open(name, OPEN_FLAGS, dir_fd=self._folder(folder))
-        except _FolderProblem as problem:
-            return _folder_problem(rel, problem)
-        except OSError as exc:
-            return _open_problem(rel, exc)
-        try:
-            st = os.fstat(fd)
-            if stat.S_ISDIR(st.st_mode):
-                # Listed as a file, now a folder: a folder is fine in a tree, so this is a
-                # change under our feet, not a refused kind of entry.
-                return Problem(
-                    rel,
-                    r.CHANGED_DURING_WALK,
-                    f"{shown(rel)}: became a folder while the tree was measured",
-                )
-            if not stat.S_ISREG(st.st_mode):
-                return non_regular(rel, kind_of(st.st_mode))
-            expected = st.st_size
-            if expected < CHUNK:
-                # One read covers the file; asking for one byte more shows it ended.
-                data = os.read(fd, expected + 1)
-                h = self.empty.copy()
-                h.update(data)
-                if len(data) == expected:
-                    return expected, h.hexdigest()
-                # Short of the size fstat gave (keep reading; a shrunk file reads 0) or
-                # past it (the file grew): finish with the chunk loop.
-                return self._rest(fd, h, len(data), expected)
-            return self._rest(fd, self.empty.copy(), 0, expected)
-        except OSError as exc:
-            return _open_problem(rel, exc)
-        finally:
-            os.close(fd)
-
-    def _rest(self, fd: int, h: hashlib._Hash, size: int, expected: int) -> tuple[int, str]:
-        view = self.view
-        while True:
-            n = os.readv(fd, [self.buffer])
-            if n == 0:
-                break
-            h.update(view[:n])
-            size += n
-            if n < CHUNK and size >= expected:
-                break
-        return size, h.hexdigest()
-
-
 def _batches(count: int) -> list[tuple[int, int]]:
     per = max(1, -(-count // MAX_BATCHES))
     return [(start, min(start + per, count)) for start in range(0, count, per)]
@@ -246,7 +83,7 @@ def _work(
     next_batch: Callable[[], int | None],
 ) -> Iterator[tuple[int, str, int, list[Problem]]]:
     """Yield ``(batch, joined_lines, bytes, problems)`` for each batch this worker takes."""
-    hasher = _Hasher(root_fd)
+    hasher = TreeReader(root_fd)
     try:
         yield from _batches_of(hasher, rels, batches, next_batch)
     finally:
@@ -254,7 +91,7 @@ def _work(
 
 
 def _batches_of(
-    hasher: _Hasher,
+    hasher: TreeReader,
     rels: list[str],
     batches: list[tuple[int, int]],
     next_batch: Callable[[], int | None],

@@ -91,9 +91,9 @@ def test_cache_is_used_for_old_files(tmp_path: Path, monkeypatch: pytest.MonkeyP
     calls: list[bytes] = []
     real = binding._read_digest
 
-    def spy(dfd: int, name: bytes, size: int) -> str:
+    def spy(dfd: int, name: bytes) -> str:
         calls.append(name)
-        return real(dfd, name, size)
+        return real(dfd, name)
 
     monkeypatch.setattr(binding, "_read_digest", spy)
     bind_tree(root, aged)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from factory import filehash
 from factory.inventory import hashing
 from factory.inventory.hashing import hash_files
 from factory.inventory.walk import list_files
@@ -120,7 +121,7 @@ def test_socket_swapped_in_is_refused(tmp_path: Path) -> None:
 
 
 def test_big_file_hashed_in_chunks_with_bounded_buffer(tmp_path: Path) -> None:
-    size = 5 * hashing.CHUNK + 123
+    size = 5 * filehash.CHUNK + 123
     data = os.urandom(1 << 16) * (size // (1 << 16) + 1)
     write(tmp_path, "big", data[:size])
     reads: list[int] = []
@@ -135,7 +136,7 @@ def test_big_file_hashed_in_chunks_with_bounded_buffer(tmp_path: Path) -> None:
         mp.setattr(os, "readv", counting_readv)
         got = hash_files(["big"], tmp_path, workers=1)
     assert got.lines == [f"big|{size}|{hashlib.sha256(data[:size]).hexdigest()}"]
-    assert max(reads) <= hashing.CHUNK
+    assert max(reads) <= filehash.CHUNK
     assert len(reads) == 6  # five full chunks, then the short read that ends the file
 
 
