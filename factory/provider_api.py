@@ -27,7 +27,8 @@ VerdictValue = Literal["APPROVE", "REQUEST_CHANGES"]
 _define = ProviderFailure.define
 PROVIDER_NOT_FOUND = _define(
     "provider-not-found",
-    "install the pinned CLIs with ./scripts/setup, or put the CLI on PATH (see factory doctor)",
+    "put your own CLI on PATH, or install the pinned ones (./scripts/setup in a checkout, "
+    "'factory providers install' otherwise); see factory doctor",
 )
 PROVIDER_AUTH_REQUIRED = _define(
     "provider-auth-required",

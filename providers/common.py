@@ -68,13 +68,12 @@ class Effects:
     def resolve(self, name: Literal["claude", "codex"]) -> Resolved:
         """Resolve ``name`` with these effects (see :mod:`providers.resolve`)."""
         path_env = self.env().get("PATH")
-        if self.fallback_dirs is None:
-            return resolve(name, path_env=path_env, checkout_first=self.checkout_first)
         return resolve(
             name,
             path_env=path_env,
             fallback_dirs=self.fallback_dirs,
             checkout_first=self.checkout_first,
+            environ=self.env(),
         )
 
 

@@ -260,6 +260,10 @@ class Timings(StrictModel):
     duration_ms: int | None
 
 
+#: Optional receipt fields left out of the JSON value when they are ``None``.
+OMITTED_WHEN_ABSENT: Final = ("route_evidence", "trace_id", "worktree_creation")
+
+
 class AgentReceipt(StrictModel):
     """``factory.agent-receipt/1`` (SPEC A-8).
 
@@ -271,6 +275,8 @@ class AgentReceipt(StrictModel):
     recorded (on the rehearsal route: the scripted model's log of every request it served,
     ``factory.rehearsal-log/1``, SPEC P-5); absent on the subscription route.
     ``worktree_creation`` is present exactly when factory created the worktree (``--repo``).
+    ``trace_id`` is the OpenTelemetry trace id (32 lowercase hex digits) of the run's spans
+    when ``--otel-endpoint`` was given, so a trace and its receipt can be joined.
     """
 
     schema_id: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
@@ -291,17 +297,18 @@ class AgentReceipt(StrictModel):
     residuals: list[str]
     timings: Timings
     route_evidence: EvidenceRef | None = None
+    trace_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
     worktree_creation: WorktreeCreation | None = None
     revision: str | None = None
 
     def to_json_value(self) -> dict[str, Any]:
-        """The JSON value; ``route_evidence`` and ``worktree_creation`` are left out when
-        absent, so receipts written before the fields existed keep their exact bytes and
-        revision."""
+        """The JSON value; optional fields added later (:data:`OMITTED_WHEN_ABSENT`) are
+        left out when absent, so receipts written before they existed keep their exact
+        bytes and revision."""
         value = super().to_json_value()
-        for optional in ("route_evidence", "worktree_creation"):
-            if value.get(optional) is None:
-                value.pop(optional, None)
+        for key in OMITTED_WHEN_ABSENT:
+            if value.get(key) is None:
+                value.pop(key, None)
         return value
 
     def body_value(self) -> dict[str, Any]:

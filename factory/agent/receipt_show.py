@@ -179,12 +179,15 @@ def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
             _t(f"commit {short_digest(r.base.commit)}  tree {short_digest(r.base.tree)}"),
         )
         grid.add_row("boundary", _t(f"{r.base.isolation}; {r.base.execution_boundary}"))
+        grid.add_row("branch", _t(r.base.branch or "(detached HEAD)"))
     t = r.timings
     grid.add_row("started", _t(t.started_at))
     grid.add_row("ended", _t(t.ended_at or "-"))
     grid.add_row("duration", _t(format_ms(t.duration_ms)))
     grid.add_row("timeout", _t(f"{format_ms(r.timeout_ms)} per provider invocation"))
     grid.add_row("factory", _t(r.factory_version))
+    if r.trace_id is not None:
+        grid.add_row("trace id", _t(f"{r.trace_id} (OpenTelemetry)"))
     status = Text(r.status.upper(), style=_ok(_STATUS_STYLE.get(r.status, "bold"), trusted))
     label = "factory agent receipt  " if trusted else "UNVERIFIED agent receipt  "
     title = Text.assemble((label, "bold"), status)
@@ -260,7 +263,35 @@ def _candidate(label: str, c: CandidateRecord, trusted: bool) -> Group:
     parts: list[Any] = [head, table]
     if left_out:
         parts.append(_t(f"... and {left_out} more changed path(s)", "dim"))
+    if c.conversions_differ:
+        parts.append(
+            _t(
+                "  WARNING: the repository's own conversions (end of line, ident, encoding, "
+                "a clean filter) would store other bytes for a changed file: a plain git add "
+                "would not commit what was reviewed",
+                "bold yellow",
+            )
+        )
+    for group in c.collisions[:MAX_ROWS]:
+        names = " | ".join(group.paths)
+        parts.append(_t(f"  WARNING: {group.kind} collision (one file on macOS/Windows): {names}"))
     return Group(*parts)
+
+
+def _mutations(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
+    if not f.mutations:
+        return []
+    out: list[RenderableType] = [Text("paths changed where a phase must not change them", "bold")]
+    for note in f.mutations:
+        out.append(Text.assemble("  ", _t(note.phase, "bold"), " ", _t(note.outcome, "red")))
+        if note.paths is None:
+            out.append(_t(f"    {note.withheld}", "dim"))
+            continue
+        rows, left_out = _capped(note.paths)
+        out.extend(_t(f"    {path}") for path in rows)
+        if left_out:
+            out.append(_t(f"    ... and {left_out} more path(s)", "dim"))
+    return out
 
 
 def _candidates(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
@@ -377,6 +408,7 @@ SECTIONS: Final[tuple[Section, ...]] = (
     _summary,
     _phases,
     _reviews,
+    _mutations,
     _candidates,
     _evidence,
     _residuals,

@@ -76,6 +76,7 @@ class RunRecord:
     verdict: VerdictName | None = None
     route_evidence: EvidenceRef | None = None
     creation: WorktreeCreation | None = None  # factory created the worktree (--repo)
+    trace_id: str | None = None
 
     def close(self, ph: OpenPhase, *, ended_at: str, duration_ms: int) -> PhaseRecord:
         """Append the record of the finished phase ``ph`` and return it."""
@@ -134,6 +135,7 @@ class RunRecord:
             residuals=list(DECLARED_RESIDUALS),
             route_evidence=self.route_evidence,
             worktree_creation=self.creation,
+            trace_id=self.trace_id,
             timings=Timings(started_at=self.started_at, ended_at=ended_at, duration_ms=duration_ms),
         ).closed()
 

@@ -88,7 +88,9 @@ class _Run:
         self.deps = deps
         self.store = ev.EvidenceStore(admitted.evidence, admitted.receipt.parent)
         # creation: set when factory created the worktree (--repo), in every receipt
-        self.rec = RunRecord(admitted, deps.route, deps.utc_now(), creation=creation)
+        self.rec = RunRecord(
+            admitted, deps.route, deps.utc_now(), trace_id=deps.trace_id, creation=creation
+        )
         self.remaining = phases.MAX_INVOCATIONS
         self.last_tree: Bound | None = None
         self.baseline: Baseline | None = None
@@ -152,7 +154,11 @@ class _Run:
         safely(
             partial(observe.stage, "terminal_outcome", remaining_invocations=0, outcome=end.status)
         )
-        safely(partial(observe.close, outcome=end.status, exit_code=end.exit_code))
+        error_code = end.error.code if end.error is not None else None
+        close = partial(
+            observe.close, outcome=end.status, exit_code=end.exit_code, error_code=error_code
+        )
+        safely(close)
         return RunOutcome(receipt, data, end.exit_code)
 
     # -- phases ----------------------------------------------------------------------------

@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "receipt_cmd",
     "worktree_cmd",
     "doctor_cmd",
+    "providers_cmd",
     "smoke_cmd",
     "bus_cmd",
     "digest_cmd",

@@ -31,7 +31,7 @@ from factory.gate.acquire_args import check_binding
 from factory.gate.errors import ScenarioInvalid, UnknownScenario
 from factory.gate.jsonio import JsonRefused, loads
 from factory.gate.predicates import Predicate, check
-from factory.gate.values import Domain, OutsideDomain, parse_domain, parse_instant
+from factory.gate.values import Domain, parse_domain
 
 SCHEMA = "factory.gate-scenario/1"
 SPEC_TAG = "factory.gate-scenario/1"
@@ -439,11 +439,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     return value
-
-
-def instant_param(value: str, where: str) -> int:
-    """Parse an instant given on a command line or in a request."""
-    try:
-        return parse_instant(value)
-    except OutsideDomain as exc:
-        raise ValueError(f"{where}: {exc}") from None

@@ -34,7 +34,6 @@ from factory.gate.evaluate import Evaluation, evaluate
 from factory.gate.evidence import Evidence, Signature, admit
 from factory.gate.scenario import ID, Scenario, load_bytes
 from factory.gate.store import AppendResult, GateStore
-from factory.gate.values import format_instant
 
 Clock = Callable[[], int]
 MAX_PARAM = 4096
@@ -211,7 +210,3 @@ def status_view(run: LoadedRun) -> dict[str, Any]:
         "intents": [{**i, "status": "eligible-for-dispatch"} for i in state.intents],
         "settled": list(run.settled),
     }
-
-
-def now_text(clock: Clock) -> str:
-    return format_instant(clock())
