@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from factory.canonical import digest
 from factory.models import StrictModel
@@ -60,6 +60,22 @@ class EvidenceRef(StrictModel):
     sha256: str
     media_type: str
     policy: Literal["local-sensitive-content-addressed"] = EVIDENCE_POLICY
+    truncated: bool = False
+    """A provider stream longer than its cap: the file holds its first ``bytes`` bytes."""
+    stream_bytes: int | None = None
+    """With ``truncated``: the stream's true length in bytes (what the child wrote)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_untruncated(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> Any:
+        # The two fields appear only on a truncated stream, so every other reference keeps
+        # the bytes (and receipts their revision) it had before they existed.
+        value = handler(self)
+        if isinstance(value, dict) and not self.truncated and self.stream_bytes is None:
+            value.pop("truncated", None)
+            value.pop("stream_bytes", None)
+        return value
 
 
 class ChangedPath(StrictModel):
@@ -156,6 +172,9 @@ class PhaseRecord(StrictModel):
 
     ``outcome`` is ``ok`` (worker/repair), the verdict (reviews) or a failure code.
     ``observed_postcondition`` names what code checked afterwards and what it saw.
+    ``swept_processes``: descendants of the CLI still alive when its leader exited (or
+    was stopped), frozen and killed before anything was bound — what they wrote before
+    that is in the worktree; None when no CLI run got that far (SPEC P-1).
     ``child_env_names``: the sorted names (never the values) of the environment the
     provider's process got; ``None`` when the phase ended before the profile reported it.
     A phase that observed a git or worktree mutation stores the sorted changed paths as
@@ -180,6 +199,7 @@ class PhaseRecord(StrictModel):
     started_at: str
     ended_at: str
     duration_ms: int
+    swept_processes: int | None = None
 
 
 Isolation = Literal["caller-supplied-linked-git-worktree", "factory-created-linked-git-worktree"]
@@ -252,6 +272,16 @@ class ErrorRecord(StrictModel):
     message: str
 
 
+class FactoryProcess(StrictModel):
+    """The factory process that writes the receipt (``pid``, its start time in clock ticks
+    after boot, and the boot id): a ``running`` receipt whose process is gone was
+    abandoned — killed before it could write its terminal record."""
+
+    pid: int
+    start_ticks: int
+    boot_id: str
+
+
 class Timings(StrictModel):
     """Wall-clock bounds of the run (UTC RFC 3339) and its duration in milliseconds."""
 
@@ -261,7 +291,7 @@ class Timings(StrictModel):
 
 
 #: Optional receipt fields left out of the JSON value when they are ``None``.
-OMITTED_WHEN_ABSENT: Final = ("route_evidence", "trace_id", "worktree_creation")
+OMITTED_WHEN_ABSENT: Final = ("route_evidence", "trace_id", "factory_process", "worktree_creation")
 
 
 class AgentReceipt(StrictModel):
@@ -275,6 +305,8 @@ class AgentReceipt(StrictModel):
     recorded (on the rehearsal route: the scripted model's log of every request it served,
     ``factory.rehearsal-log/1``, SPEC P-5); absent on the subscription route.
     ``worktree_creation`` is present exactly when factory created the worktree (``--repo``).
+    ``factory_process`` identifies the process that wrote the receipt, so a ``running``
+    reservation left by a killed factory reads as abandoned.
     ``trace_id`` is the OpenTelemetry trace id (32 lowercase hex digits) of the run's spans
     when ``--otel-endpoint`` was given, so a trace and its receipt can be joined.
     """
@@ -297,6 +329,7 @@ class AgentReceipt(StrictModel):
     residuals: list[str]
     timings: Timings
     route_evidence: EvidenceRef | None = None
+    factory_process: FactoryProcess | None = None
     trace_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
     worktree_creation: WorktreeCreation | None = None
     revision: str | None = None

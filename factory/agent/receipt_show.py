@@ -159,6 +159,8 @@ def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     grid.add_row("status", _t(r.status, _ok(_STATUS_STYLE.get(r.status, "bold"), trusted)))
+    if r.status == "running":
+        grid.add_row("liveness", _liveness(f))
     grid.add_row("exit code", _t("-" if r.exit_code is None else r.exit_code))
     verdict_style = _ok(_VERDICT_STYLE.get(r.verdict or "", ""), trusted)
     grid.add_row("verdict", _t(r.verdict or "-", verdict_style))
@@ -203,6 +205,22 @@ def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     return out
 
 
+def _liveness(f: ReceiptFacts) -> Text:
+    """Whether the factory process that wrote a ``running`` receipt is still there."""
+    state = f.report.get("liveness")
+    proc = f.receipt.factory_process
+    pid = proc.pid if proc is not None else None
+    if state == "abandoned":
+        return _t(
+            f"ABANDONED: the factory process that wrote it (pid {pid}) is gone; this run will "
+            "never finish",
+            "bold red",
+        )
+    if state == "running":
+        return _t(f"in progress: the factory process (pid {pid}) is still running", "cyan")
+    return _t("unknown: the receipt names no process this system can check", "dim")
+
+
 def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
@@ -217,6 +235,14 @@ def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
             "\n",
             _t(f"observed: {p.observed_postcondition}", "dim"),
         )
+        if p.swept_processes:
+            line.append_text(
+                _t(
+                    f"\nswept: {p.swept_processes} leftover process(es) of the CLI were frozen "
+                    "and killed after it ended; what they wrote before is in the worktree",
+                    "yellow",
+                )
+            )
         grid.add_row(_t(p.phase), line)
     if not f.receipt.phases:
         grid.add_row(_t("-"), _t("no phase ran"))
@@ -362,7 +388,10 @@ def _evidence(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         name = _t(evidence_file(e), "bold red" if e.path in failed else "")
         if e.path in failed:
             name.append(" FAILED", style="bold red")
-        table.add_row(name, _t(format_bytes(e.bytes)), _t(short_digest(e.sha256)))
+        size = _t(format_bytes(e.bytes))
+        if e.truncated:
+            size.append_text(_t(f"\nTRUNCATED: {format_bytes(e.stream_bytes)} written", "yellow"))
+        table.add_row(name, size, _t(short_digest(e.sha256)))
     if not rows:
         table.add_row(*(_t("-") for _ in range(3)))
     media = sorted({e.media_type for _, e in everything})

@@ -21,6 +21,7 @@ from factory.agent.receipt import (
     Candidates,
     ErrorRecord,
     EvidenceRef,
+    FactoryProcess,
     PhaseName,
     PhaseRecord,
     RoleName,
@@ -76,6 +77,7 @@ class RunRecord:
     verdict: VerdictName | None = None
     route_evidence: EvidenceRef | None = None
     creation: WorktreeCreation | None = None  # factory created the worktree (--repo)
+    factory_process: FactoryProcess | None = None
     trace_id: str | None = None
 
     def close(self, ph: OpenPhase, *, ended_at: str, duration_ms: int) -> PhaseRecord:
@@ -89,6 +91,7 @@ class RunRecord:
             requested_authority=r.requested_authority if r else "",
             argv_shape=list(r.argv_shape) if r else [],
             process_exit_code=r.exit_code if r else None,
+            swept_processes=r.swept_processes if r else None,
             observed_postcondition=ph.postcondition,
             outcome=ph.outcome,
             verdict=ph.verdict,
@@ -135,6 +138,7 @@ class RunRecord:
             residuals=list(DECLARED_RESIDUALS),
             route_evidence=self.route_evidence,
             worktree_creation=self.creation,
+            factory_process=self.factory_process,
             trace_id=self.trace_id,
             timings=Timings(started_at=self.started_at, ended_at=ended_at, duration_ms=duration_ms),
         ).closed()

@@ -8,7 +8,8 @@ the one the final verdict judged). Everything else is refused with exit 2 and no
 touched. Ignored files go with the folder, as with ``git worktree remove``; the branch is
 kept; no other worktree registration is read for writing, pruned, repaired or unlocked.
 
-The receipt must be terminal and unaltered (canonical bytes, revision); that guards
+The receipt must be terminal (or ``running`` but abandoned: the factory process that wrote
+it is gone) and unaltered (canonical bytes, revision); that guards
 against accidents, not against a same-user actor who can recompute a revision.
 """
 
@@ -23,7 +24,7 @@ from pydantic import Field
 from factory.agent.admission import hold_worktree
 from factory.agent.identity import candidate_body
 from factory.agent.receipt import AgentReceipt, WorktreeCreation, receipt_bytes
-from factory.agent.verify import load_receipt
+from factory.agent.verify import liveness, load_receipt
 from factory.errors import FactoryError, Refused
 from factory.gitio.candidate import derive
 from factory.gitio.create import NO_HOOKS
@@ -82,8 +83,10 @@ class WorktreeRemoval(StrictModel):
 def _created(receipt: AgentReceipt, data: bytes) -> WorktreeCreation:
     if receipt.revision != receipt.compute_revision() or data != receipt_bytes(receipt):
         raise RECEIPT_NOT_VERIFIED("the receipt's revision or bytes do not verify")
-    if receipt.status == "running":
-        raise RECEIPT_NOT_TERMINAL("the receipt's run has not finished (or died before it could)")
+    if receipt.status == "running" and liveness(receipt) != "abandoned":
+        # An abandoned run (its factory process is gone) never finishes: its worktree may
+        # go when clean (it has no judged candidate to hold).
+        raise RECEIPT_NOT_TERMINAL("the receipt's run has not finished, or cannot be told apart")
     if receipt.worktree_creation is None:
         raise NOT_CREATED_BY_FACTORY("the receipt's worktree was supplied by the caller")
     return receipt.worktree_creation

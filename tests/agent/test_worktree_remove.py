@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +22,7 @@ from factory.gitio.create import WorktreeSpec
 from factory.gitio.worktree import locate
 from factory.provider_api import SubscriptionRoute
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
-from tests.agent.test_creating import FIX, RUN_ID, draft
+from tests.agent.test_creating import FAKE, FIX, RUN_ID, draft
 from tests.gitio.helpers import registrations, snapshot
 from tests.support.cli import run_factory
 from tests.support.git import add_linked_worktree, git, init_repo
@@ -244,3 +247,25 @@ def test_a_non_repository_file_is_refused(tmp_path: Path) -> None:
     assert rc == 2
     write("x.json", "{}")(tmp_path)
     assert run_factory(["worktree", "remove", str(tmp_path / "x.json")]).returncode == 4
+
+
+def test_an_abandoned_runs_clean_worktree_is_removed(tmp_path: Path) -> None:
+    """Twin of the running refusal: the factory process that wrote the reservation was
+    killed (SIGKILL, no terminal record), so the run is abandoned, never to finish."""
+    repo = init_repo(tmp_path / "proj", {"src/app.py": "x = 1\n"})
+    receipt, marker = tmp_path / "receipt.json", tmp_path / "holding"
+    proc = subprocess.Popen(
+        [sys.executable, str(FAKE), "hold", str(marker), "--", "agent", "--repo", str(repo),
+         "--task", "t", "--out", str(receipt), "--timeout-ms", "60000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait(timeout=60)
+    assert json.loads(receipt.read_bytes())["status"] == "running"
+    done = run_factory(["worktree", "remove", str(receipt)])
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["state"] == "clean"

@@ -18,6 +18,7 @@ SCRIPTS = (
     "bench_agent",
     "bench_observers",
     "bench_worktree",
+    "bench_streams",
     "bench_operator",
     "bench_gate",
 )
