@@ -4,9 +4,14 @@ Targets on the 2-core machine: a full four-call cycle (worker → REQUEST_CHANGE
 APPROVE) over a worktree of 10,000 files / 100 MB including ``node_modules`` in ≤ 2 s;
 binding the whole tree of 100,000 files in ≤ 3 s; peak RSS < 300 MB.
 
-Usage: ``scripts/bench_agent [--reps N] [--dir DIR] [--keep]``. Each measurement runs in a
-fresh child process so its peak RSS is its own; the report is one JSON object on stdout
-(medians in seconds, peak RSS in MiB of the Python process and of its largest git child).
+Also the git-directory binding's cost (issue 8 §1: at most 50 ms added per binding over the
+former allow-list, on a repository with 50,000 objects and 5,000 refs;
+``scripts/bench_agent_gitbind.py``).
+
+Usage: ``scripts/bench_agent [--reps N] [--only cycle|bind|git-bind] [--dir DIR] [--keep]``.
+Each measurement runs in a fresh child process so its peak RSS is its own; the report is
+one JSON object on stdout (medians in seconds — the git binding's in milliseconds — peak
+RSS in MiB of the Python process and of its largest git child).
 """
 
 from __future__ import annotations
@@ -25,6 +30,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import bench_agent_gitbind as gitbind  # noqa: E402 (after the path set-up above)
 
 CYCLE_FILES = 10_000  # half tracked source, half ignored node_modules
 CYCLE_BYTES = 100 * 1024 * 1024
@@ -48,11 +56,7 @@ def _fill(folder: Path, count: int, total: int, tag: str) -> None:
 
 def prepare_cycle(base: Path) -> Path:
     """A repository with a linked worktree: 5,000 tracked files + 5,000 in node_modules."""
-    repo = base / "repo"
-    repo.mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
-    _git(repo, "config", "user.name", "bench")
-    _git(repo, "config", "user.email", "bench@factory.invalid")
+    repo = gitbind.new_repo(base / "repo")
     (repo / ".gitignore").write_text("node_modules/\n")
     _fill(repo / "src", CYCLE_FILES // 2, CYCLE_BYTES // 2, "source ")
     _git(repo, "add", "-A")
@@ -164,17 +168,23 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--dir")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument(
+        "--only", choices=("cycle", "bind", "git-bind"), help="run one measurement only"
+    )
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
         kind, *paths = args.one
-        result = (
-            one_cycle(Path(paths[0]), Path(paths[1]))
-            if kind == "cycle"
-            else one_bind(Path(paths[0]))
-        )
+        if kind == "cycle":
+            result = one_cycle(Path(paths[0]), Path(paths[1]))
+        elif kind == "git-bind":
+            result = gitbind.one(Path(paths[0]), int(paths[1]))
+        else:
+            result = one_bind(Path(paths[0]))
         print(json.dumps({**result, **_rss()}))
         return 0
+    if args.only is not None:
+        return only(args)
 
     base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="factory-bench-"))
     try:
@@ -211,6 +221,47 @@ def main() -> int:
             "targets": {"cycle_s": 2.0, "bind_s": 3.0, "rss_mib": 300},
             "load_average_at_end": os.getloadavg(),
         }
+        print(json.dumps(report, indent=2))
+    finally:
+        if not args.keep and not args.dir:
+            shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+def only(args: argparse.Namespace) -> int:
+    """``--only KIND``: one measurement's fixture, reps and medians."""
+    base = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="factory-bench-"))
+    try:
+        if args.only == "git-bind":
+            wt = gitbind.prepare(base)
+            time.sleep(2.5)  # fixture files older than the stat cache's racy margin
+            rows = [_child("git-bind", str(wt), str(i)) for i in range(args.reps)]
+            for i, row in enumerate(rows):
+                print(f"bench: rep {i + 1}: {row}", file=sys.stderr)
+            report: dict[str, object] = {"reps": args.reps, **gitbind.summary(rows)}
+        elif args.only == "bind":
+            tree = prepare_bind(base)
+            binds = [_child("bind", str(tree)) for _ in range(args.reps)]
+            report = {
+                "reps": args.reps,
+                "bind_s_median": round(statistics.median(b["bind_s"] for b in binds), 3),
+                "rebind_s_median": round(statistics.median(b["rebind_s"] for b in binds), 3),
+            }
+        else:
+            wt = prepare_cycle(base)
+            cycles = []
+            for i in range(args.reps):
+                out = base / f"out{i}"
+                out.mkdir()
+                cycles.append(_child("cycle", str(wt), str(out)))
+                _git(wt, "checkout", "-q", "--", ".")
+                _git(wt, "clean", "-q", "-f", "-d")
+            report = {
+                "reps": args.reps,
+                "cycle_s_median": round(statistics.median(c["cycle_s"] for c in cycles), 3),
+                "cycle_cpu_s_median": round(statistics.median(c["cycle_cpu_s"] for c in cycles), 3),
+            }
+        report["load_average_at_end"] = os.getloadavg()
         print(json.dumps(report, indent=2))
     finally:
         if not args.keep and not args.dir:

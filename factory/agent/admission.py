@@ -40,7 +40,7 @@ from pathlib import Path
 
 from factory.errors import Refused
 from factory.fsio import physically_inside
-from factory.gitio.gitdata import special_files, submodules_dirty
+from factory.gitio.gitdata import special_files, status_and_ignored, submodules_dirty
 from factory.gitio.state import in_progress, lock_files
 from factory.gitio.worktree import (
     Worktree,
@@ -48,7 +48,6 @@ from factory.gitio.worktree import (
     head_commit,
     hidden_entries,
     locate,
-    status_bytes,
 )
 
 TIMEOUT_MIN_MS = 1_000
@@ -206,12 +205,13 @@ def admit(request: AgentRequest, *, receipt_reserved: bool = False) -> Admitted:
     base = head_commit(wt)
     if base is None:
         raise NO_BASE_COMMIT("the worktree's branch has no commit yet")
-    if status_bytes(wt) or submodules_dirty(wt.root):
+    status, ignored = status_and_ignored(wt.root)
+    if status or submodules_dirty(wt.root):
         raise WORKTREE_NOT_CLEAN(
             "the worktree has staged, unstaged or untracked changes (factory runs no "
             "repository filter: if git status shows nothing, run it once to refresh the index)"
         )
-    if special_files(wt.root):
+    if special_files(wt.root, ignored):
         raise WORKTREE_HAS_SPECIAL_FILE(
             "the worktree holds a FIFO, socket or device that git does not ignore"
         )

@@ -1,4 +1,4 @@
-"""Bind the whole worktree tree and the git control files around a review (SPEC A-5).
+"""Bind a whole folder tree by content, and the worktree around a review (SPEC A-5).
 
 :func:`bind_tree` records every entry under the worktree except its top-level ``.git``:
 ignored files and ``node_modules`` included, folders by mode, regular files by mode, size
@@ -6,10 +6,8 @@ and SHA-256, symlinks by their target bytes (never followed), anything else by k
 mode (never opened). Entries are keyed by their raw relative path bytes and digested in
 byte order — locale-independent and defined for names that are not UTF-8.
 
-:func:`bind_control` does the same for the git directories' mutable control files: ``HEAD``,
-``index``, ``config``, ``config.worktree``, ``hooks/``, ``info/``, ``refs/``,
-``packed-refs``, ``commondir``, the worktree's ``gitdir`` back-pointer and its ``.git`` file.
-An absent control file is bound as absent, so creating one is a change too.
+:func:`walk` is the walker both use, with a per-folder ``skip`` rule;
+:mod:`factory.agent.control` binds the git directories with it, by exclusion.
 
 A re-bind may pass the previous binding: a regular file whose (device, inode, size, mode,
 mtime_ns, ctime_ns) are all unchanged, and whose ctime is well before the previous binding
@@ -26,16 +24,15 @@ from __future__ import annotations
 import os
 import stat
 import time
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from factory.canonical import tagged_sha256
 from factory.filehash import hasher
-from factory.gitio.worktree import Worktree
 
 TREE_TAG = "factory.worktree-tree/1"
-CONTROL_TAG = "factory.git-control/1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,9 +85,22 @@ def _read_digest(dfd: int, name: bytes) -> str:
     return hasher().digest_at(name, dir_fd=dfd)[1]
 
 
-def _entry_at(
-    dfd: int, name: bytes, st: os.stat_result, previous: Entry | None, trust_before_ns: int
+def entry_at(
+    dfd: int,
+    name: bytes,
+    st: os.stat_result,
+    previous: Entry | None,
+    trust_before_ns: int,
+    by_stat_before_ns: int = 0,
 ) -> Entry:
+    """The entry for ``name`` in the open folder ``dfd`` (``st``: its lstat).
+
+    A regular file keeps ``previous`` under the stat-cache rule (module docstring); one
+    whose ctime is older than ``by_stat_before_ns`` — and that ``previous`` did not bind
+    by content — is bound by its stat identity (``stat:<dev>:<ino>:<mtime_ns>:<ctime_ns>``)
+    instead of being read: any write changes the ctime, so a later binding finds another
+    identity and the file differs.
+    """
     mode = stat.S_IMODE(st.st_mode)
     stamp = (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
     if stat.S_ISREG(st.st_mode):
@@ -103,6 +113,13 @@ def _entry_at(
             and st.st_ctime_ns < trust_before_ns
         ):
             return previous
+        # Stat identity only where the previous binding did not read this file's bytes: a
+        # file bound by content is compared by content (else a file racy then, old now,
+        # would look changed).
+        by_content = previous is not None and not previous.content.startswith("stat:")
+        if st.st_ctime_ns < by_stat_before_ns and not by_content:
+            identity = "stat:{}:{}:{}:{}".format(*stamp)
+            return entry("f", mode, st.st_size, identity, stamp)
         try:
             content = _read_digest(dfd, name)
         except OSError:
@@ -119,25 +136,57 @@ def _entry_at(
 
 _DIR_OPEN = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _Job = tuple[int, bytes]  # (open folder fd, relative path or label prefix)
+# skip(prefix of a folder) -> None (keep every entry) or a test of an entry's name (True:
+# leave it, and all below it, out). Asked once per folder, so most folders cost nothing.
+NameTest = Callable[[bytes], bool]
+Skip = Callable[[bytes], NameTest | None]
+
+
+def _nothing(prefix: bytes) -> NameTest | None:
+    return None
+
+
+def _is_git(name: bytes) -> bool:
+    return name == b".git"
+
+
+def _top_git(prefix: bytes) -> NameTest | None:
+    return None if prefix else _is_git
 
 
 def _bind_folder(
-    job: _Job, previous: dict[bytes, Entry], trust_before_ns: int, skip: frozenset[bytes]
+    job: _Job, previous: dict[bytes, Entry], trust_before_ns: int, skip: Skip, by_stat: int
 ) -> tuple[list[tuple[bytes, Entry]], list[_Job]]:
     dfd, prefix = job
     found: list[tuple[bytes, Entry]] = []
     subfolders: list[_Job] = []
+    leave_out = skip(prefix)
+    sep = prefix + b"/" if prefix else b""
+    cached = previous.get
     try:
-        for de in os.scandir(dfd):
-            name = de.name.encode("utf-8", "surrogateescape")
-            if not prefix and name in skip:
+        for text in os.listdir(dfd):
+            name = text.encode("utf-8", "surrogateescape")
+            if leave_out is not None and leave_out(name):
                 continue
-            rel = prefix + b"/" + name if prefix else name
+            rel = sep + name
             try:
                 st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
             except FileNotFoundError:
                 continue
-            e = _entry_at(dfd, name, st, previous.get(rel), trust_before_ns)
+            prev = cached(rel)
+            # The stat cache's common case, inlined (the rule is entry_at's).
+            if (
+                prev is not None
+                and st.st_ctime_ns < trust_before_ns
+                and prev.stamp == (st.st_dev, st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+                and prev.kind == "f"
+                and prev.size == st.st_size
+                and prev.mode == stat.S_IMODE(st.st_mode)
+                and stat.S_ISREG(st.st_mode)
+            ):
+                found.append((rel, prev))
+                continue
+            e = entry_at(dfd, name, st, prev, trust_before_ns, by_stat)
             found.append((rel, e))
             if e.kind == "d":
                 try:
@@ -149,105 +198,76 @@ def _bind_folder(
     return found, subfolders
 
 
-def _walk(
+def walk(
     top: bytes,
     label: bytes,
     previous: dict[bytes, Entry],
     trust_before_ns: int,
-    skip: frozenset[bytes] = frozenset(),
+    skip: Skip = _nothing,
+    workers: int = WORKERS,
+    by_stat_before_ns: int = 0,
 ) -> dict[bytes, Entry]:
-    """Bind every entry below the folder ``top`` (not ``top`` itself), keyed under ``label``."""
+    """Bind every entry below the folder ``top`` (not ``top`` itself), keyed under ``label``
+    (``label/rel``, or ``rel`` when ``label`` is empty); ``skip`` leaves entries (and
+    everything below them) out: see :data:`Skip`. With ``workers`` > 1 the walk fans out
+    folder by folder over that many threads, so syscalls of one overlap another.
+    ``by_stat_before_ns``: see :func:`entry_at`."""
     out: dict[bytes, Entry] = {}
+    by_stat = by_stat_before_ns
     first = os.open(top, _DIR_OPEN)
-    # A labelled walk (git control folders) is small: one thread. The worktree walk fans
-    # out folder by folder over WORKERS threads, so syscalls of one overlap another.
-    if label or WORKERS <= 1:
+    if workers <= 1:
         stack: list[_Job] = [(first, label)]
         while stack:
-            found, subs = _bind_folder(stack.pop(), previous, trust_before_ns, skip)
+            found, subs = _bind_folder(stack.pop(), previous, trust_before_ns, skip, by_stat)
             out.update(found)
             stack.extend(subs)
         return out
-    with ThreadPoolExecutor(WORKERS, thread_name_prefix="factory-bind") as pool:
-        pending = {pool.submit(_bind_folder, (first, b""), previous, trust_before_ns, skip)}
+    with ThreadPoolExecutor(workers, thread_name_prefix="factory-bind") as pool:
+        args = (previous, trust_before_ns, skip, by_stat)
+        pending = {pool.submit(_bind_folder, (first, label), *args)}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for fut in done:
                 found, subs = fut.result()
                 out.update(found)
                 for job in subs:
-                    pending.add(pool.submit(_bind_folder, job, previous, trust_before_ns, skip))
+                    pending.add(pool.submit(_bind_folder, job, *args))
     return out
 
 
-def _digest(tag: str, entries: dict[bytes, Entry]) -> str:
+def digest(tag: str, entries: dict[bytes, Entry]) -> str:
+    """``sha256:<hex>`` over ``tag`` and every entry's path and record, in byte order."""
     doc = b"".join([rel + b"\0" + entries[rel].rec for rel in sorted(entries)])
     return tagged_sha256(tag, doc)
 
 
-def _trust_before(previous: Bound | None) -> int:
+def trust_before(previous: Bound | None) -> int:
+    """Cached digests are trusted for files whose ctime is older than this (ns)."""
     return previous.started_ns - RACY_MARGIN_NS if previous is not None else 0
 
 
 def bind_tree(root: Path, previous: Bound | None = None) -> Bound:
     """Bind every entry under ``root`` except its top-level ``.git`` (SPEC A-5)."""
     started = time.time_ns()
-    entries = _walk(
+    entries = walk(
         os.fsencode(root),
         b"",
         previous.entries if previous else {},
-        _trust_before(previous),
-        frozenset({b".git"}),
+        trust_before(previous),
+        _top_git,
     )
-    return Bound(entries, _digest(TREE_TAG, entries), started)
+    return Bound(entries, digest(TREE_TAG, entries), started)
 
 
-_GIT_DIR_ITEMS = ("HEAD", "index", "gitdir", "commondir", "config.worktree", "refs", "logs/HEAD")
-_COMMON_ITEMS = ("HEAD", "config", "config.worktree", "hooks", "info", "refs", "packed-refs")
-
-
-def control_items(wt: Worktree) -> list[tuple[bytes, Path]]:
-    """The control files bound around a review, as ``(label, path)``."""
-    items: list[tuple[bytes, Path]] = [(b"worktree/.git", wt.dot_git)]
-    items += [(b"git-dir/" + n.encode(), wt.git_dir / n) for n in _GIT_DIR_ITEMS]
-    items += [(b"common-dir/" + n.encode(), wt.common_dir / n) for n in _COMMON_ITEMS]
-    return items
-
-
-def bind_control(wt: Worktree, previous: Bound | None = None) -> Bound:
-    """Bind the git directories' mutable control files (SPEC A-5)."""
-    started = time.time_ns()
-    prev = previous.entries if previous else {}
-    trust = _trust_before(previous)
-    entries: dict[bytes, Entry] = {}
-    for label, path in control_items(wt):
-        name = os.fsencode(path.name)
-        try:
-            parent = os.open(os.fsencode(path.parent), _DIR_OPEN)
-        except OSError:
-            entries[label] = ABSENT
-            continue
-        try:
-            try:
-                st = os.stat(name, dir_fd=parent, follow_symlinks=False)
-            except FileNotFoundError:
-                entries[label] = ABSENT
-                continue
-            e = _entry_at(parent, name, st, prev.get(label), trust)
-        finally:
-            os.close(parent)
-        entries[label] = e
-        if e.kind == "d":
-            entries.update(_walk(os.fsencode(path), label, prev, trust))
-    return Bound(entries, _digest(CONTROL_TAG, entries), started)
-
-
-def changed_paths(before: Bound, after: Bound) -> list[bytes]:
-    """Paths (or labels) added, removed or changed in kind, mode, size or content."""
+def changed_paths(
+    before: Bound, after: Bound, ignore: Callable[[bytes], bool] | None = None
+) -> list[bytes]:
+    """Paths (or labels) added, removed or changed in kind, mode, size or content, in byte
+    order; ``ignore(path)`` leaves a path out of the comparison."""
     out = [
         rel
         for rel, e in before.entries.items()
         if (o := after.entries.get(rel)) is None or o.record() != e.record()
     ]
     out += [rel for rel in after.entries if rel not in before.entries]
-    return sorted(out)
+    return sorted(p for p in out if ignore is None or not ignore(p))

@@ -46,7 +46,7 @@ def record_entry(wt: Worktree, commit: str, tree: str, store: EvidenceStore) -> 
     if index is None:
         raise GitFailure("the index could not be read as a tree")
     cfg = read_config(wt.root)
-    baseline = take_baseline(wt.root, tree)
+    baseline = take_baseline(wt.root, tree, cfg)
     divergence = None
     if baseline.divergent:
         data = encode_divergence(baseline.divergent)

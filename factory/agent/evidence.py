@@ -31,6 +31,7 @@ JSONL = "application/x-ndjson"
 JSON = "application/json"
 PATCH = "text/x-diff"
 STATUS = "application/x-git-status-porcelain-v2-z"
+PATHS = "application/x-nul-terminated-paths"
 
 _ROLE = re.compile(r"^[a-z][a-z0-9-]*$")
 

@@ -6,13 +6,13 @@ functions, and does what they decide. Tests call them directly with tables.
 
 Phase table (exit codes per F-3)::
 
-    worker ─ HEAD/index moved ────────────────────────► failed  worker-git-mutation (4)
+    worker ─ HEAD/index moved, git state changed ─────► failed  worker-git-mutation (4)
            ─ nothing changed ─────────────────────────► failed  no-candidate-change (4)
     initial review ─ tree/control/identity changed ───► failed  reviewer-mutation (4)
                    ─ no valid verdict ────────────────► failed  reviewer-protocol (4)
                    ─ APPROVE ─────────────────────────► completed (0)
                    ─ REQUEST_CHANGES ─► repair (exactly one)
-    repair ─ HEAD/index moved ────────────────────────► failed  repair-git-mutation (4)
+    repair ─ HEAD/index moved, git state changed ─────► failed  repair-git-mutation (4)
            ─ identity unchanged or empty ─────────────► failed  repair-no-change (4)
     final review (fresh session, repaired identity) ─ same checks as above
                  ─ APPROVE ───────────────────────────► completed (0)
@@ -86,6 +86,7 @@ EXIT_CODE: Final[dict[Outcome, ExitCode]] = {
 
 # Postconditions as recorded in a phase (observed_postcondition).
 HEAD_OR_INDEX_CHANGED: Final = "head-or-index-changed"
+GIT_STATE_CHANGED: Final = "git-control-changed"
 NO_CHANGE: Final = "head-and-index-unchanged; no-candidate-change"
 REPAIR_UNCHANGED: Final = "head-and-index-unchanged; candidate-identity-unchanged-or-empty"
 CANDIDATE_DERIVED: Final = "head-and-index-unchanged; candidate-derived"
@@ -126,16 +127,23 @@ def judge_editor(
     changed_files: int,
     identity: str | None,
     initial_identity: str | None,
+    git_changed: bool = False,
 ) -> Judgement:
-    """The worker's or the repair's postcondition (SPEC A-3, A-6).
+    """The worker's or the repair's postcondition (SPEC A-3, A-6; issue 8 §1).
 
-    ``changed_files`` and ``identity`` describe the derived candidate; they are only
-    looked at when HEAD and the index equal their entry values.
+    ``git_changed``: anything of git besides the editor's own index file changed (the
+    git directories are bound by exclusion: configuration, hooks, refs, in-progress
+    state…). ``changed_files`` and ``identity`` describe the derived candidate; they are
+    only looked at when git is unchanged and HEAD and the index equal their entry values.
     """
     if not entry_unchanged:
         mutation = WORKER_GIT_MUTATION if role == "worker" else REPAIR_GIT_MUTATION
         fact = f"the {role} moved HEAD or changed the index (commit, stage or checkout)"
         return Judgement(HEAD_OR_INDEX_CHANGED, mutation(fact))
+    if git_changed:
+        mutation = WORKER_GIT_MUTATION if role == "worker" else REPAIR_GIT_MUTATION
+        fact = f"the {role} changed git's own state (configuration, hooks, refs or other)"
+        return Judgement(GIT_STATE_CHANGED, mutation(fact))
     if role == "worker" and not changed_files:
         return Judgement(
             NO_CHANGE, NO_CANDIDATE_CHANGE("the worker left no change in the worktree")

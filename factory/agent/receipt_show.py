@@ -313,6 +313,8 @@ def _mutations(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         if note.paths is None:
             out.append(_t(f"    {note.withheld}", "dim"))
             continue
+        if not note.paths:
+            out.append(_t("    no bound path changed; the candidate identity did", "dim"))
         rows, left_out = _capped(note.paths)
         out.extend(_t(f"    {path}") for path in rows)
         if left_out:

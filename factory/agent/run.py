@@ -27,7 +27,8 @@ import trio
 from factory.agent import evidence as ev
 from factory.agent import phases
 from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
-from factory.agent.binding import Bound, bind_control, bind_tree, changed_paths
+from factory.agent.binding import Bound, bind_tree, changed_paths
+from factory.agent.control import bind_control, editor_ignores
 from factory.agent.creating import Prelude
 from factory.agent.deps import AgentDeps, RouteReport, RunOutcome, utc_now
 from factory.agent.entry import record_entry
@@ -99,6 +100,7 @@ class _Run:
         self.remaining = phases.MAX_INVOCATIONS
         self.last_tree: Bound | None = None
         self.baseline: Baseline | None = None
+        self.git_state: Bound | None = None  # the git directories after the last phase
         self.derive_cache: StatCache | None = None
         self.first_verdict: dict[str, str] | None = None
         self.entry_ref: str | None = None
@@ -213,11 +215,14 @@ class _Run:
         index = await _io(partial(index_tree, self.wt))
         return (head, ref, index) == (base.commit, self.entry_ref, base.index_tree)
 
-    async def derive(self) -> tuple[DerivedCandidate, str]:
+    async def derive(self, *, details: bool = True) -> tuple[DerivedCandidate, str]:
         base = self.rec.base
         assert base is not None
+        cache = self.derive_cache
         d = await _io(
-            partial(derive, self.wt, base.commit, base.tree, self.baseline, cache=self.derive_cache)
+            partial(
+                derive, self.wt, base.commit, base.tree, self.baseline, cache=cache, details=details
+            )
         )
         self.derive_cache = d.cache
         return d, candidate_body(d).identity()
@@ -252,11 +257,16 @@ class _Run:
                 self.keep_partial(ph, None if interrupted(exc) else typed_error(exc))
                 raise
             self.store_outputs(ph, result)
+            moved = await self.git_moved(editor_ignores)
             unchanged = await self.entry_state_unchanged()
-            derived, identity = await self.derive() if unchanged else (None, None)
+            if moved or not unchanged:
+                self.store_mutation(ph, moved or [b"git-dir/index"])
+            clean = unchanged and not moved
+            derived, identity = await self.derive() if clean else (None, None)
             initial = self.rec.initial
             verdict = phases.judge_editor(
                 role,
+                git_changed=bool(moved),
                 entry_unchanged=unchanged,
                 changed_files=len(derived.files) if derived else 0,
                 identity=identity,
@@ -300,15 +310,33 @@ class _Run:
         self.store_outputs(ph, result)
         return None
 
-    async def mutated(self, tree0: Bound, ctl0: Bound, cand: Candidate) -> bool:
-        """Did the worktree tree, the git control files or the candidate identity change?"""
-        ctl1 = await _io(partial(bind_control, self.wt, ctl0))
+    async def git_moved(self, ignore: Callable[[bytes], bool] | None = None) -> list[bytes]:
+        """Bind the git directories again; the labels changed since the last binding."""
+        before = self.git_state
+        after = await _io(partial(bind_control, self.wt, before))
+        self.git_state = after
+        return changed_paths(before, after, ignore) if before is not None else []
+
+    def store_mutation(self, ph: OpenPhase, paths: list[bytes]) -> None:
+        """The sorted changed paths as evidence ``<phase>-mutation-paths`` (each path's
+        bytes + NUL; ``worktree/…``, ``git-dir/…``, ``common-dir/…``)."""
+        data = b"".join(p + b"\0" for p in sorted(paths))
+        role = f"{_EVIDENCE_PREFIX[ph.phase]}-mutation-paths"
+        ph.evidence.append(self.store.put(role, data, ev.PATHS))
+
+    async def mutated(self, ph: OpenPhase, tree0: Bound, cand: Candidate) -> bool:
+        """Did the worktree tree, the git directories or the candidate identity change?
+        Any change is stored as evidence (the identity alone: an empty list)."""
+        moved = await self.git_moved()
         tree1 = await _io(partial(bind_tree, self.wt.root, tree0))
         self.last_tree = tree1
-        if changed_paths(ctl0, ctl1) or changed_paths(tree0, tree1):
-            return True
-        _, again = await self.derive()
-        return again != cand.identity
+        moved += [b"worktree/" + p for p in changed_paths(tree0, tree1)]
+        if not moved:
+            _, again = await self.derive(details=False)
+            if again == cand.identity:
+                return False
+        self.store_mutation(ph, moved)
+        return True
 
     async def run_review(self, phase: PhaseName, cand: Candidate) -> VerdictName:
         """A fresh read-only reviewer over exactly ``cand`` (SPEC A-5)."""
@@ -318,13 +346,17 @@ class _Run:
         try:
             # The last review's after-binding seeds the stat cache (old, unchanged files only).
             tree0: Bound = await _io(partial(bind_tree, self.wt.root, self.last_tree))
-            ctl0: Bound = await _io(partial(bind_control, self.wt))
+            # The git directories as the editor's check left them: a change since is the
+            # review's (nothing else runs in between).
+            ctl0 = self.git_state
+            if ctl0 is None:
+                ctl0 = self.git_state = await _io(partial(bind_control, self.wt))
             ph.binding = Binding(
                 worktree_tree=tree0.digest, git_control=ctl0.digest, entries=len(tree0.entries)
             )
             failure = await self.reviewer_ran(ph, cand, scratch)
             judged = phases.judge_review(
-                mutated=await self.mutated(tree0, ctl0, cand),
+                mutated=await self.mutated(ph, tree0, cand),
                 failure=failure,
                 verdict=ph.result.verdict if ph.result else None,
             )
@@ -384,6 +416,7 @@ class _Run:
             base = base.model_copy(update={"isolation": "factory-created-linked-git-worktree"})
         self.rec.base, self.baseline = base, entry.baseline
         self.entry_ref = entry.record.branch
+        self.git_state = await _io(partial(bind_control, self.wt))
         task = self.a.request.task
 
         self.stage("worker_running")

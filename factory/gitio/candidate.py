@@ -28,9 +28,8 @@ from factory.collisions import CollisionGroup, collision_groups
 from factory.errors import Failure
 from factory.gitio.config import read_config
 from factory.gitio.conversions import conversions_differ
-from factory.gitio.gitdata import DIFF_FLAGS, status_bytes
+from factory.gitio.gitdata import status_and_ignored
 from factory.gitio.rawfs import StatCache
-from factory.gitio.run import run_git
 from factory.gitio.snapshot import (
     PROBLEM_TEXT,
     UNSUPPORTED_CHANGED_PATH,
@@ -97,15 +96,6 @@ def _changed_file(c: Change) -> ChangedFile:
     return ChangedFile(path, c.state, c.mode, c.size, c.sha256)
 
 
-def binary_patch(wt: Worktree, base_tree: str, cand_tree: str) -> bytes:
-    """The binary patch base tree → candidate tree (plumbing, so UI config cannot reshape it)."""
-    return run_git(
-        wt.root,
-        ["diff-tree", "-p", "--binary", *DIFF_FLAGS, base_tree, cand_tree],
-        what="git diff-tree -p",
-    )
-
-
 def submodule_changed(status: bytes) -> bool:
     """Whether ``status --porcelain=v2 -z`` reports a submodule with changes.
 
@@ -134,11 +124,14 @@ def derive(
     baseline: Baseline | None = None,
     *,
     cache: StatCache | None = None,
+    details: bool = True,
 ) -> DerivedCandidate:
     """Derive the candidate of ``wt`` against ``base_commit`` (SPEC A-4).
 
     ``baseline`` is the raw state recorded at entry (untouched files whose bytes git's
     checkout converted stay unchanged); ``cache`` the previous derivation's stat cache.
+    ``details=False`` skips what is recorded beside the identity (``conversions_differ``,
+    ``collisions``), for a re-derivation that only compares identities.
 
     Raises:
         IndexHidesChanges: an index entry is assume-unchanged or skip-worktree.
@@ -147,8 +140,8 @@ def derive(
         RawChanged: a file kept changing while it was read.
     """
     cfg = read_config(wt.root)
-    status = status_bytes(wt.root, cfg)
-    snap = snapshot(wt.root, base_tree, baseline, cache=cache)
+    status, ignored = status_and_ignored(wt.root, cfg)
+    snap = snapshot(wt.root, base_tree, baseline, cache=cache, ignored_folders=ignored)
     if snap.hidden:
         raise INDEX_HIDES_CHANGES(
             "the index marks files assume-unchanged or skip-worktree, so their changes "
@@ -159,7 +152,7 @@ def derive(
     if submodule_changed(status):
         raise _unsupported(PROBLEM_TEXT["submodule"])
     files = tuple(_changed_file(c) for c in snap.changes)
-    patch = binary_patch(wt, base_tree, snap.tree) if files else b""
+    patch = snap.patch
     written = [(c.path, c.oid) for c in snap.changes if c.state != "deleted"]
     return DerivedCandidate(
         base_commit,
@@ -168,7 +161,7 @@ def derive(
         status,
         patch,
         files,
-        conversions_differ=conversions_differ(wt.root, cfg, written),
-        collisions=tuple(collision_groups(snap.paths)),
+        conversions_differ=details and conversions_differ(wt.root, cfg, written),
+        collisions=tuple(collision_groups(snap.paths)) if details else (),
         cache=snap.cache,
     )

@@ -10,10 +10,15 @@ configuration neutralised.
 
 from __future__ import annotations
 
+import functools
 import os
+import shutil
 import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
+from typing import NamedTuple
 
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.run import run_git, try_git
@@ -29,8 +34,7 @@ STATUS_ARGS = (
 DIFF_FLAGS = ("-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--full-index")
 
 
-@dataclass(frozen=True, slots=True)
-class TreeEntry:
+class TreeEntry(NamedTuple):
     """A (mode, object id) pair of a tree or index entry."""
 
     mode: str
@@ -64,8 +68,10 @@ def c_quote(path: bytes) -> bytes:
     return bytes(out + b'"')
 
 
+@functools.lru_cache(maxsize=16)
 def object_format(root: Path) -> str:
-    """``sha1`` or ``sha256``: the hash of this repository's object ids."""
+    """``sha1`` or ``sha256``: the hash of this repository's object ids (fixed at
+    ``git init``, so remembered per folder)."""
     out = run_git(root, ["rev-parse", "--show-object-format"], what="git rev-parse")
     return out.decode("ascii").strip() or "sha1"
 
@@ -74,8 +80,40 @@ def null_oid(fmt: str) -> str:
     return "0" * (64 if fmt == "sha256" else 40)
 
 
-def tree_entries(root: Path, tree: str) -> dict[bytes, TreeEntry]:
-    """Every blob and gitlink of ``tree`` (recursively) by path."""
+# 2100-01-01: later than any index entry's mtime (see private_index_copy).
+_FUTURE_NS = 4_102_444_800 * 10**9
+
+
+def private_index_copy(real: str, dest: str) -> None:
+    """Copy the index file ``real`` to ``dest`` for a command that writes it (``write-tree``
+    stores its cache-tree extension back; ``update-index``).
+
+    git re-reads every *racily clean* entry — one whose file's mtime is not older than the
+    index file's — through the repository's conversions and clean filter when it writes an
+    index. The copy's mtime is set far in the future, so no entry is racy and writing the
+    copy reads no worktree file and runs no filter (a test plants one). Entries and object
+    ids are unchanged, which is all these commands need.
+    """
+    shutil.copyfile(real, dest)
+    unracy(dest)
+
+
+def unracy(index: str) -> None:
+    """Set ``index``'s mtime far in the future again (after a command rewrote it)."""
+    os.utime(index, ns=(_FUTURE_NS, _FUTURE_NS))
+
+
+@functools.lru_cache(maxsize=16)
+def index_file(root: Path) -> str | None:
+    """The path of the real index of the checkout at ``root`` (remembered per folder)."""
+    code, out = try_git(root, ["rev-parse", "--path-format=absolute", "--git-path", "index"])
+    return os.fsdecode(out.rstrip(b"\n")) if code == 0 and out.strip() else None
+
+
+@functools.lru_cache(maxsize=8)
+def tree_entries(root: Path, tree: str) -> Mapping[bytes, TreeEntry]:
+    """Every blob and gitlink of ``tree`` (recursively) by path, read-only. A tree id names
+    its content, so the answer is remembered per (folder, tree)."""
     out = run_git(root, ["ls-tree", "-r", "-z", "--full-tree", tree], what="git ls-tree")
     entries: dict[bytes, TreeEntry] = {}
     for rec in out.split(b"\0"):
@@ -83,7 +121,7 @@ def tree_entries(root: Path, tree: str) -> dict[bytes, TreeEntry]:
             meta, _, path = rec.partition(b"\t")
             mode, _, rest = meta.partition(b" ")
             entries[path] = TreeEntry(mode.decode("ascii"), rest.rpartition(b" ")[2].decode())
-    return entries
+    return MappingProxyType(entries)
 
 
 def list_files(root: Path) -> Listed:
@@ -110,24 +148,99 @@ def list_files(root: Path) -> Listed:
     return listed
 
 
-def diff_entries(root: Path, a: str, b: str) -> dict[bytes, tuple[str, str | None]]:
-    """``diff-tree --raw`` of two trees: path → (new mode, new id or ``None`` if deleted)."""
-    out = run_git(root, ["diff-tree", *DIFF_FLAGS, "-z", "--raw", a, b], what="git diff-tree")
+CONVERSION_ATTRIBUTES = ("text", "eol", "crlf", "ident", "filter", "working-tree-encoding")
+
+
+def converting_paths(root: Path, paths: list[bytes]) -> set[bytes]:
+    """The ``paths`` whose attributes could make git convert their bytes (any of
+    :data:`CONVERSION_ATTRIBUTES` set to something but ``unspecified`` or ``unset``)."""
+    if not paths:
+        return set()
+    out = run_git(
+        root,
+        ["check-attr", "-z", "--stdin", *CONVERSION_ATTRIBUTES],
+        stdin=b"".join(p + b"\0" for p in paths),
+        what="git check-attr",
+    )
     fields = out.split(b"\0")
-    seen: dict[bytes, tuple[str, str | None]] = {}
-    for i in range(0, len(fields) - 1, 2):
-        if not fields[i]:
-            break
+    return {
+        fields[i]
+        for i in range(0, len(fields) - 2, 3)
+        if fields[i + 2] not in (b"unspecified", b"unset")
+    }
+
+
+Entries = dict[bytes, tuple[str, str | None]]
+
+
+def _raw_entries(fields: list[bytes]) -> tuple[Entries, int]:
+    """Parse ``--raw -z`` records from ``fields``; return them and how many fields they used."""
+    seen: Entries = {}
+    i = 0
+    while i + 1 < len(fields) and fields[i].startswith(b":"):
         meta = fields[i].decode("ascii").lstrip(":").split(" ")
         deleted = meta[4].startswith("D")
         seen[fields[i + 1]] = ("000000", None) if deleted else (meta[1], meta[3])
-    return seen
+        i += 2
+    return seen, i
+
+
+def diff_entries(root: Path, a: str, b: str) -> Entries:
+    """``diff-tree --raw`` of two trees: path → (new mode, new id or ``None`` if deleted)."""
+    out = run_git(root, ["diff-tree", *DIFF_FLAGS, "-z", "--raw", a, b], what="git diff-tree")
+    return _raw_entries(out.split(b"\0"))[0]
+
+
+def diff_with_patch(root: Path, a: str, b: str) -> tuple[Entries, bytes]:
+    """:func:`diff_entries` and the binary patch ``a`` → ``b`` from one ``diff-tree``: with
+    ``--raw -z -p`` git prints the raw records, an empty record, then exactly the bytes
+    ``diff-tree -p --binary`` alone prints."""
+    out = run_git(
+        root,
+        ["diff-tree", *DIFF_FLAGS, "-z", "--raw", "-p", "--binary", a, b],
+        what="git diff-tree -p",
+    )
+    fields = out.split(b"\0")
+    seen, used = _raw_entries(fields)
+    if not seen:
+        return seen, b""
+    offset = sum(len(f) + 1 for f in fields[:used]) + 1  # the records and the empty one
+    return seen, out[offset:]
 
 
 def status_bytes(root: Path, config: RepoConfig | None = None) -> bytes:
     """``git status --porcelain=v2 -z --untracked-files=all`` without any filter program."""
     cfg = config if config is not None else read_config(root)
     return run_git(root, STATUS_ARGS, env_extra=cfg.no_filters_env(), what="git status")
+
+
+def status_and_ignored(root: Path, config: RepoConfig | None = None) -> tuple[bytes, set[bytes]]:
+    """:func:`status_bytes` and the ignored folders, from one ``git status`` that also lists
+    what ``--ignored=matching`` shows. Its ``!`` records come after all others and are cut
+    out record by record (a renamed entry's extra original-path field is kept whole), so
+    the status bytes are exactly those :func:`status_bytes` gives."""
+    cfg = config if config is not None else read_config(root)
+    out = run_git(
+        root,
+        [*STATUS_ARGS, "--ignored=matching"],
+        env_extra=cfg.no_filters_env(),
+        what="git status",
+    )
+    kept: list[bytes] = []
+    folders: set[bytes] = set()
+    fields = out.split(b"\0")[:-1]
+    i = 0
+    while i < len(fields):
+        rec = fields[i]
+        if rec.startswith(b"! "):
+            if rec.endswith(b"/"):
+                folders.add(rec[2:-1])
+            i += 1
+            continue
+        width = 2 if rec.startswith(b"2 ") else 1
+        kept += fields[i : i + width]
+        i += width
+    return b"".join(f + b"\0" for f in kept), folders
 
 
 def repo_head(root: Path) -> str | None:
@@ -173,13 +286,14 @@ def _ignored_folders(root: Path) -> set[bytes]:
     return {rec.rstrip(b"/") for rec in out.split(b"\0") if rec.endswith(b"/")}
 
 
-def special_files(root: Path) -> list[bytes]:
+def special_files(root: Path, ignored_folders: set[bytes] | None = None) -> list[bytes]:
     """FIFOs, sockets and devices in the worktree that are not ignored.
 
     git's own listing skips them silently, so a change consisting of one would be in no
-    tree. Ignored folders, nested repositories and submodules are not entered.
+    tree. Ignored folders (``ignored_folders`` when the caller has them, e.g. from
+    :func:`status_and_ignored`), nested repositories and submodules are not entered.
     """
-    skip = _ignored_folders(root)
+    skip = ignored_folders if ignored_folders is not None else _ignored_folders(root)
     top = os.fsencode(root)
     found: list[bytes] = []
     stack: list[bytes] = [b""]
@@ -191,7 +305,7 @@ def special_files(root: Path) -> list[bytes]:
             continue
         with it:
             for de in it:
-                name = os.fsencode(de.name)
+                name = de.name  # bytes: the folder was opened by its bytes path
                 path = rel + b"/" + name if rel else name
                 if not rel and name == b".git":
                     continue

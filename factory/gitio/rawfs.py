@@ -98,10 +98,16 @@ class RawReader:
     """Reads paths below ``root`` (see the module docstring). Not thread-safe."""
 
     def __init__(
-        self, root: Path, object_format: str = "sha1", previous: StatCache | None = None
+        self,
+        root: Path,
+        object_format: str = "sha1",
+        previous: StatCache | None = None,
+        *,
+        sha256: bool = True,
     ) -> None:
         self.root = os.fsencode(root)
         self.object_format = object_format
+        self._sha256 = sha256  # False: blob ids only (``sha256`` stays "")
         self.cache = StatCache(started_ns=time.time_ns())
         self._previous = previous.entries if previous is not None else {}
         self._trust_before = previous.started_ns - RACY_MARGIN_NS if previous else 0
@@ -126,28 +132,38 @@ class RawReader:
         self._folders[rel] = kind
         return kind
 
-    def read(self, rel: bytes) -> RawEntry:
-        """The entry at ``rel`` (raw relative path bytes, ``/``-separated)."""
-        parent, _, _ = rel.rpartition(b"/")
-        folder = self._folder(parent)
+    def read(self, rel: bytes, assume_oid: str | None = None) -> RawEntry:
+        """The entry at ``rel`` (raw relative path bytes, ``/``-separated).
+
+        ``assume_oid``: the caller knows the bytes of a regular file there are that blob
+        unless its stat data changes (e.g. a checkout no conversion applied to); the file
+        is then not read, and the entry is remembered for the next read's stat cache.
+        """
+        parent = rel.rpartition(b"/")[0]
+        folder = self._folders.get(parent) or self._folder(parent)
         if folder != "dir":
             return RawEntry(folder)
-        full = os.path.join(self.root, rel)
+        full = self.root + b"/" + rel
         try:
             st = os.lstat(full)
         except (FileNotFoundError, NotADirectoryError):
             return RawEntry("missing")
-        entry = self._classify(rel, full, st)
+        if stat.S_ISREG(st.st_mode):
+            stamp = _stamp(st)
+            prev = self._previous.get(rel)
+            if prev is not None and prev.stamp == stamp and st.st_ctime_ns < self._trust_before:
+                entry = prev  # the stat cache's common case
+            elif assume_oid is not None:
+                entry = RawEntry("file", git_mode(st.st_mode), assume_oid, st.st_size, "", stamp)
+            else:
+                entry = self._read_file(full, stamp)
+        else:
+            entry = self._classify(full, st)
         self.cache.entries[rel] = entry
         return entry
 
-    def _classify(self, rel: bytes, full: bytes, st: os.stat_result) -> RawEntry:
+    def _classify(self, full: bytes, st: os.stat_result) -> RawEntry:
         stamp = _stamp(st)
-        if stat.S_ISREG(st.st_mode):
-            prev = self._previous.get(rel)
-            if prev is not None and prev.stamp == stamp and st.st_ctime_ns < self._trust_before:
-                return prev
-            return self._read_file(full, stamp)
         if stat.S_ISLNK(st.st_mode):
             target = os.readlink(full)
             return RawEntry(
@@ -173,15 +189,17 @@ class RawReader:
                 if not stat.S_ISREG(st.st_mode):
                     return RawEntry("special", stamp=stamp)
                 oid = hashlib.new(self.object_format, b"blob %d\0" % st.st_size)
-                sha = hashlib.sha256()
+                sha = hashlib.sha256() if self._sha256 else None
                 size = 0
                 while chunk := os.read(fd, CHUNK):
                     oid.update(chunk)
-                    sha.update(chunk)
+                    if sha is not None:
+                        sha.update(chunk)
                     size += len(chunk)
             finally:
                 os.close(fd)
             if size == st.st_size:
                 mode = git_mode(st.st_mode)
-                return RawEntry("file", mode, oid.hexdigest(), size, sha.hexdigest(), _stamp(st))
+                digest = sha.hexdigest() if sha is not None else ""
+                return RawEntry("file", mode, oid.hexdigest(), size, digest, _stamp(st))
         raise CHANGED_DURING_SNAPSHOT("a file kept changing while factory read it")

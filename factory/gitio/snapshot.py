@@ -19,10 +19,13 @@ worktree (``git ls-files --cached --others --exclude-standard``) with the bytes 
   socket or device git would otherwise see, a path below a symlinked folder, an unmerged
   index entry).
 
-The new tree is written through a private temporary index (``read-tree`` of the base,
-``update-index --index-info``, ``write-tree``); the blobs of changed files are written
-with ``hash-object -w --no-filters`` and their ids must equal the ids computed here from
-the bytes that were hashed, or the snapshot fails (something still writes).
+The new tree is written through a private temporary index (a copy of the real index when
+it holds the base tree, else ``read-tree`` of the base; ``update-index --index-info``;
+``write-tree``); the blobs of changed files are written with ``hash-object -w
+--no-filters`` and their ids must equal the ids computed here from the bytes that were
+hashed, or the snapshot fails (something still writes). One ``diff-tree --raw -p`` of the
+two trees must then name exactly the changes read — which also proves the copied index
+held the base tree — and gives the binary patch.
 
 Callers: the agent run's candidate (:mod:`factory.gitio.candidate`) and review snapshots.
 """
@@ -38,6 +41,7 @@ from typing import Literal
 
 from factory.errors import Failure
 from factory.gitio import gitdata
+from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.gitdata import TreeEntry
 from factory.gitio.rawfs import CHANGED_DURING_SNAPSHOT, RawChanged, RawEntry, RawReader, StatCache
 from factory.gitio.run import GitFailure, run_git
@@ -109,7 +113,8 @@ class Snapshot:
 
     ``paths``: every path of ``tree`` (byte order). ``hidden``: index entries marked
     assume-unchanged or skip-worktree, whose changes git would hide. ``cache``: the stat
-    cache to pass to the next snapshot of the same worktree.
+    cache to pass to the next snapshot of the same worktree. ``patch``: the binary patch
+    ``base_tree`` → ``tree`` (``git diff-tree -p --binary``; empty without changes).
     """
 
     base_tree: str
@@ -119,22 +124,39 @@ class Snapshot:
     paths: tuple[bytes, ...]
     hidden: int
     cache: StatCache
+    patch: bytes = b""
 
 
 def _raw_tree_entry(raw: RawEntry) -> TreeEntry | None:
     return TreeEntry(raw.mode, raw.oid) if raw.has_bytes else None
 
 
-def take_baseline(root: Path, base_tree: str) -> Baseline:
-    """Read every base path on disk now and record which ones differ from the base tree."""
+def take_baseline(root: Path, base_tree: str, config: RepoConfig | None = None) -> Baseline:
+    """Record which base paths' bytes on disk differ from the base tree now.
+
+    Meant for a checkout that git calls clean. A path no conversion can apply to (no
+    ``text``/``eol``/``crlf``/``ident``/``filter``/``working-tree-encoding`` attribute, and
+    ``core.autocrlf`` off) then holds its blob's bytes: git wrote them unconverted, or
+    compared them raw, so it is only ``lstat``-ed (its mode and kind may still differ:
+    ``core.fileMode``/``core.symlinks`` false). Every other path is read.
+    """
     fmt = gitdata.object_format(root)
-    reader = RawReader(root, fmt)
+    base = {
+        p: e for p, e in gitdata.tree_entries(root, base_tree).items() if e.mode != gitdata.GITLINK
+    }
+    cfg = config if config is not None else read_config(root)
+    autocrlf = (cfg.last("core.autocrlf") or "false").lower()
+    if autocrlf in ("false", "no", "off", "0"):
+        converting = gitdata.converting_paths(root, list(base))
+    else:
+        converting = set(base)
+    reader = RawReader(root, fmt, sha256=False)
     divergent: dict[bytes, TreeEntry] = {}
-    for path, base in gitdata.tree_entries(root, base_tree).items():
-        if base.mode == gitdata.GITLINK:
-            continue
-        now = _raw_tree_entry(reader.read(path))
-        if now is not None and now != base:
+    for path, entry in base.items():
+        regular = entry.mode in ("100644", "100755")
+        assume = entry.oid if regular and path not in converting else None
+        now = _raw_tree_entry(reader.read(path, assume))
+        if now is not None and now != entry:
             divergent[path] = now
     return Baseline(divergent, reader.cache)
 
@@ -222,6 +244,7 @@ def snapshot(
     baseline: Baseline | None = None,
     *,
     cache: StatCache | None = None,
+    ignored_folders: set[bytes] | None = None,
 ) -> Snapshot:
     """The raw-bytes tree of the worktree at ``root`` against ``base_tree``.
 
@@ -231,6 +254,8 @@ def snapshot(
         baseline: raw state recorded earlier (:func:`take_baseline`); its stat cache is used
             unless ``cache`` is given.
         cache: the stat cache of the previous snapshot of this worktree.
+        ignored_folders: the worktree's ignored folders when the caller already listed
+            them (:func:`factory.gitio.gitdata.status_and_ignored`).
 
     Raises:
         GitFailure: a git query failed.
@@ -248,11 +273,13 @@ def snapshot(
             continue
         cmp.visit(path, reader.read(path))
     cmp.problems += [Problem(p, "unmerged") for p in listed.unmerged]
-    cmp.problems += [Problem(p, "special-file") for p in gitdata.special_files(root)]
+    cmp.problems += [
+        Problem(p, "special-file") for p in gitdata.special_files(root, ignored_folders)
+    ]
     changes = tuple(cmp.changes)
-    tree = base_tree
+    tree, patch = base_tree, b""
     if changes and not cmp.problems:
-        tree = _write_tree(root, base_tree, changes, gitdata.null_oid(fmt))
+        tree, patch = _write_tree(root, base_tree, changes, gitdata.null_oid(fmt))
     return Snapshot(
         base_tree,
         tree,
@@ -261,6 +288,7 @@ def snapshot(
         tuple(cmp.paths),
         listed.hidden,
         reader.cache,
+        patch,
     )
 
 
@@ -298,7 +326,9 @@ def _write_blobs(root: Path, changes: Iterable[Change]) -> None:
         raise CHANGED_DURING_SNAPSHOT("a file changed while factory stored it")
 
 
-def _write_tree(root: Path, base_tree: str, changes: tuple[Change, ...], null: str) -> str:
+def _write_tree(
+    root: Path, base_tree: str, changes: tuple[Change, ...], null: str
+) -> tuple[str, bytes]:
     _write_blobs(root, changes)
     records = [b"0 %s\t%s\0" % (null.encode(), c.path) for c in changes if c.state == "deleted"]
     records += [
@@ -307,27 +337,51 @@ def _write_tree(root: Path, base_tree: str, changes: tuple[Change, ...], null: s
         if c.state != "deleted"
     ]
     with tempfile.TemporaryDirectory(prefix="factory-snapshot-") as tmp:
-        env = {"GIT_INDEX_FILE": os.path.join(tmp, "index")}
+        index = os.path.join(tmp, "index")
+        # Fast path: start from a copy of the real index, which usually holds the base tree
+        # (one read-tree process less); the cross-check proves it did, else start over
+        # from the base tree itself.
+        real = gitdata.index_file(root)
+        if real is not None and os.path.isfile(real):
+            gitdata.private_index_copy(real, index)
+            try:
+                tree = _apply(root, index, b"".join(records))
+                patch = _patch_if_matching(root, base_tree, tree, changes)
+                if patch is not None:
+                    return tree, patch
+            except GitFailure:
+                pass
+            os.unlink(index)
+        env = {"GIT_INDEX_FILE": index}
         run_git(root, ["read-tree", base_tree], env_extra=env, what="git read-tree")
-        run_git(
-            root,
-            ["update-index", "-z", "--index-info"],
-            env_extra=env,
-            stdin=b"".join(records),
-            what="git update-index",
-        )
-        out = run_git(root, ["write-tree"], env_extra=env, what="git write-tree")
-    tree = out.decode("ascii").strip()
-    _cross_check(root, base_tree, tree, changes)
-    return tree
-
-
-def _cross_check(root: Path, base_tree: str, tree: str, changes: tuple[Change, ...]) -> None:
-    """git's own diff of the two trees must name exactly our changes (same entries)."""
-    seen = gitdata.diff_entries(root, base_tree, tree)
-    wanted = {c.path: (c.mode, c.oid or None) for c in changes}
-    if seen != wanted:
+        tree = _apply(root, index, b"".join(records))
+    patch = _patch_if_matching(root, base_tree, tree, changes)
+    if patch is None:
         raise SNAPSHOT_MISMATCH("the tree git wrote does not match the files read")
+    return tree, patch
+
+
+def _apply(root: Path, index: str, records: bytes) -> str:
+    env = {"GIT_INDEX_FILE": index}
+    run_git(
+        root,
+        ["update-index", "-z", "--index-info"],
+        env_extra=env,
+        stdin=records,
+        what="git update-index",
+    )
+    gitdata.unracy(index)  # update-index wrote it now: its entries could look racy again
+    out = run_git(root, ["write-tree"], env_extra=env, what="git write-tree")
+    return out.decode("ascii").strip()
+
+
+def _patch_if_matching(
+    root: Path, base_tree: str, tree: str, changes: tuple[Change, ...]
+) -> bytes | None:
+    """The patch, when git's own diff of the two trees names exactly our changes (same
+    entries); ``None`` when it does not."""
+    seen, patch = gitdata.diff_with_patch(root, base_tree, tree)
+    return patch if seen == {c.path: (c.mode, c.oid or None) for c in changes} else None
 
 
 __all__ = [

@@ -9,13 +9,12 @@ the two git directories, never on the shape of ``.git``.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from factory.errors import Refused
-from factory.gitio import gitdata
+from factory.gitio.gitdata import private_index_copy
 from factory.gitio.run import run_git, try_git
 from factory.gitio.snapshot import raw_tree
 
@@ -77,12 +76,6 @@ def locate(path: Path) -> Worktree:
     return Worktree(root=root, git_dir=git_dir, common_dir=common_dir)
 
 
-def status_bytes(wt: Worktree) -> bytes:
-    """``git status --porcelain=v2 -z --untracked-files=all`` of the worktree, exact bytes
-    (no filter program runs: :func:`factory.gitio.gitdata.status_bytes`)."""
-    return gitdata.status_bytes(wt.root)
-
-
 def hidden_entries(wt: Worktree) -> int:
     """How many index entries carry the assume-unchanged or skip-worktree bit.
 
@@ -134,12 +127,13 @@ def index_tree(wt: Worktree) -> str | None:
     when the index holds no tree (unmerged entries, or it cannot be read).
 
     ``git write-tree`` on the real index would rewrite it (it stores the cache-tree
-    extension back), so it runs on a private copy instead.
+    extension back), so it runs on a private copy instead
+    (:func:`factory.gitio.gitdata.private_index_copy`: no racy entry, so no filter runs).
     """
     with tempfile.TemporaryDirectory(prefix="factory-index-") as tmp:
         copy = Path(tmp) / "index"
         src = index_path(wt)
         if src.exists():
-            shutil.copy2(src, copy)
+            private_index_copy(os.fspath(src), os.fspath(copy))
         code, out = try_git(wt.root, ["write-tree"], env_extra={"GIT_INDEX_FILE": str(copy)})
     return out.decode("ascii").strip() if code == 0 else None

@@ -32,6 +32,7 @@ class Step:
     raise_exc: BaseException | None = None
     hang: bool = False
     stdout: bytes = b'{"type":"result","is_error":false}\n'
+    env_names: tuple[str, ...] | None = None  # what the profile reports its child got
 
 
 @dataclass
@@ -78,6 +79,7 @@ class FakeAgent:
             duration_ms=1,
             outputs={"stdout": step.stdout + role.encode(), "stderr": b""},
             requested_authority="accept-edits-in-worktree",
+            env_names=step.env_names,
         )
 
 
@@ -124,6 +126,7 @@ class FakeReviewer:
             outputs=outputs,
             verdict=verdict,
             requested_authority="read-only-sandbox",
+            env_names=step.env_names,
         )
 
 

@@ -90,12 +90,25 @@ def test_twin_the_same_entries_ignored_are_no_problem(repo: Path) -> None:
 
 
 def test_a_baseline_keeps_checkout_conversions_out_of_the_change(repo: Path) -> None:
-    (repo / "a.txt").write_bytes(b"a\r\n")  # as a converting checkout would have written it
+    (repo / ".gitattributes").write_text("*.txt text eol=crlf\n")
+    git(repo, "add", ".gitattributes")
+    git(repo, "commit", "-qm", "attributes")
+    (repo / "a.txt").unlink()
+    git(repo, "checkout", "--", "a.txt")  # written converted: CRLF on disk, LF stored
+    assert (repo / "a.txt").read_bytes() == b"a\r\n" and git(repo, "status", "--porcelain") == ""
     base = take_baseline(repo, head_tree(repo))
-    assert base.divergent == {b"a.txt": TreeEntry("100644", base.divergent[b"a.txt"].oid)}
+    assert set(base.divergent) == {b"a.txt"}  # d/b.txt was checked out before the attribute
+    assert base.divergent[b"a.txt"].mode == "100644"
+    assert snapshot(repo, head_tree(repo)).changes != ()  # without it: "changed"
     assert snapshot(repo, head_tree(repo), base).changes == ()
     (repo / "a.txt").write_bytes(b"A\r\n")
     assert [c.path for c in snapshot(repo, head_tree(repo), base).changes] == [b"a.txt"]
+
+
+def test_twin_a_checkout_nothing_converts_has_no_divergence(repo: Path) -> None:
+    base = take_baseline(repo, head_tree(repo))
+    assert base.divergent == {}
+    assert len(base.cache.entries) == 3  # every base path looked at (lstat)
 
 
 def test_divergence_round_trips_and_malformed_bytes_are_refused() -> None:
@@ -130,3 +143,57 @@ def test_old_unchanged_files_are_not_read_again(
     monkeypatch.setattr(snap_mod.RawReader, "_read_file", spy)
     assert snapshot(repo, head_tree(repo), cache=first.cache).changes == ()
     assert reads == []
+
+
+def _racy_filtered_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """A repo whose every file passes a clean filter (which leaves a marker) and whose
+    index entries are all racily clean (the index's mtime equals the files')."""
+    repo = init_repo(tmp_path / "f", {"a.txt": "a\n", ".gitattributes": "* filter=m\n"})
+    mark = tmp_path / "ran"
+    script = tmp_path / "clean.sh"
+    script.write_text(f"#!/bin/sh\n: > '{mark}'\ncat\n")
+    script.chmod(0o755)
+    git(repo, "config", "filter.m.clean", str(script))
+    index = repo / ".git" / "index"
+    st = (repo / "a.txt").stat()
+    os.utime(index, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return repo, mark
+
+
+def test_writing_private_indexes_never_runs_a_filter_on_racy_entries(tmp_path: Path) -> None:
+    from factory.gitio.worktree import index_tree, locate
+
+    repo, mark = _racy_filtered_repo(tmp_path)
+    wt = tmp_path / "wt"
+    git(repo, "worktree", "add", "-q", "-b", "w", str(wt))
+    st = (wt / "a.txt").stat()
+    os.utime(
+        Path(git(wt, "rev-parse", "--git-path", "index").strip()).resolve(),
+        ns=(st.st_atime_ns, st.st_mtime_ns),
+    )
+    (wt / "new.txt").write_text("n\n")
+    s = snapshot(wt, head_tree(wt))
+    assert [c.path for c in s.changes] == [b"new.txt"]
+    assert index_tree(locate(wt)) == head_tree(wt)
+    assert not mark.exists()
+
+
+def test_twin_git_writing_a_copy_with_racy_entries_does_run_it(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    repo, mark = _racy_filtered_repo(tmp_path)
+    copy = tmp_path / "index-copy"
+    shutil.copy2(repo / ".git" / "index", copy)
+    env = {**os.environ, "GIT_INDEX_FILE": str(copy)}
+    blob = git(repo, "rev-parse", "HEAD:a.txt").strip()
+    record = f"100644 {blob}\tcopy-of-a.txt\0".encode()
+    subprocess.run(
+        ["git", "update-index", "-z", "--index-info"],
+        cwd=repo,
+        env=env,
+        input=record,
+        capture_output=True,
+        check=True,
+    )
+    assert mark.exists()  # writing the copy re-read the racy a.txt through the filter
