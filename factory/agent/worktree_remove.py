@@ -28,6 +28,7 @@ from factory.agent.verify import liveness, load_receipt
 from factory.errors import FactoryError, Refused
 from factory.gitio.candidate import derive
 from factory.gitio.create import NO_HOOKS
+from factory.gitio.gitdata import status_bytes
 from factory.gitio.run import run_git
 from factory.gitio.worktree import (
     Worktree,
@@ -35,7 +36,6 @@ from factory.gitio.worktree import (
     head_ref,
     hidden_entries,
     locate,
-    status_bytes,
 )
 from factory.models import StrictModel
 
@@ -127,7 +127,7 @@ def _state(receipt: AgentReceipt, wt: Worktree) -> tuple[Literal["clean", "candi
             "the worktree hides changes (assume-unchanged/skip-worktree) or holds an "
             "initialised submodule"
         )
-    if not status_bytes(wt):
+    if not status_bytes(wt.root):
         return "clean", None
     cand = receipt.final_candidate()
     if cand is not None:
