@@ -86,6 +86,20 @@ def record_of(plan: WorktreePlan) -> WorktreeCreation:
     )
 
 
+def pinned(spec: WorktreeSpec, run_id: str | None = None) -> WorktreeSpec:
+    """``spec`` with everything decided once: the base as its full commit id, the physical
+    folder, the branch (``""`` for a detached HEAD). Planning it again later names the same
+    worktree, or refuses if it can no longer be created. Reads only.
+
+    Raises:
+        RepositoryRefused / CreateRefused / UnsafeTree: as :func:`prepare`.
+    """
+    plan = plan_worktree(spec, run_id)
+    return WorktreeSpec(
+        repo=spec.repo, base=plan.base_commit, path=plan.path, branch=plan.branch or ""
+    )
+
+
 def prepare(spec: WorktreeSpec, draft: AgentRequest, *, run_id: str | None = None) -> Prelude:
     """Decide everything that can refuse; create nothing (see the module docstring).
 

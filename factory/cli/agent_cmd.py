@@ -53,19 +53,7 @@ loopback model: that proves the control path, nothing about model judgement.
 
 def register(sub: Any) -> None:
     p = sub.add_parser("agent", help="run worker → review → one repair → review", description=HELP)
-    p.add_argument("--worktree", metavar="W", help="a clean linked git worktree")
-    p.add_argument(
-        "--repo", metavar="REPO", help="create a fresh linked worktree of this repository"
-    )
-    p.add_argument("--base", metavar="REV", help="with --repo: the base commit (default HEAD)")
-    p.add_argument(
-        "--worktree-dir", metavar="D", help="with --repo: the new folder (must not exist)"
-    )
-    p.add_argument(
-        "--branch",
-        metavar="NAME",
-        help='with --repo: the new branch (default factory/run-<id>; "" detaches HEAD)',
-    )
+    add_worktree_flags(p)
     p.add_argument("--task", required=True, metavar="T", help="what the worker should do")
     p.add_argument("--out", required=True, metavar="R", help="receipt path (must not exist)")
     p.add_argument(
@@ -82,6 +70,24 @@ def register(sub: Any) -> None:
     p.add_argument("--otel-endpoint", metavar="URL", help="http://127.0.0.1:PORT/v1/traces only")
     p.add_argument("--rehearsal", metavar="SCENARIO", help="scripted loopback model scenario file")
     p.set_defaults(handler=run)
+
+
+def add_worktree_flags(p: Any) -> None:
+    """``--worktree W`` or ``--repo REPO [--base] [--worktree-dir] [--branch]`` (exactly one
+    of the two; see :func:`check_worktree_flags`). ``factory operator run`` takes them too."""
+    p.add_argument("--worktree", metavar="W", help="a clean linked git worktree")
+    p.add_argument(
+        "--repo", metavar="REPO", help="create a fresh linked worktree of this repository"
+    )
+    p.add_argument("--base", metavar="REV", help="with --repo: the base commit (default HEAD)")
+    p.add_argument(
+        "--worktree-dir", metavar="D", help="with --repo: the new folder (must not exist)"
+    )
+    p.add_argument(
+        "--branch",
+        metavar="NAME",
+        help='with --repo: the new branch (default factory/run-<id>; "" detaches HEAD)',
+    )
 
 
 def _observer(args: argparse.Namespace) -> tuple[Any, list[Callable[[], Any]], str | None]:
@@ -172,7 +178,7 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
 
     from factory.agent.admission import AgentRequest, admit
 
-    _check_worktree_flags(args)
+    check_worktree_flags(args)
     check_endpoint(args.otel_endpoint)
     scenario = None
     if args.rehearsal is not None:
@@ -211,7 +217,7 @@ CREATION_FLAG_NEEDS_REPO = UsageError.define(
 _CREATION_FLAGS = (("base", "--base"), ("worktree_dir", "--worktree-dir"), ("branch", "--branch"))
 
 
-def _check_worktree_flags(args: argparse.Namespace) -> None:
+def check_worktree_flags(args: argparse.Namespace) -> None:
     """Exactly one of --worktree and --repo; the creation flags only with --repo (exit 2).
 
     A caller that builds the namespace itself (the demo, the operator) may leave the
