@@ -34,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,8 +132,8 @@ class Admitted:
     base_tree: str
 
 
-def _outside(path: Path, wt: Worktree, what: str, flag: str) -> None:
-    for folder in (wt.root, wt.git_dir, wt.common_dir):
+def _outside(path: Path, folders: Sequence[Path], what: str, flag: str) -> None:
+    for folder in folders:
         if physically_inside(path, folder):
             raise _PLACEMENT[what][0](f"{flag} lies inside the worktree or its git directories")
 
@@ -157,28 +157,50 @@ def _not_busy(wt: Worktree) -> None:
         )
 
 
-def admit(request: AgentRequest) -> Admitted:
+def check_task_and_timeout(request: AgentRequest) -> None:
+    """The checks that need no worktree: ``task-required``, ``timeout-out-of-range``."""
+    if not request.task.strip():
+        raise TASK_REQUIRED("--task is empty")
+    if not TIMEOUT_MIN_MS <= request.timeout_ms <= TIMEOUT_MAX_MS:
+        raise TIMEOUT_OUT_OF_RANGE(f"--timeout-ms {request.timeout_ms} is out of range")
+
+
+def output_paths(request: AgentRequest) -> tuple[Path, Path]:
+    """The absolute receipt and evidence paths (evidence defaults to ``<receipt>.evidence``)."""
+    receipt = Path(os.path.abspath(request.receipt))
+    evidence = Path(
+        os.path.abspath(request.evidence if request.evidence is not None else f"{receipt}.evidence")
+    )
+    return receipt, evidence
+
+
+def check_outputs(
+    receipt: Path, evidence: Path, folders: Sequence[Path], *, receipt_reserved: bool = False
+) -> None:
+    """Receipt and evidence lie outside every folder of ``folders`` (physically) and are
+    free: ``*-inside-worktree``, ``*-exists``, ``*-folder-missing``. ``receipt_reserved``:
+    the run itself already holds the receipt path (the creating form admits after it)."""
+    _outside(receipt, folders, "receipt", "--out")
+    _outside(evidence, folders, "evidence", "--evidence")
+    if not receipt_reserved:
+        _free(receipt, "receipt", "--out")
+    _free(evidence, "evidence", "--evidence")
+    if receipt == evidence:
+        raise EVIDENCE_EXISTS("--out and --evidence name the same path")
+
+
+def admit(request: AgentRequest, *, receipt_reserved: bool = False) -> Admitted:
     """Decide whether the run may start (SPEC A-1). Reads only; writes nothing.
 
     Raises:
         AdmissionRefused: with one of the codes in the module docstring.
         WorktreeRefused: the worktree is missing, not git, not its root, or not linked.
     """
-    if not request.task.strip():
-        raise TASK_REQUIRED("--task is empty")
-    if not TIMEOUT_MIN_MS <= request.timeout_ms <= TIMEOUT_MAX_MS:
-        raise TIMEOUT_OUT_OF_RANGE(f"--timeout-ms {request.timeout_ms} is out of range")
+    check_task_and_timeout(request)
     wt = locate(request.worktree)
-    receipt = Path(os.path.abspath(request.receipt))
-    evidence = Path(
-        os.path.abspath(request.evidence if request.evidence is not None else f"{receipt}.evidence")
-    )
-    _outside(receipt, wt, "receipt", "--out")
-    _outside(evidence, wt, "evidence", "--evidence")
-    _free(receipt, "receipt", "--out")
-    _free(evidence, "evidence", "--evidence")
-    if receipt == evidence:
-        raise EVIDENCE_EXISTS("--out and --evidence name the same path")
+    receipt, evidence = output_paths(request)
+    folders = (wt.root, wt.git_dir, wt.common_dir)
+    check_outputs(receipt, evidence, folders, receipt_reserved=receipt_reserved)
     _not_busy(wt)
     base = head_commit(wt)
     if base is None:

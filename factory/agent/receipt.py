@@ -202,6 +202,9 @@ class PhaseRecord(StrictModel):
     swept_processes: int | None = None
 
 
+Isolation = Literal["caller-supplied-linked-git-worktree", "factory-created-linked-git-worktree"]
+
+
 class GitSettings(StrictModel):
     """Effective git settings that decide how git itself converts a checkout's bytes: the
     values of ``core.autocrlf``, ``core.eol``, ``core.fileMode``, ``core.symlinks`` as git
@@ -223,6 +226,9 @@ class AttributesFile(StrictModel):
 class BaseRecord(StrictModel):
     """The entry state of the worktree (SPEC A-3).
 
+    ``isolation`` says who made the linked worktree: the caller (``--worktree``) or factory
+    itself (``--repo``, see :class:`WorktreeCreation`).
+
     ``branch``: the ref HEAD named at entry (``refs/heads/...``), ``None`` when detached.
     ``git_settings`` and ``gitattributes``: what git's own conversions would have used.
     ``entry_divergence``: when the bytes on disk of some base paths differed from their
@@ -238,10 +244,25 @@ class BaseRecord(StrictModel):
     git_settings: GitSettings
     gitattributes: list[AttributesFile]
     entry_divergence: EvidenceRef | None
-    isolation: Literal["caller-supplied-linked-git-worktree"] = (
-        "caller-supplied-linked-git-worktree"
-    )
+    isolation: Isolation = "caller-supplied-linked-git-worktree"
     execution_boundary: Literal["host-user-process"] = "host-user-process"
+
+
+class WorktreeCreation(StrictModel):
+    """The linked worktree factory created for the run (``factory agent --repo``).
+
+    ``repository``: the repository's common git directory; ``base_commit``: the full commit
+    id the base was pinned to, once, before anything was created; ``branch``: the new
+    branch's short name, ``None`` for a detached HEAD; ``path``: the worktree's folder
+    (physical). Written into the ``running`` reservation before the folder exists, so a
+    run that fails or is interrupted while creating it still names it. The worktree is
+    never removed automatically (``factory worktree remove`` does it on request).
+    """
+
+    repository: str
+    base_commit: str
+    branch: str | None
+    path: str
 
 
 class FactoryProcess(StrictModel):
@@ -263,7 +284,7 @@ class Timings(StrictModel):
 
 
 #: Optional receipt fields left out of the JSON value when they are ``None``.
-OMITTED_WHEN_ABSENT: Final = ("route_evidence", "trace_id", "factory_process")
+OMITTED_WHEN_ABSENT: Final = ("route_evidence", "trace_id", "factory_process", "worktree_creation")
 
 
 class AgentReceipt(StrictModel):
@@ -276,6 +297,7 @@ class AgentReceipt(StrictModel):
     verify`` can re-derive the candidate. ``route_evidence`` is what the route itself
     recorded (on the rehearsal route: the scripted model's log of every request it served,
     ``factory.rehearsal-log/1``, SPEC P-5); absent on the subscription route.
+    ``worktree_creation`` is present exactly when factory created the worktree (``--repo``).
     ``factory_process`` identifies the process that wrote the receipt, so a ``running``
     reservation left by a killed factory reads as abandoned.
     ``trace_id`` is the OpenTelemetry trace id (32 lowercase hex digits) of the run's spans
@@ -302,6 +324,7 @@ class AgentReceipt(StrictModel):
     route_evidence: EvidenceRef | None = None
     factory_process: FactoryProcess | None = None
     trace_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
+    worktree_creation: WorktreeCreation | None = None
     revision: str | None = None
 
     def to_json_value(self) -> dict[str, Any]:

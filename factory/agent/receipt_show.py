@@ -171,6 +171,10 @@ def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     task = r.task if len(r.task) <= MAX_TASK_CHARS else r.task[:MAX_TASK_CHARS] + " [cut]"
     grid.add_row("task", _t(task))
     grid.add_row("worktree", _t(r.worktree))
+    if r.worktree_creation is not None:
+        made = r.worktree_creation
+        branch = f"branch {made.branch}" if made.branch is not None else "detached HEAD"
+        grid.add_row("created", _t(f"by factory at {short_digest(made.base_commit)}, {branch}"))
     if r.base is not None:
         grid.add_row(
             "base",

@@ -28,6 +28,7 @@ from factory.agent.receipt import (
     Status,
     Timings,
     VerdictName,
+    WorktreeCreation,
 )
 from factory.provider_api import ProviderResult, Route
 
@@ -75,6 +76,7 @@ class RunRecord:
     repaired: Candidate | None = None
     verdict: VerdictName | None = None
     route_evidence: EvidenceRef | None = None
+    creation: WorktreeCreation | None = None  # factory created the worktree (--repo)
     factory_process: FactoryProcess | None = None
     trace_id: str | None = None
 
@@ -135,6 +137,7 @@ class RunRecord:
             error=error,
             residuals=list(DECLARED_RESIDUALS),
             route_evidence=self.route_evidence,
+            worktree_creation=self.creation,
             factory_process=self.factory_process,
             trace_id=self.trace_id,
             timings=Timings(started_at=self.started_at, ended_at=ended_at, duration_ms=duration_ms),

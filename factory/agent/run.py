@@ -17,7 +17,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TypeVar
@@ -29,6 +29,7 @@ from factory.agent import phases
 from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
 from factory.agent.binding import Bound, bind_tree, changed_paths
 from factory.agent.control import bind_control, editor_ignores
+from factory.agent.creating import Prelude
 from factory.agent.deps import AgentDeps, RouteReport, RunOutcome, utc_now
 from factory.agent.entry import record_entry
 from factory.agent.faults import (
@@ -50,12 +51,14 @@ from factory.agent.receipt import (
     PhaseName,
     RoleName,
     VerdictName,
+    WorktreeCreation,
     receipt_bytes,
 )
 from factory.agent.record import Candidate, OpenPhase, RunRecord
 from factory.errors import Code, ExitCode, FactoryError, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
+from factory.gitio.create import WORKTREE_CREATE_MISMATCH
 from factory.gitio.rawfs import StatCache
 from factory.gitio.snapshot import Baseline
 from factory.gitio.worktree import head_commit, head_ref, index_tree
@@ -82,12 +85,17 @@ async def _io(fn: Callable[[], T]) -> T:
 class _Run:
     """One admitted run: the effects, the observer calls and the receipt writer."""
 
-    def __init__(self, admitted: Admitted, deps: AgentDeps) -> None:
+    def __init__(
+        self, admitted: Admitted, deps: AgentDeps, creation: WorktreeCreation | None = None
+    ) -> None:
         self.a = admitted
         self.wt = admitted.worktree
         self.deps = deps
         self.store = ev.EvidenceStore(admitted.evidence, admitted.receipt.parent)
-        self.rec = RunRecord(admitted, deps.route, deps.utc_now(), trace_id=deps.trace_id)
+        # creation: set when factory created the worktree (--repo), in every receipt
+        self.rec = RunRecord(
+            admitted, deps.route, deps.utc_now(), trace_id=deps.trace_id, creation=creation
+        )
         self.rec.factory_process = _this_process()
         self.remaining = phases.MAX_INVOCATIONS
         self.last_tree: Bound | None = None
@@ -112,6 +120,13 @@ class _Run:
 
     def running_receipt(self) -> AgentReceipt:
         return self.rec.receipt("running", None, None, ended_at=None, duration_ms=None)
+
+    def adopt(self, admitted: Admitted) -> None:
+        """Take over the admission of the worktree created after the reservation; its HEAD
+        must be the base pinned before creation."""
+        if admitted.base_commit != self.a.base_commit or admitted.receipt != self.a.receipt:
+            raise WORKTREE_CREATE_MISMATCH("the created worktree's HEAD is not the pinned base")
+        self.a, self.wt, self.rec.admitted = admitted, admitted.worktree, admitted
 
     def report_route(self) -> None:
         """Store the route's own record once (see :class:`RouteReport`); never raises."""
@@ -396,7 +411,10 @@ class _Run:
         entry = await _io(
             partial(record_entry, self.wt, self.a.base_commit, self.a.base_tree, self.store)
         )
-        self.rec.base, self.baseline = entry.record, entry.baseline
+        base = entry.record
+        if self.rec.creation is not None:
+            base = base.model_copy(update={"isolation": "factory-created-linked-git-worktree"})
+        self.rec.base, self.baseline = base, entry.baseline
         self.entry_ref = entry.record.branch
         self.git_state = await _io(partial(bind_control, self.wt))
         task = self.a.request.task
@@ -427,8 +445,14 @@ def _this_process() -> FactoryProcess | None:
     return FactoryProcess(pid=st.pid, start_ticks=st.starttime, boot_id=boot)
 
 
-async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
+async def run_agent(
+    request: AgentRequest, deps: AgentDeps, *, prelude: Prelude | None = None
+) -> RunOutcome:
     """Admit, reserve, run the cycle and write the terminal receipt (SPEC A-1…A-8).
+
+    With ``prelude`` (``factory agent --repo``, :mod:`factory.agent.creating`) the receipt
+    is reserved first, then the worktree is created, then admitted as usual; a refusal of
+    that admission is then a failure (4) whose receipt names the worktree.
 
     Returns:
         the outcome: exit 0 completed, 3 rejected, 4 typed failure (receipt ``failed``).
@@ -440,6 +464,8 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
     """
     observer = deps.observer
     safely(partial(observer.stage, "validating", remaining_invocations=phases.MAX_INVOCATIONS))
+    if prelude is not None:
+        return await _created_run(prelude, deps)
     first = await trio.to_thread.run_sync(admit, request)
     with hold_worktree(first.worktree):
         # Admitted again under the lock: a run that ended meanwhile may have left changes.
@@ -450,8 +476,28 @@ async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:
 async def _admitted_run(admitted: Admitted, deps: AgentDeps) -> RunOutcome:
     run = _Run(admitted, deps)
     reserve(admitted.receipt, receipt_bytes(run.running_receipt()))
+    return await _closing(run, run.cycle)
+
+
+async def _created_run(prelude: Prelude, deps: AgentDeps) -> RunOutcome:
+    run = _Run(prelude.planned, deps, prelude.record)
+    reserve(prelude.planned.receipt, receipt_bytes(run.running_receipt()))
+    admit_created = partial(admit, prelude.planned.request, receipt_reserved=True)
+
+    async def create_admit_cycle() -> RunOutcome:
+        await trio.to_thread.run_sync(prelude.effect)
+        first = await trio.to_thread.run_sync(admit_created)
+        with hold_worktree(first.worktree):
+            run.adopt(await trio.to_thread.run_sync(admit_created))
+            return await run.cycle()
+
+    return await _closing(run, create_admit_cycle)
+
+
+async def _closing(run: _Run, body: Callable[[], Awaitable[RunOutcome]]) -> RunOutcome:
+    """Run ``body`` after the reservation; every way out leaves a terminal receipt."""
     try:
-        return await run.cycle()
+        return await body()
     except BaseException as exc:
         end = phases.terminal_for(exc)
         outcome = run.finish(end)

@@ -145,6 +145,24 @@ def consistency_problems(receipt: AgentReceipt) -> list[str]:
     known = {c.identity for c in candidates}
     if any(p.reviewed_identity not in known for p in reviews if p.reviewed_identity):
         problems.append("review-of-an-unbound-candidate")
+    return problems + creation_problems(receipt)
+
+
+def creation_problems(receipt: AgentReceipt) -> list[str]:
+    """The creation record (``factory agent --repo``) agrees with the rest of the receipt."""
+    creation, base = receipt.worktree_creation, receipt.base
+    if creation is None:
+        if base is not None and base.isolation != "caller-supplied-linked-git-worktree":
+            return ["created-worktree-without-creation-record"]
+        return []
+    problems = []
+    if creation.path != receipt.worktree:
+        problems.append("creation-path-is-not-the-worktree")
+    if base is not None and (
+        base.isolation != "factory-created-linked-git-worktree"
+        or base.commit != creation.base_commit
+    ):
+        problems.append("creation-does-not-match-base")
     return problems
 
 

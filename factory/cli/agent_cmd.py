@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import emit_stdout, refuse_non_utf8, say
-from factory.errors import ExitCode
+from factory.errors import ExitCode, UsageError
 
 HELP = """\
 Run a coding agent on TASK in the linked git worktree W and write a receipt to R.
@@ -33,8 +33,16 @@ Run a coding agent on TASK in the linked git worktree W and write a receipt to R
     REQUEST_CHANGES  → exactly one repair (claude) → a fresh reviewer → its verdict is final:
                        APPROVE → exit 0, REQUEST_CHANGES → rejected, exit 3
 
-W must be a clean *linked* worktree ('git worktree add'); R and the evidence folder
-(default R.evidence) must not exist and must lie outside W and its git directories.
+W must be a clean *linked* worktree ('git worktree add'). Or let factory create one:
+--repo REPO (any folder inside a repository, a linked worktree or a bare repository)
+creates a fresh linked worktree at --base (default: REPO's HEAD, pinned to a full commit
+id) in --worktree-dir (default: a new folder beside the repository, named after the run)
+on a new branch (--branch, default factory/run-<id>; --branch "" for a detached HEAD),
+with the base's raw bytes — no hooks, no filters — and then admits it like any other.
+The worktree stays after the run, whatever its outcome; the receipt names it, and
+'factory worktree remove R' removes it when it is clean or holds exactly the candidate.
+R and the evidence folder (default R.evidence) must not exist and must lie outside W and
+its git directories.
 stdout: the terminal receipt (canonical JSON). stderr: progress (no task text, no paths).
 Exit codes: 0 completed, 2 refused before anything ran, 3 rejected, 4 typed failure,
 130 interrupted (SIGINT/SIGTERM at any point; the receipt says what the run had reached),
@@ -47,7 +55,7 @@ loopback model: that proves the control path, nothing about model judgement.
 
 def register(sub: Any) -> None:
     p = sub.add_parser("agent", help="run worker → review → one repair → review", description=HELP)
-    p.add_argument("--worktree", required=True, metavar="W", help="a clean linked git worktree")
+    add_worktree_flags(p)
     p.add_argument("--task", required=True, metavar="T", help="what the worker should do")
     p.add_argument("--out", required=True, metavar="R", help="receipt path (must not exist)")
     p.add_argument(
@@ -64,6 +72,24 @@ def register(sub: Any) -> None:
     p.add_argument("--otel-endpoint", metavar="URL", help="http://127.0.0.1:PORT/v1/traces only")
     p.add_argument("--rehearsal", metavar="SCENARIO", help="scripted loopback model scenario file")
     p.set_defaults(handler=run)
+
+
+def add_worktree_flags(p: Any) -> None:
+    """``--worktree W`` or ``--repo REPO [--base] [--worktree-dir] [--branch]`` (exactly one
+    of the two; see :func:`check_worktree_flags`). ``factory operator run`` takes them too."""
+    p.add_argument("--worktree", metavar="W", help="a clean linked git worktree")
+    p.add_argument(
+        "--repo", metavar="REPO", help="create a fresh linked worktree of this repository"
+    )
+    p.add_argument("--base", metavar="REV", help="with --repo: the base commit (default HEAD)")
+    p.add_argument(
+        "--worktree-dir", metavar="D", help="with --repo: the new folder (must not exist)"
+    )
+    p.add_argument(
+        "--branch",
+        metavar="NAME",
+        help='with --repo: the new branch (default factory/run-<id>; "" detaches HEAD)',
+    )
 
 
 def _observer(args: argparse.Namespace) -> tuple[Any, list[Callable[[], Any]], str | None]:
@@ -204,20 +230,27 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
     from factory.agent.admission import AgentRequest, admit
 
     refuse_non_utf8(args, {dest: "--" + dest.replace("_", "-") for dest in _TEXT_FLAGS})
-    request = AgentRequest(
-        worktree=Path(args.worktree),
-        task=args.task,
-        receipt=Path(args.out),
-        evidence=Path(args.evidence) if args.evidence is not None else None,
-        timeout_ms=args.timeout_ms,
-    )
+    check_worktree_flags(args)
     check_endpoint(args.otel_endpoint)
     scenario = None
     if args.rehearsal is not None:
         from factory.rehearsal import load_scenario
 
         scenario = load_scenario(Path(args.rehearsal))
-    admitted = admit(request)  # refusals exit 2 before any provider is even imported
+    request = AgentRequest(
+        worktree=Path(args.worktree if args.repo is None else args.repo),
+        task=args.task,
+        receipt=Path(args.out),
+        evidence=Path(args.evidence) if args.evidence is not None else None,
+        timeout_ms=args.timeout_ms,
+    )
+    prelude = None
+    if args.repo is not None:
+        # Every refusal of the creating form happens here, before anything is created.
+        prelude = _prepare_creation(args, request)
+        request, evidence = prelude.planned.request, prelude.planned.evidence
+    else:
+        evidence = admit(request).evidence  # refusals exit 2 before any provider is imported
     agent, reviewer = load_profiles()
     observer, tasks, trace_id = _observer(args)
     # For the run only when called by another command (demo, operator): their own prompts
@@ -225,14 +258,80 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
     previous = SIGNALS.install()
     try:
         code, data = trio.run(
-            _main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence, trace_id
+            _main,
+            request,
+            agent,
+            reviewer,
+            observer,
+            tasks,
+            scenario,
+            evidence,
+            trace_id,
+            prelude,
         )
     finally:
         SIGNALS.restore(previous)
     return (int(ExitCode.INTERRUPTED) if SIGNALS.seen else code), data
 
 
-_TEXT_FLAGS = ("worktree", "task", "out", "evidence", "rehearsal", "otel_endpoint")
+_TEXT_FLAGS = (
+    "worktree",
+    "repo",
+    "base",
+    "worktree_dir",
+    "branch",
+    "task",
+    "out",
+    "evidence",
+    "rehearsal",
+    "otel_endpoint",
+)
+
+
+WORKTREE_OR_REPO = UsageError.define(
+    "worktree-or-repo",
+    "pass --worktree W (an existing linked worktree) or --repo REPO (factory creates one)",
+)
+CREATION_FLAG_NEEDS_REPO = UsageError.define(
+    "creation-flag-needs-repo", "--base, --worktree-dir and --branch go with --repo only"
+)
+_CREATION_FLAGS = (("base", "--base"), ("worktree_dir", "--worktree-dir"), ("branch", "--branch"))
+
+
+def check_worktree_flags(args: argparse.Namespace) -> None:
+    """Exactly one of --worktree and --repo; the creation flags only with --repo (exit 2).
+
+    A caller that builds the namespace itself (the demo, the operator) may leave the
+    creation flags out: they default to absent.
+    """
+    from factory.cli.digest_cmd import EMPTY_PATH
+
+    for dest in ("repo", "base", "worktree_dir", "branch"):
+        if not hasattr(args, dest):
+            setattr(args, dest, None)
+
+    if (args.worktree is None) == (args.repo is None):
+        raise WORKTREE_OR_REPO("give exactly one of --worktree and --repo")
+    for dest, flag in (("repo", "--repo"), *_CREATION_FLAGS[:2]):
+        if getattr(args, dest) == "":
+            raise EMPTY_PATH(f"{flag} is empty")
+    if args.repo is None:
+        for dest, flag in _CREATION_FLAGS:
+            if getattr(args, dest) is not None:
+                raise CREATION_FLAG_NEEDS_REPO(f"{flag} was given with --worktree")
+
+
+def _prepare_creation(args: argparse.Namespace, draft: Any) -> Any:
+    from factory.agent.creating import prepare
+    from factory.gitio.create import WorktreeSpec
+
+    spec = WorktreeSpec(
+        repo=Path(args.repo),
+        base=args.base,
+        path=Path(args.worktree_dir) if args.worktree_dir is not None else None,
+        branch=args.branch,
+    )
+    return prepare(spec, draft)
 
 
 def rehearsal_report(session: Any) -> Any:
@@ -286,6 +385,7 @@ async def _main(
     scenario: Any,
     evidence: Path,
     trace_id: str | None = None,
+    prelude: Any = None,
 ) -> tuple[int, bytes]:
     import trio
 
@@ -322,7 +422,7 @@ async def _main(
                         route_report=report,
                         trace_id=trace_id,
                     )
-                    outcome = await run_agent(request, deps)
+                    outcome = await run_agent(request, deps, prelude=prelude)
             nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
         # A refusal raised inside run_agent (e.g. worktree-busy) arrives wrapped by the

@@ -1,7 +1,8 @@
 """``factory demo``: the README's main job on its embedded default (SPEC A, P-5).
 
-Creates a sample repository with a real bug and a linked worktree under ``state/``, runs
-the full agent cycle on the rehearsal route — the real, pinned Claude Code and Codex CLIs
+Creates a sample repository with a real bug under ``state/`` and runs, through ``factory
+agent --repo`` (factory creates the linked worktree itself), the full agent cycle on the
+rehearsal route — the real, pinned Claude Code and Codex CLIs
 against a scripted loopback model: the worker fixes the bug, the reviewer asks for a test,
 the repair adds it, a fresh reviewer approves — then verifies the receipt and renders it.
 
@@ -30,8 +31,9 @@ bug in median(), the reviewer requests a test, one repair adds it, a fresh revie
 approves. The receipt is then verified and shown. A rehearsal proves the control path,
 nothing about model judgement. Needs the pinned CLIs (./scripts/setup installs them).
 
-Files go to a new folder (default: state/demo-<UTC time>): repo/, worktree/,
-receipt.json, receipt.json.evidence/ and demo-report.json (factory.demo-report/1).
+Files go to a new folder (default: state/demo-<UTC time>): repo/, worktree/ (the linked
+worktree the run creates, as 'factory agent --repo' does), receipt.json,
+receipt.json.evidence/ and demo-report.json (factory.demo-report/1).
 stdout: the receipt as a person reads it, ending on the outcome and the next commands;
 with --json, the demo report instead (the readable screen then goes to stderr).
 Exit: the agent run's (0 completed, 3 rejected, 4 failed, 130 interrupted), or 4 when
@@ -88,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     from factory import fsio
     from factory.cli import agent_cmd
-    from factory.demo.sample import DEMO_TASK, create_sample
+    from factory.demo.sample import DEMO_BRANCH, DEMO_TASK, create_sample
 
     agent_cmd.check_endpoint(args.otel_endpoint)  # refused (exit 2) before anything exists
     root = _demo_dir(args.dir)
@@ -100,7 +102,11 @@ def run(args: argparse.Namespace) -> int:
     receipt = root / "receipt.json"
     scenario = Path(str(files("factory.demo").joinpath("scenario.json")))
     agent_args = argparse.Namespace(
-        worktree=str(sample.worktree),
+        worktree=None,
+        repo=str(sample.repo),
+        base=None,
+        worktree_dir=str(sample.worktree),
+        branch=DEMO_BRANCH,
         task=DEMO_TASK,
         out=str(receipt),
         evidence=None,

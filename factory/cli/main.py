@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "demo_cmd",
     "agent_cmd",
     "receipt_cmd",
+    "worktree_cmd",
     "doctor_cmd",
     "providers_cmd",
     "smoke_cmd",

@@ -46,6 +46,10 @@ type the full intent revision and your passphrase on this terminal; a short-live
 FACTORY_RUN grant is signed in memory and spent once (ledger entry in DIR); the agent
 cycle runs in W with the derived task and its receipt is written beside OUT
 (OUT.agent.json). stdin must be a terminal.
+Instead of an existing clean linked worktree W, --repo REPO [--base] [--worktree-dir]
+[--branch] lets the agent cycle create one, as 'factory agent --repo' does: the base
+commit, folder and branch are fixed before the screen (which shows them), and the
+worktree is created only after the grant is spent.
 {FORGE_NOTE}
 {EXITS}
 A rejected candidate is still an executed run (0): see agent_run.status.
@@ -104,7 +108,9 @@ def register(sub: Any) -> None:
     p = ops.add_parser("run", help="authorize and run one agent cycle", description=RUN_HELP)
     _common(p)
     p.add_argument("--label", default="factory", metavar="L", help="issue label (factory)")
-    p.add_argument("--worktree", required=True, metavar="W", help="a clean linked git worktree")
+    from factory.cli.agent_cmd import add_worktree_flags
+
+    add_worktree_flags(p)
     _authority_flags(p)
     p.add_argument(
         "--timeout-ms", type=int, default=600_000, metavar="N", help="per provider invocation"
@@ -237,11 +243,18 @@ def _finish(result: Any) -> int:
     return int(result.exit_code)
 
 
-def _check_out(out: Path, worktree: Path | None) -> None:
+def _check_out(out: Path, worktree: Path | None, *, to_create: bool = False) -> None:
+    """OUT is free, its folder exists, and it lies outside the worktree (``to_create``: the
+    folder factory will create, which does not exist yet)."""
+    from factory.agent.creating import inside_new_folder
     from factory.fsio import OUTPUT_EXISTS, physically_inside
     from factory.operator.session import OUT_INSIDE_WORKTREE, OUTPUT_FOLDER_MISSING
 
-    if worktree is not None and worktree.is_dir() and physically_inside(out, worktree):
+    if worktree is not None and (
+        inside_new_folder(out, worktree)
+        if to_create
+        else worktree.is_dir() and physically_inside(out, worktree)
+    ):
         raise OUT_INSIDE_WORKTREE("--out lies inside the worktree")
     if os.path.lexists(out):
         raise OUTPUT_EXISTS("--out already exists")
@@ -249,12 +262,22 @@ def _check_out(out: Path, worktree: Path | None) -> None:
         raise OUTPUT_FOLDER_MISSING("the folder of --out does not exist")
 
 
-def agent_runner(request: Any) -> tuple[int, bytes]:
-    """The real agent cycle (``factory agent``'s own execution path and profiles)."""
+def agent_runner(request: Any, creation: Any = None) -> tuple[int, bytes]:
+    """The real agent cycle (``factory agent``'s own execution path and profiles); with a
+    ``creation`` (a pinned :class:`~factory.gitio.create.WorktreeSpec`), its creating form."""
     from factory.cli import agent_cmd
 
+    where: dict[str, str | None] = {"worktree": os.fspath(request.worktree)}
+    if creation is not None:
+        where = {
+            "worktree": None,
+            "repo": os.fspath(creation.repo),
+            "base": creation.base,
+            "worktree_dir": os.fspath(creation.path),
+            "branch": creation.branch,
+        }
     ns = argparse.Namespace(
-        worktree=os.fspath(request.worktree),
+        **where,
         task=request.task,
         out=os.fspath(request.receipt),
         evidence=None,
@@ -267,23 +290,38 @@ def agent_runner(request: Any) -> tuple[int, bytes]:
     return int(code), data
 
 
+def _pinned_creation(args: argparse.Namespace) -> Any:
+    """``--repo``: the worktree to create, decided once (reads only; refusals exit 2)."""
+    if args.repo is None:
+        return None
+    from factory.agent.creating import pinned
+    from factory.gitio.create import WorktreeSpec
+
+    dir_ = Path(args.worktree_dir) if args.worktree_dir is not None else None
+    return pinned(WorktreeSpec(repo=Path(args.repo), base=args.base, path=dir_, branch=args.branch))
+
+
 def run(args: argparse.Namespace) -> int:
     from factory.agent.admission import AgentRequest
+    from factory.cli.agent_cmd import check_worktree_flags
     from factory.operator.forge import check_label
     from factory.operator.run_flow import RunFlow, agent_receipt_path
     from factory.operator.session import operate
 
     check_label(args.label)
+    check_worktree_flags(args)
     out = Path(os.path.abspath(args.out))
-    _check_out(out, Path(args.worktree))
+    creation = _pinned_creation(args)
+    worktree = Path(args.worktree) if creation is None else creation.path
+    _check_out(out, worktree, to_create=creation is not None)
     request = AgentRequest(
-        worktree=Path(args.worktree),
+        worktree=worktree,
         task="(derived from the intent)",
         receipt=agent_receipt_path(out),
         timeout_ms=args.timeout_ms,
     )
     with _forge(args) as forge, _term_as_interrupt():
-        flow = RunFlow(forge, args.repository, args.label, request, agent_runner)
+        flow = RunFlow(forge, args.repository, args.label, request, agent_runner, creation=creation)
         return _finish(operate(out, flow, _prepare(args)))
 
 

@@ -1,4 +1,4 @@
-"""The demo's sample repository: a tiny Python module with a real bug, and a linked worktree.
+"""The demo's sample repository: a tiny Python module with a real bug.
 
 ``median()`` returns the upper middle value for an even number of inputs instead of the
 mean of the two middle values. The repository is created with the git CLI (argv only,
@@ -20,6 +20,8 @@ DEMO_TASK = (
     "Fix median() in stats.py: for an even number of values it must return the mean of "
     "the two middle values."
 )
+
+DEMO_BRANCH = "demo/fix-median"
 
 FILES: dict[str, str] = {
     "README.md": "# stats\n\nSmall statistics helpers (factory demo sample).\n",
@@ -59,7 +61,8 @@ DEMO_SETUP_FAILED = DemoSetupFailed.define(
 
 @dataclass(frozen=True, slots=True)
 class Sample:
-    """Where the demo's repository and its linked worktree live."""
+    """Where the demo's repository lives and where ``factory agent --repo`` will create
+    the run's linked worktree (the demo never makes a worktree itself)."""
 
     repo: Path
     worktree: Path
@@ -78,7 +81,7 @@ def _git(cwd: Path, *args: str) -> None:
 
 
 def create_sample(root: Path) -> Sample:
-    """Create ``root/repo`` (one commit) and the linked worktree ``root/worktree``.
+    """Create ``root/repo`` (one commit); ``root/worktree`` is left for the run to create.
 
     ``root`` must exist and be empty (the caller claims it).
 
@@ -93,5 +96,4 @@ def create_sample(root: Path) -> Sample:
         (repo / rel).write_text(text, encoding="utf-8")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "--no-gpg-sign", "-m", "stats: median()")
-    _git(repo, "worktree", "add", "-q", "-b", "demo/fix-median", str(worktree))
     return Sample(repo=repo, worktree=worktree)

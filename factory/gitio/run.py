@@ -110,6 +110,11 @@ def _run(
     return done.returncode, done.stdout, done.stderr
 
 
+def git_argv(args: Sequence[str]) -> list[str]:
+    """The full argv of ``git ARGS`` with the options every factory git call carries."""
+    return ["git", *GIT_OPTIONS, *args]
+
+
 def run_git(
     cwd: Path,
     args: Sequence[str],

@@ -3,6 +3,12 @@
 Observation re-reads the forge (every page) and re-checks the worktree admission; the
 action runs the agent cycle (injected: the CLI wires ``factory agent`` with its closed
 provider profiles) in W with the intent's task, writing the agent receipt beside OUT.
+
+With a ``creation`` (``operator run --repo R``, issue 16) there is no W yet: observation
+re-plans the worktree ``factory agent --repo`` will create (repository, the base commit
+pinned once by the caller, the folder, the branch — every refusal, nothing created), the
+screen shows that plan, and the action hands it to the agent cycle, which creates the
+worktree only after the grant is spent.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from typing import Any
 from factory.agent.admission import AgentRequest, admit
 from factory.canonical import sha256_hex
 from factory.errors import Code, ExitCode
+from factory.gitio.create import WorktreeSpec
 from factory.operator import dialog
 from factory.operator.forge import Forge, read_forge
 from factory.operator.grant import SignedGrant
@@ -23,8 +30,9 @@ from factory.operator.intent import NO_READY_WORK, PublishIntent, RunIntent
 from factory.operator.receipt import AgentRunRef, Command, ErrorRecord
 from factory.operator.session import SNAPSHOT_STALE, Outcome, StaleIntent
 
-#: Runs one agent cycle and returns its exit code and the agent receipt's bytes.
-AgentRunner = Callable[[AgentRequest], tuple[int, bytes]]
+#: Runs one agent cycle (in the request's worktree, or in the one it creates from the spec)
+#: and returns its exit code and the agent receipt's bytes.
+AgentRunner = Callable[[AgentRequest, WorktreeSpec | None], tuple[int, bytes]]
 
 
 def agent_receipt_path(out: Path) -> Path:
@@ -43,23 +51,34 @@ class RunFlow:
     runner: AgentRunner
     command: Command = "run"
     stale_code: Code[StaleIntent] = SNAPSHOT_STALE
+    #: ``operator run --repo``: the worktree to create (base pinned, folder and branch fixed).
+    creation: WorktreeSpec | None = None
 
     def observe(self) -> RunIntent:
         intent = read_forge(self.forge, self.repository, self.label)
         if intent.state != "AWAITING_AUTHORITY":
             raise NO_READY_WORK("no open issue carries the label")
-        admit(self.request)  # the worktree is still linked and clean, the outputs free
+        if self.creation is None:
+            admit(self.request)  # the worktree is still linked and clean, the outputs free
+        else:
+            from factory.agent.creating import prepare
+
+            prepare(self.creation, self.request)  # still creatable, the outputs free
         return intent
 
     def screen(self, intent: RunIntent | PublishIntent) -> list[str]:
         assert isinstance(intent, RunIntent)
         lines = dialog.render_run(intent)
-        return [
-            *lines[:-1],
-            dialog.field("worktree", self.request.worktree),
-            dialog.field("agent receipt", self.request.receipt),
-            lines[-1],
-        ]
+        if self.creation is None:
+            place = [dialog.field("worktree", self.request.worktree)]
+        else:
+            spec = self.creation
+            place = [
+                dialog.field("worktree (factory creates it)", spec.path),
+                dialog.field("base commit", spec.base),
+                dialog.field("branch", spec.branch or "(detached HEAD)"),
+            ]
+        return [*lines[:-1], *place, dialog.field("agent receipt", self.request.receipt), lines[-1]]
 
     def execute(self, intent: RunIntent | PublishIntent, grant: SignedGrant) -> Outcome:
         assert isinstance(intent, RunIntent) and intent.task is not None
@@ -70,7 +89,7 @@ class RunFlow:
             evidence=self.request.evidence,
             timeout_ms=self.request.timeout_ms,
         )
-        code, data = self.runner(request)
+        code, data = self.runner(request, self.creation)
         return outcome_of(code, data, self.request.receipt.name)
 
 

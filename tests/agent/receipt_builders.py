@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
+
+from rich.console import Console
 
 from factory.agent.receipt import (
     DECLARED_RESIDUALS,
@@ -22,7 +25,7 @@ from factory.agent.receipt import (
     receipt_bytes,
 )
 from factory.agent.receipt_facts import ReceiptFacts
-from factory.agent.receipt_show import parse_receipt
+from factory.agent.receipt_show import parse_receipt, render_facts
 from factory.provider_api import REHEARSAL_EXECUTION
 
 HEX = "0123456789abcdef" * 4
@@ -169,3 +172,17 @@ def facts(value: dict[str, Any], *, failed: list[str] | None = None, **kw: Any) 
         report=report,
         **kw,
     )
+
+
+def show(
+    value: dict[str, Any] | ReceiptFacts, *, width: int = 200, color: bool = False, **kw: Any
+) -> str:
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        width=width,
+        color_system="standard" if color else None,
+        force_terminal=color,
+    )
+    render_facts(value if isinstance(value, ReceiptFacts) else facts(value), console, **kw)
+    return out.getvalue()

@@ -33,13 +33,13 @@ class SignalOnClose(NullObserver):
 
 
 def _signal_before(sig: signal.Signals) -> None:
-    emit = agent_cmd.emit_stdout
+    emit = agent_cmd.emit_stdout  # type: ignore[attr-defined]
 
     def emit_after_signal(data: bytes, **kw: Any) -> None:
         os.kill(os.getpid(), sig)
         emit(data, **kw)
 
-    agent_cmd.emit_stdout = emit_after_signal  # type: ignore[assignment]
+    agent_cmd.emit_stdout = emit_after_signal  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":
@@ -57,8 +57,8 @@ if __name__ == "__main__":
             fan, *rest = observer(args)  # the observer, then what the CLI wires with it
             return (FanOut(fan, SignalOnClose(signal.SIGINT)), *rest)
 
-        agent_cmd._observer = with_signal  # type: ignore[assignment]
+        agent_cmd._observer = with_signal
     if mode == "int-before-stdout":
         _signal_before(signal.SIGINT)
-    agent_cmd.load_profiles = profiles  # type: ignore[assignment]
+    agent_cmd.load_profiles = profiles
     sys.exit(main(rest))

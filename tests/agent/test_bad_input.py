@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from factory.errors import ExitCode
-from tests.agent.conftest import Layout
-from tests.agent.test_cli import FAKE, agent_args
-from tests.agent.test_rehearsal_e2e import scenario
+from tests.agent.cli_helpers import FAKE, agent_args
+from tests.agent.scenarios import scenario
 from tests.support.cli import run_factory
+from tests.support.layout import Layout
 
 SIGNALLER = Path(__file__).with_name("signal_factory.py")
 ROOT = Path(__file__).resolve().parents[2]

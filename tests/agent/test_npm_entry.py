@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.agent.scenarios import GREET, TEST, reviewer, scenario, worker
+from tests.support.cli import own_output
 from tests.support.layout import Layout
 
 REPO = Path(__file__).resolve().parents[2]
@@ -28,16 +29,6 @@ pytestmark = [
         reason="scripts/setup has not created .venv in this checkout",
     ),
 ]
-
-
-def own_output(proc: subprocess.CompletedProcess[bytes]) -> bytes:
-    """stdout without npm's error object, which must be there exactly when the exit is not 0."""
-    if proc.returncode == 0:
-        return proc.stdout
-    head, sep, tail = proc.stdout.rpartition(b'{\n  "error": {')
-    assert sep, proc.stdout[-500:]
-    assert json.loads(sep + tail)["error"]["code"] == proc.returncode
-    return head
 
 
 def npm_agent(

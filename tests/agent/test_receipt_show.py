@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import io
 from typing import Any
 
 import pytest
-from rich.console import Console
 
 from factory.agent.receipt import (
     Candidates,
@@ -14,7 +12,7 @@ from factory.agent.receipt import (
     ErrorRecord,
     Timings,
 )
-from factory.agent.receipt_facts import ReceiptFacts, ReviewNote
+from factory.agent.receipt_facts import ReviewNote
 from factory.agent.receipt_show import (
     MAX_ROWS,
     clean,
@@ -22,7 +20,6 @@ from factory.agent.receipt_show import (
     format_bytes,
     format_ms,
     parse_receipt,
-    render_facts,
     short_digest,
 )
 from factory.agent.verify import ReceiptInvalid
@@ -35,21 +32,8 @@ from tests.agent.receipt_builders import (
     facts,
     make_receipt,
     receipt_json,
+    show,
 )
-
-
-def show(
-    value: dict[str, Any] | ReceiptFacts, *, width: int = 200, color: bool = False, **kw: Any
-) -> str:
-    out = io.StringIO()
-    console = Console(
-        file=out,
-        width=width,
-        color_system="standard" if color else None,
-        force_terminal=color,
-    )
-    render_facts(value if isinstance(value, ReceiptFacts) else facts(value), console, **kw)
-    return out.getvalue()
 
 
 def test_a_completed_rehearsal_receipt_reads_plainly() -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 from factory.agent.receipt import AgentReceipt, EvidenceRef, FactoryProcess
 from factory.agent.receipt_html import render_html
-from tests.agent.test_receipt_show import HEX, _json, facts, make_receipt, show
+from tests.agent.receipt_builders import HEX, facts, make_receipt, show
+from tests.agent.receipt_builders import receipt_json as _json
 from tests.support.browser import dump_dom
 
 SWEPT = "swept: 2 leftover process(es) of the CLI were frozen and killed"

@@ -196,7 +196,7 @@ def test_a_real_full_device_is_bus_write_failed_and_nothing_is_recorded(
     proc = verb(d, "register", "--name", "a", "--kind", "worker")
     assert proc.returncode == ExitCode.FAILURE, proc.stderr
     assert code_of(proc) == "bus-write-failed"
-    assert fixed_point(d)["bytes"] == 0
+    assert fixed_point(d).bytes == 0
     filler.unlink()  # twin: with room again, the same call commits
     assert verb(d, "register", "--name", "a", "--kind", "worker").returncode == 0
     assert [e["type"] for e in lines(d)] == ["actor.registered"]

@@ -35,6 +35,12 @@ def test_demo_runs_the_whole_cycle_and_says_it_is_a_rehearsal(tmp_path: Path) ->
     assert receipt["status"] == "completed"
     assert receipt["execution"] == report["execution"]
     assert [p["role"] for p in receipt["phases"]] == ["worker", "reviewer", "repair", "reviewer"]
+    # The demo makes no worktree of its own: 'factory agent --repo' created it (issue 16).
+    assert receipt["base"]["isolation"] == "factory-created-linked-git-worktree"
+    creation = receipt["worktree_creation"]
+    assert creation["path"] == str((demo / "worktree").resolve()) == receipt["worktree"]
+    assert creation["branch"] == "demo/fix-median"
+    assert creation["base_commit"] == receipt["base"]["commit"]
     # The fix and the test really landed in the worktree, through Claude Code's own tools,
     # and nothing was committed or staged.
     worktree = demo / "worktree"

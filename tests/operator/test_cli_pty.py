@@ -345,3 +345,81 @@ def test_ctrl_c_during_the_authorized_run_is_interrupted(desk: Desk) -> None:
     assert doc["agent_run"]["status"] == "interrupted"  # type: ignore[index]
     assert TOKEN.encode() not in screen.text
     assert desk.fakes.survivors() == []
+
+
+def _creating(args: list[str], *flags: str) -> list[str]:
+    """``run_args`` with ``--worktree W`` replaced by the creating form's flags."""
+    at = args.index("--worktree")
+    return [*args[:at], *flags, *args[at + 2 :]]
+
+
+def test_run_with_repo_creates_the_shown_worktree_after_the_grant(desk: Desk) -> None:
+    desk.forge.state.add_issue(REPO, 12, "Fix the widget")
+    out, made = desk.tmp / "out" / "run.json", Path(os.path.realpath(desk.tmp)) / "made"
+    head = git(desk.repo, "rev-parse", "HEAD").strip()
+    flags = ("--repo", str(desk.repo), "--worktree-dir", str(made))
+    args = desk.run_args(out)
+    args[args.index("--timeout-ms") + 1] = "240000"  # generous on a loaded machine
+    screen = Screen(_creating(args, *flags), desk.env())
+    screen.expect(REV_PROMPT)
+    assert not made.exists()  # shown on the screen, created only once the grant is spent
+    screen.child.sendline(screen.revision())
+    screen.expect(PASS_PROMPT)
+    screen.child.sendline(PASSPHRASE)
+    screen.child.timeout = 900  # the whole agent cycle runs now
+    assert screen.finish() == 0, screen.text.decode(errors="replace")
+    assert b"worktree (factory creates it): " + str(made).encode() in screen.text
+    assert f"base commit: {head}".encode() in screen.text
+    assert receipt(out)["status"] == "executed"
+    agent = receipt(out.with_name("run.json.agent.json"))
+    assert agent["status"] == "completed"
+    assert agent["base"]["isolation"] == "factory-created-linked-git-worktree"  # type: ignore[index]
+    creation = agent["worktree_creation"]
+    assert creation["base_commit"] == head and creation["path"] == str(made)  # type: ignore[index]
+    assert str(creation["branch"]).startswith("factory/run-")  # type: ignore[index]
+    common = git(made, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
+    assert os.path.realpath(common) == os.path.realpath(desk.repo / ".git")
+    verified = run_factory(["operator", "verify", str(out), "--public-key", str(desk.public)])
+    assert verified.returncode == 0, verified.stdout
+
+
+@pytest.mark.parametrize(
+    ("flags", "code"),
+    [
+        (["--worktree-dir", "{tmp}/taken"], "worktree-dir-exists"),
+        (["--base", "no-such-rev"], "base-missing"),
+        (["--branch", "main"], "worktree-branch-exists"),
+        (["--worktree", "{tmp}/wt"], "worktree-or-repo"),
+    ],
+)
+def test_run_with_repo_refusals_exit_2_before_anything(
+    desk: Desk, flags: list[str], code: str
+) -> None:
+    # Twin: test_run_with_repo_creates_the_shown_worktree_after_the_grant.
+    (desk.tmp / "taken").mkdir()
+    desk.forge.state.add_issue(REPO, 12, "Fix the widget")
+    out = desk.tmp / "out" / "run.json"
+    extra = [f.format(tmp=desk.tmp) for f in flags]
+    args = _creating(desk.run_args(out), "--repo", str(desk.repo), *extra)
+    before = git(desk.repo, "worktree", "list", "--porcelain")
+    proc = run_factory(args, env=desk.env())
+    assert proc.returncode == 2 and code.encode() in proc.stderr, proc.stderr
+    assert not out.exists() and desk.forge.state.requests == []
+    assert git(desk.repo, "worktree", "list", "--porcelain") == before
+
+
+def test_a_branch_taken_while_the_operator_reads_is_refused_at_the_grant(desk: Desk) -> None:
+    desk.forge.state.add_issue(REPO, 12, "Fix the widget")
+    out, made = desk.tmp / "out" / "run.json", desk.tmp / "made"
+    flags = ("--repo", str(desk.repo), "--worktree-dir", str(made), "--branch", "op/fix")
+    screen = Screen(_creating(desk.run_args(out), *flags), desk.env())
+    screen.expect(REV_PROMPT)
+    git(desk.repo, "branch", "op/fix")
+    screen.child.sendline(screen.revision())
+    screen.expect(PASS_PROMPT)
+    screen.child.sendline(PASSPHRASE)
+    assert screen.finish() == 2
+    doc = receipt(out)
+    assert doc["refusal"] == {"stage": "grant", "code": "worktree-branch-exists"}
+    assert not made.exists() and desk.fakes.records("run") == []
+    assert not list(desk.ledger.iterdir())  # the grant was never spent

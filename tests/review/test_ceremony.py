@@ -16,7 +16,7 @@ from factory.review.gate_errors import AuthorizationRefused
 from factory.review.repair import reclaim, repair
 from factory.review.service import open_context
 from factory.review.store import STATE_FILE, decode_record
-from tests.review.conftest import store_root
+from tests.review.cli_helpers import store_root
 from tests.review.gates_support import approve, begin, code, gate
 
 

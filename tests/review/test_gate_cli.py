@@ -10,7 +10,7 @@ from pathlib import Path
 
 from factory.gate.providers import review_gate
 from factory.review.lock import StoreLock
-from tests.review.conftest import review, store_root
+from tests.review.cli_helpers import review, store_root
 from tests.review.gates_support import approve
 from tests.support.git import git
 

@@ -66,7 +66,7 @@ def _crlf(r: Path) -> None:
     (r / "a.txt").write_bytes(b"alpha\r\n")
 
 
-SAME = {
+SAME: dict[str, Callable[[Path], object]] = {
     "modified": _modify,
     "untracked-and-ignored": _untracked,
     "deleted": _delete,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from factory.review.finalize import FinalizeArgs, finalize
 from factory.review.service import open_context
-from tests.review.conftest import edit_parser
+from tests.review.cli_helpers import edit_parser
 from tests.review.gates_support import approve, begin, code, commit, gate
 from tests.support.git import add_linked_worktree, git
 

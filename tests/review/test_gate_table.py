@@ -14,7 +14,7 @@ import pytest
 from factory.gate.providers.review_gate import parse_result
 from factory.review.gates.result import ACTIONS
 from factory.review.receipt import RECEIPT_FILE
-from tests.review.conftest import store_root
+from tests.review.cli_helpers import store_root
 from tests.review.gates_support import approve, begin, code, commit, finish, gate
 from tests.support.git import git
 

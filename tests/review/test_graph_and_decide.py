@@ -13,7 +13,7 @@ from factory.review.graph import build_graph
 from factory.review.state import Predecessor, ReviewState
 from factory.review.store import Loaded, revision_of
 from tests.review import builders as b
-from tests.review.test_machine_matrix import STATES
+from tests.review.states import STATES
 
 
 def _loaded(s: ReviewState, receipt: str = "ok") -> Loaded:

@@ -8,7 +8,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.review.conftest import review
+from tests.review.cli_helpers import review
 from tests.review.gates_support import approve
 from tests.support.git import add_linked_worktree, git
 

@@ -12,7 +12,7 @@ from factory.review.authorization import binding_text
 from factory.review.errors import ReviewCasConflict, ReviewRefused
 from factory.review.gate_errors import AuthorizationRefused
 from factory.review.recovery import invalidate, recover
-from tests.review.conftest import edit_parser, review, snapshot_bytes
+from tests.review.cli_helpers import edit_parser, review, snapshot_bytes
 from tests.review.gates_support import approve, begin, code, finish, gate, loaded
 
 

@@ -1,0 +1,122 @@
+"""The creating form of the agent run: ``factory agent --repo R`` (issue 16).
+
+:func:`prepare` makes every decision that can refuse (exit 2) before anything exists: the
+request-level admission checks (task, timeout, receipt and evidence paths — outside the
+repository's git directory and outside the worktree-to-be), then the creation plan
+(:func:`factory.gitio.create.plan_worktree`: repository, base pinned to a full commit id,
+folder, branch, base tree checked). It returns a :class:`Prelude` that
+:func:`factory.agent.run.run_agent` executes *after* reserving the receipt: the receipt
+names the worktree before it exists, the worktree is created, and then the ordinary
+admission runs on it (linked, clean, no hidden index entries, under the worktree hold),
+so every guarantee of the caller-supplied form holds. Whatever happens after the
+reservation, the worktree stays and the terminal receipt names it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
+from pathlib import Path
+
+from factory.agent.admission import (
+    EVIDENCE_INSIDE_WORKTREE,
+    RECEIPT_INSIDE_WORKTREE,
+    Admitted,
+    AgentRequest,
+    check_outputs,
+    check_task_and_timeout,
+    output_paths,
+)
+from factory.agent.receipt import WorktreeCreation
+from factory.fsio import nearest_existing
+from factory.gitio.create import WorktreePlan, WorktreeSpec, create_worktree, plan_worktree
+from factory.gitio.worktree import Worktree
+
+
+@dataclass(frozen=True, slots=True)
+class Prelude:
+    """What the run does between reserving its receipt and admitting its worktree.
+
+    ``planned`` is the admission as decided before creation (its worktree's ``git_dir`` is
+    the expected one; the real admission replaces it); ``record`` goes into every receipt;
+    ``effect`` creates the worktree (run once, in a worker thread).
+    """
+
+    planned: Admitted
+    record: WorktreeCreation
+    effect: Callable[[], Worktree]
+
+
+def _resolved(path: Path) -> Path:
+    existing, tail = nearest_existing(path)
+    return existing.joinpath(*tail)
+
+
+def inside_new_folder(path: Path, folder: Path) -> bool:
+    """Whether ``path`` would lie inside ``folder``, a folder that does not exist yet.
+
+    Nothing below a missing folder exists, so both resolve through their nearest existing
+    ancestors (symlinks followed); a ``..`` that cannot be resolved counts as inside.
+    """
+    p, f = _resolved(path), _resolved(folder)
+    return ".." in p.parts or p == f or f in p.parents
+
+
+def _check_outputs(request: AgentRequest, plan: WorktreePlan) -> tuple[Path, Path]:
+    receipt, evidence = output_paths(request)
+    for path, code, flag in (
+        (receipt, RECEIPT_INSIDE_WORKTREE, "--out"),
+        (evidence, EVIDENCE_INSIDE_WORKTREE, "--evidence"),
+    ):
+        if inside_new_folder(path, plan.path):
+            raise code(f"{flag} lies inside the worktree to be created")
+    check_outputs(receipt, evidence, (plan.repository.common_dir,))
+    return receipt, evidence
+
+
+def record_of(plan: WorktreePlan) -> WorktreeCreation:
+    """The receipt's record of a planned creation."""
+    return WorktreeCreation(
+        repository=os.fspath(plan.repository.common_dir),
+        base_commit=plan.base_commit,
+        branch=plan.branch,
+        path=os.fspath(plan.path),
+    )
+
+
+def pinned(spec: WorktreeSpec, run_id: str | None = None) -> WorktreeSpec:
+    """``spec`` with everything decided once: the base as its full commit id, the physical
+    folder, the branch (``""`` for a detached HEAD). Planning it again later names the same
+    worktree, or refuses if it can no longer be created. Reads only.
+
+    Raises:
+        RepositoryRefused / CreateRefused / UnsafeTree: as :func:`prepare`.
+    """
+    plan = plan_worktree(spec, run_id)
+    return WorktreeSpec(
+        repo=spec.repo, base=plan.base_commit, path=plan.path, branch=plan.branch or ""
+    )
+
+
+def prepare(spec: WorktreeSpec, draft: AgentRequest, *, run_id: str | None = None) -> Prelude:
+    """Decide everything that can refuse; create nothing (see the module docstring).
+
+    ``draft`` is the run as asked for; its ``worktree`` is replaced by the planned folder.
+
+    Raises:
+        AdmissionRefused: the request-level codes of :func:`factory.agent.admission.admit`.
+        RepositoryRefused / CreateRefused / UnsafeTree: see
+            :func:`factory.gitio.create.plan_worktree`.
+    """
+    check_task_and_timeout(draft)
+    plan = plan_worktree(spec, run_id)
+    request = replace(draft, worktree=plan.path)
+    receipt, evidence = _check_outputs(request, plan)
+    common = plan.repository.common_dir
+    expected = Worktree(
+        root=plan.path, git_dir=common / "worktrees" / plan.path.name, common_dir=common
+    )
+    planned = Admitted(request, expected, receipt, evidence, plan.base_commit, plan.base_tree)
+    return Prelude(planned=planned, record=record_of(plan), effect=partial(create_worktree, plan))
