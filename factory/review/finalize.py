@@ -17,6 +17,7 @@ commands. A terminal state (re)writes its derived receipt.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,14 @@ from factory.review.views import finalize_view
 
 EVIDENCE_LIMIT = 64 << 20
 EVIDENCE_ROLE = "final-evidence"
+
+
+def _no_hook() -> None:
+    return None
+
+
+#: Race-test seam: called after the transitions are simulated, before the first commit.
+plan_hook: Callable[[], None] = _no_hook
 
 
 @dataclass(frozen=True)
@@ -404,6 +413,7 @@ def finalize(ctx: Context, args: FinalizeArgs) -> tuple[dict[str, Any], int]:
             code=NOTHING_APPLIES,
             next=machine.next_commands(plan.state),
         )
+    plan_hook()
     loaded = commit(ctx, loaded, plan.steps)
     applied = [name for name, _, _ in plan.steps]
     if run_now:
