@@ -346,3 +346,19 @@ def test_historically_tracked_paths_stay_bound_although_an_ignore_rule_matches(r
     git(repo, "rm", "-q", "--cached", "keep.log")  # untracked now, still on disk and ignored
     status = review("start", "--cwd", str(repo), cwd=repo)
     assert status.doc["lineage"] == started.doc["lineage"]  # still bound: the same candidate
+
+
+def test_base_ref_reviews_commits_and_dirty_changes_against_the_merge_base(repo: Path) -> None:
+    git(repo, "switch", "-q", "-c", "topic")
+    edit_parser(repo, lines=2)
+    git(repo, "commit", "-qam", "topic work")
+    (repo / "README.md").write_text("dirty, not committed\n")  # never dropped (#1239)
+    started = review("start", "--cwd", str(repo), "--base-ref", "main", cwd=repo)
+    assert started.code == 0, started.stderr
+    assert started.doc["target"]["kind"] == "base-diff"
+    assert started.doc["target"]["base_tree"] == git(repo, "rev-parse", "main^{tree}").strip()
+    assert started.doc["counts"]["changed_files"] == 2
+    unknown = review("start", "--cwd", str(repo), "--base-ref", "no-such-ref", cwd=repo)
+    assert unknown.code == 2 and unknown.doc["error"]["code"] == "review-base-ref-unknown"
+    option = review("start", "--cwd", str(repo), "--base-ref", "--upload-pack=x", cwd=repo)
+    assert option.code == 2
