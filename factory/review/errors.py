@@ -101,6 +101,10 @@ FORECAST_PENDING = ReviewRefused.define(
 FORECAST_REQUIRED = ReviewRefused.define(
     "review-forecast-required", "forecast with --correction-lines N before editing"
 )
+FORECAST_AFTER_EDIT = ReviewRefused.define(
+    "review-forecast-after-edit",
+    "undo the edit, forecast with --correction-lines N, then redo it (or finalize --failed)",
+)
 FIX_OUTSIDE_GENESIS = ReviewRefused.define(
     "review-fix-outside-genesis", "revert the edits outside the genesis paths, then rerun"
 )

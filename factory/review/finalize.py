@@ -28,6 +28,7 @@ from factory.review import machine
 from factory.review.canon import EVIDENCE_TAG
 from factory.review.errors import (
     BINDING_MISMATCH,
+    FORECAST_AFTER_EDIT,
     FORECAST_REQUIRED,
     INPUT_CONFLICT,
     NOTHING_APPLIES,
@@ -45,7 +46,7 @@ from factory.review.judgement import (
 from factory.review.names import LENS_ROLE_PREFIX, TERMINAL, LensName
 from factory.review.results import LensResult, LensSource, build_lens_result
 from factory.review.service import Context, lineage_policy, resolve_lineage
-from factory.review.snapshot import measure_fix
+from factory.review.snapshot import live_target, measure_fix
 from factory.review.state import FinalEvidence, ReviewState
 from factory.review.store import Loaded
 from factory.review.views import finalize_view
@@ -255,11 +256,29 @@ def stage_review(plan: Plan, inputs: Inputs) -> None:
     plan.consumed.append("--refuter")
 
 
-def stage_forecast(plan: Plan, lines: int | None) -> None:
+def _check_not_edited(ctx: Context, loaded: Loaded, s: ReviewState) -> None:
+    """A new forecast is taken *before* editing: the checkout must still hold the
+    lineage's current candidate (else the forecast would be a narration of the edit)."""
+    policy = lineage_policy(ctx, loaded)
+    first = s.initial_snapshot
+    live = live_target(ctx.wt, first.kind, first.base_tree, policy).snapshot.candidate_tree
+    if live != s.current_snapshot.candidate_tree:
+        raise machine.refuse(
+            s,
+            f"the checkout already differs from the candidate {s.current_snapshot.candidate_tree}"
+            f" (now {live}): a forecast is given before editing, so undo the edit, forecast, "
+            "then redo it — or stop the lineage",
+            FORECAST_AFTER_EDIT,
+        )
+
+
+def stage_forecast(plan: Plan, ctx: Context, loaded: Loaded, lines: int | None) -> None:
     if lines is None:
         return
     s, corr = plan.state, plan.state.correction
     if s.state == "correction_required":
+        if corr.forecast is None and lines > 0:
+            _check_not_edited(ctx, loaded, s)
         plan.apply("forecast", machine.Forecast(lines))
         plan.consumed.append("--correction-lines")
         return
@@ -403,7 +422,7 @@ def finalize(ctx: Context, args: FinalizeArgs) -> tuple[dict[str, Any], int]:
     stage_replay(plan, inputs)
     stage_results(plan, inputs)
     stage_review(plan, inputs)
-    stage_forecast(plan, args.correction_lines)
+    stage_forecast(plan, ctx, loaded, args.correction_lines)
     stage_fix(plan, ctx, loaded, inputs)
     run_now = stage_finish(plan, inputs, args)
     if _any_input(args) and not (plan.steps or plan.consumed or run_now):

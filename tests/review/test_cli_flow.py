@@ -175,6 +175,32 @@ def test_a_correction_is_forecast_measured_by_git_validated_and_approved(
     )
 
 
+def test_a_forecast_after_the_edit_is_refused_and_taken_once_the_edit_is_set_aside(
+    repo: Path, tmp_path: Path
+) -> None:
+    edit_parser(repo, lines=6)
+    review("start", "--cwd", str(repo), cwd=repo)
+    result = write_json(tmp_path / "r.json", reviewer_doc([_critical("src/parser.py", 2)]))
+    review("finalize", "--cwd", str(repo), "--result", str(result), cwd=repo)
+    path = repo / "src" / "parser.py"
+    edited = path.read_text().replace("return -x + 0", "return x + 0")
+    path.write_text(edited)  # edited first: a forecast now would narrate the edit
+    before = snapshot_bytes(repo)
+    both = ("--correction-lines", "2", "--validation", str(_validation(tmp_path)))
+    late = review("finalize", "--cwd", str(repo), *both, cwd=repo)
+    assert late.code == 2 and late.doc["error"]["code"] == "review-forecast-after-edit"
+    assert late.doc["next"][0] in late.doc["error"]["message"]
+    assert snapshot_bytes(repo) == before  # nothing recorded, nothing consumed
+    original = path.read_text().replace("return x + 0", "return -x + 0")
+    path.write_text(original)  # the sanctioned way: undo the edit, forecast, redo it
+    fc = review("finalize", "--cwd", str(repo), "--correction-lines", "2", cwd=repo)
+    assert fc.code == 0 and fc.doc["budget"]["forecast"] == 2
+    path.write_text(edited)
+    retry = review("finalize", "--cwd", str(repo), *both, cwd=repo)  # same forecast: skipped
+    assert retry.code == 0, retry.stderr
+    assert retry.doc["state"] == "validating" and retry.doc["applied"] == ["complete-fix"]
+
+
 def _to_correction(repo: Path, tmp_path: Path) -> None:
     edit_parser(repo, lines=6)
     review("start", "--cwd", str(repo), cwd=repo)
