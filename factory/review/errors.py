@@ -131,6 +131,9 @@ INPUT_INVALID = ReviewInputInvalid.define(
     "fix the input against 'factory review schema ROLE' and rerun (nothing was changed)",
     default=True,
 )
+VALUE_INVALID = ReviewInputInvalid.define(
+    "review-value-invalid", "fix the file or value it names and rerun (nothing was changed)"
+)
 PRESERVED_NOT_RESULT = ReviewInputInvalid.define(
     "review-preserved-not-result",
     "replay it with 'factory review finalize --replay-preserved FILE'",

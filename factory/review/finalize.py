@@ -33,6 +33,7 @@ from factory.review.errors import (
     INPUT_CONFLICT,
     NOTHING_APPLIES,
     RESULT_COUNT,
+    VALUE_INVALID,
     ReviewInputInvalid,
     ReviewRefused,
 )
@@ -95,9 +96,11 @@ def _read(path: Path, what: str, limit: int) -> bytes:
         with path.open("rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
-        raise ReviewInputInvalid(f"cannot read {what} {path}: {exc.strerror}") from None
+        raise ReviewInputInvalid(
+            f"cannot read {what} {path}: {exc.strerror}", code=VALUE_INVALID
+        ) from None
     if len(data) > limit:
-        raise ReviewInputInvalid(f"{what} {path} is larger than {limit} bytes")
+        raise ReviewInputInvalid(f"{what} {path} is larger than {limit} bytes", code=VALUE_INVALID)
     return data
 
 
@@ -128,9 +131,13 @@ def parse_args(args: FinalizeArgs) -> Inputs:
         else:
             data, source = _read(Path(args.evidence), "--evidence", EVIDENCE_LIMIT), "file"
         if not data:
-            raise ReviewInputInvalid("final evidence is empty; it must be non-empty bytes")
+            raise ReviewInputInvalid(
+                "final evidence is empty; it must be non-empty bytes", code=VALUE_INVALID
+            )
         if len(data) > EVIDENCE_LIMIT:
-            raise ReviewInputInvalid(f"final evidence is larger than {EVIDENCE_LIMIT} bytes")
+            raise ReviewInputInvalid(
+                f"final evidence is larger than {EVIDENCE_LIMIT} bytes", code=VALUE_INVALID
+            )
         evidence = FinalEvidence(
             evidence_hash=tagged_sha256(EVIDENCE_TAG, data),
             sha256=sha256_hex(data),

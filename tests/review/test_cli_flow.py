@@ -267,6 +267,7 @@ def test_malformed_input_changes_nothing(repo: Path, tmp_path: Path) -> None:
     empty.write_bytes(b"")
     out = review("finalize", "--cwd", str(repo), "--evidence", str(empty), cwd=repo)
     assert out.code == 2 and snapshot_bytes(repo) == before
+    assert out.doc["error"]["code"] == "review-value-invalid"  # no schema to point at
 
 
 def test_an_inconclusive_finding_escalates_with_exit_3_and_a_receipt(
