@@ -389,3 +389,12 @@ def test_base_ref_reviews_commits_and_dirty_changes_against_the_merge_base(repo:
     assert unknown.code == 2 and unknown.doc["error"]["code"] == "review-base-ref-unknown"
     option = review("start", "--cwd", str(repo), "--base-ref", "--upload-pack=x", cwd=repo)
     assert option.code == 2
+
+
+def test_every_review_command_help_says_what_it_does(tmp_path: Path) -> None:
+    for command in ("start", "lens", "finalize", "status", "show", "schema"):
+        out = review(command, "--help", cwd=tmp_path)
+        assert out.code == 0, out.stderr
+        usage, _, rest = out.stdout.decode().partition("\n\n")
+        assert f"factory review {command}" in usage
+        assert len(rest.split("\n\n")[0].split()) >= 12, command  # a description, not flags
