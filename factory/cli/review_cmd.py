@@ -70,6 +70,23 @@ Apply every transition the inputs allow, each persisted by compare-and-swap:
 Malformed input changes nothing. Exit 0 (3 when the lineage ends escalated).
 """
 
+STATUS_HELP = """\
+List every review lineage of the repository that contains --cwd: state, store revision,
+receipt, escalation and the legal next commands. A corrupt record is named and the
+others are still listed. Changes nothing.
+"""
+
+SHOW_HELP = """\
+Render one lineage for a person: target, risk and its reasons, lenses, findings and
+their outcomes, correction attempts and budget, final evidence, the legal next commands.
+Every recorded string is sanitised before it is shown. Changes nothing.
+"""
+
+SCHEMA_HELP = """\
+Print the JSON Schema of the reviewer, refuter or validator input, generated from the
+strict models finalize parses (unknown fields are refused).
+"""
+
 
 def _add_cwd(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cwd", default=".", metavar="DIR", help="a folder of the repository")
@@ -116,14 +133,26 @@ def register(sub: Any) -> None:
     )
     f.add_argument("command", nargs="*", metavar="-- CMD", help="the --evidence-run command")
     f.set_defaults(handler=run_finalize)
-    st = rsub.add_parser("status", help="every lineage and its next legal commands")
+    st = rsub.add_parser(
+        "status",
+        help="every lineage and its next legal commands",
+        description=STATUS_HELP,
+    )
     _add_cwd(st)
     st.set_defaults(handler=run_status)
-    sh = rsub.add_parser("show", help="one lineage, readable (sanitised)")
+    sh = rsub.add_parser(
+        "show",
+        help="one lineage, readable (sanitised)",
+        description=SHOW_HELP,
+    )
     _add_cwd(sh)
     sh.add_argument("--lineage", metavar="ID", help="the lineage (default: the open one)")
     sh.set_defaults(handler=run_show)
-    sc = rsub.add_parser("schema", help="JSON Schema of a judgement input")
+    sc = rsub.add_parser(
+        "schema",
+        help="JSON Schema of a judgement input",
+        description=SCHEMA_HELP,
+    )
     sc.add_argument("role", choices=("reviewer", "refuter", "validator"))
     sc.set_defaults(handler=run_schema)
     from factory.cli import review_gates_cmd

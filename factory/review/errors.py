@@ -101,6 +101,10 @@ FORECAST_PENDING = ReviewRefused.define(
 FORECAST_REQUIRED = ReviewRefused.define(
     "review-forecast-required", "forecast with --correction-lines N before editing"
 )
+FORECAST_AFTER_EDIT = ReviewRefused.define(
+    "review-forecast-after-edit",
+    "undo the edit, forecast with --correction-lines N, then redo it (or finalize --failed)",
+)
 FIX_OUTSIDE_GENESIS = ReviewRefused.define(
     "review-fix-outside-genesis", "revert the edits outside the genesis paths, then rerun"
 )
@@ -126,6 +130,9 @@ INPUT_INVALID = ReviewInputInvalid.define(
     "review-input-invalid",
     "fix the input against 'factory review schema ROLE' and rerun (nothing was changed)",
     default=True,
+)
+VALUE_INVALID = ReviewInputInvalid.define(
+    "review-value-invalid", "fix the file or value it names and rerun (nothing was changed)"
 )
 PRESERVED_NOT_RESULT = ReviewInputInvalid.define(
     "review-preserved-not-result",

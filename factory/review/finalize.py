@@ -17,6 +17,7 @@ commands. A terminal state (re)writes its derived receipt.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,12 @@ from factory.review import machine
 from factory.review.canon import EVIDENCE_TAG
 from factory.review.errors import (
     BINDING_MISMATCH,
+    FORECAST_AFTER_EDIT,
     FORECAST_REQUIRED,
     INPUT_CONFLICT,
     NOTHING_APPLIES,
     RESULT_COUNT,
+    VALUE_INVALID,
     ReviewInputInvalid,
     ReviewRefused,
 )
@@ -44,13 +47,21 @@ from factory.review.judgement import (
 from factory.review.names import LENS_ROLE_PREFIX, RECEIPTED, TERMINAL, LensName
 from factory.review.results import LensResult, LensSource, build_lens_result
 from factory.review.service import Context, lineage_policy, resolve_lineage
-from factory.review.snapshot import measure_fix
+from factory.review.snapshot import live_target, measure_fix
 from factory.review.state import FinalEvidence, ReviewState
 from factory.review.store import Loaded
 from factory.review.views import finalize_view
 
 EVIDENCE_LIMIT = 64 << 20
 EVIDENCE_ROLE = "final-evidence"
+
+
+def _no_hook() -> None:
+    return None
+
+
+#: Race-test seam: called after the transitions are simulated, before the first commit.
+plan_hook: Callable[[], None] = _no_hook
 
 
 @dataclass(frozen=True)
@@ -85,9 +96,11 @@ def _read(path: Path, what: str, limit: int) -> bytes:
         with path.open("rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
-        raise ReviewInputInvalid(f"cannot read {what} {path}: {exc.strerror}") from None
+        raise ReviewInputInvalid(
+            f"cannot read {what} {path}: {exc.strerror}", code=VALUE_INVALID
+        ) from None
     if len(data) > limit:
-        raise ReviewInputInvalid(f"{what} {path} is larger than {limit} bytes")
+        raise ReviewInputInvalid(f"{what} {path} is larger than {limit} bytes", code=VALUE_INVALID)
     return data
 
 
@@ -118,9 +131,13 @@ def parse_args(args: FinalizeArgs) -> Inputs:
         else:
             data, source = _read(Path(args.evidence), "--evidence", EVIDENCE_LIMIT), "file"
         if not data:
-            raise ReviewInputInvalid("final evidence is empty; it must be non-empty bytes")
+            raise ReviewInputInvalid(
+                "final evidence is empty; it must be non-empty bytes", code=VALUE_INVALID
+            )
         if len(data) > EVIDENCE_LIMIT:
-            raise ReviewInputInvalid(f"final evidence is larger than {EVIDENCE_LIMIT} bytes")
+            raise ReviewInputInvalid(
+                f"final evidence is larger than {EVIDENCE_LIMIT} bytes", code=VALUE_INVALID
+            )
         evidence = FinalEvidence(
             evidence_hash=tagged_sha256(EVIDENCE_TAG, data),
             sha256=sha256_hex(data),
@@ -246,11 +263,29 @@ def stage_review(plan: Plan, inputs: Inputs) -> None:
     plan.consumed.append("--refuter")
 
 
-def stage_forecast(plan: Plan, lines: int | None) -> None:
+def _check_not_edited(ctx: Context, loaded: Loaded, s: ReviewState) -> None:
+    """A new forecast is taken *before* editing: the checkout must still hold the
+    lineage's current candidate (else the forecast would be a narration of the edit)."""
+    policy = lineage_policy(ctx, loaded)
+    first = s.initial_snapshot
+    live = live_target(ctx.wt, first.kind, first.base_tree, policy).snapshot.candidate_tree
+    if live != s.current_snapshot.candidate_tree:
+        raise machine.refuse(
+            s,
+            f"the checkout already differs from the candidate {s.current_snapshot.candidate_tree}"
+            f" (now {live}): a forecast is given before editing, so undo the edit, forecast, "
+            "then redo it — or stop the lineage",
+            FORECAST_AFTER_EDIT,
+        )
+
+
+def stage_forecast(plan: Plan, ctx: Context, loaded: Loaded, lines: int | None) -> None:
     if lines is None:
         return
     s, corr = plan.state, plan.state.correction
     if s.state == "correction_required":
+        if corr.forecast is None and lines > 0:
+            _check_not_edited(ctx, loaded, s)
         plan.apply("forecast", machine.Forecast(lines))
         plan.consumed.append("--correction-lines")
         return
@@ -394,7 +429,7 @@ def finalize(ctx: Context, args: FinalizeArgs) -> tuple[dict[str, Any], int]:
     stage_replay(plan, inputs)
     stage_results(plan, inputs)
     stage_review(plan, inputs)
-    stage_forecast(plan, args.correction_lines)
+    stage_forecast(plan, ctx, loaded, args.correction_lines)
     stage_fix(plan, ctx, loaded, inputs)
     run_now = stage_finish(plan, inputs, args)
     if _any_input(args) and not (plan.steps or plan.consumed or run_now):
@@ -404,6 +439,7 @@ def finalize(ctx: Context, args: FinalizeArgs) -> tuple[dict[str, Any], int]:
             code=NOTHING_APPLIES,
             next=machine.next_commands(plan.state),
         )
+    plan_hook()
     loaded = commit(ctx, loaded, plan.steps)
     applied = [name for name, _, _ in plan.steps]
     if run_now:

@@ -23,7 +23,7 @@ from factory.canonical import sha256_hex
 from factory.fsio import OutputExists, write_exclusive
 from factory.models import StrictModel, describe_validation_error
 from factory.review.canon import canonical, strict_json
-from factory.review.errors import ReviewInputInvalid
+from factory.review.errors import VALUE_INVALID, ReviewInputInvalid
 from factory.review.judgement import PRESERVED_SCHEMA, ReviewerInput, parse_input
 from factory.review.names import LensName
 from factory.review.state import ReviewState
@@ -105,7 +105,9 @@ def load_preserved(path: Path) -> tuple[PreservedLensOutput, bytes]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise ReviewInputInvalid(f"cannot read --replay-preserved {path}: {exc.strerror}") from None
+        raise ReviewInputInvalid(
+            f"cannot read --replay-preserved {path}: {exc.strerror}", code=VALUE_INVALID
+        ) from None
     strict_json(raw, what="the preserved artifact", limit=4 * PAYLOAD_LIMIT)
     try:
         doc = PreservedLensOutput.model_validate_json(raw)

@@ -37,6 +37,7 @@ from factory.review.errors import (
     LINEAGE_EXISTS,
     LINEAGE_UNKNOWN,
     REFUTER_REQUIRED,
+    VALUE_INVALID,
     WRONG_STATE,
     ReviewInputInvalid,
     ReviewRefused,
@@ -317,7 +318,9 @@ def _forecast(state: ReviewState | None, op: Forecast) -> ReviewState:
     s = _require(state, "correction_required", op="take a correction forecast")
     corr = s.correction
     if op.lines <= 0:
-        raise ReviewInputInvalid("--correction-lines must be a positive number of lines")
+        raise ReviewInputInvalid(
+            "--correction-lines must be a positive number of lines", code=VALUE_INVALID
+        )
     if corr.forecast is not None:
         if corr.forecast == op.lines:
             return s

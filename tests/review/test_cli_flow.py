@@ -175,6 +175,32 @@ def test_a_correction_is_forecast_measured_by_git_validated_and_approved(
     )
 
 
+def test_a_forecast_after_the_edit_is_refused_and_taken_once_the_edit_is_set_aside(
+    repo: Path, tmp_path: Path
+) -> None:
+    edit_parser(repo, lines=6)
+    review("start", "--cwd", str(repo), cwd=repo)
+    result = write_json(tmp_path / "r.json", reviewer_doc([_critical("src/parser.py", 2)]))
+    review("finalize", "--cwd", str(repo), "--result", str(result), cwd=repo)
+    path = repo / "src" / "parser.py"
+    edited = path.read_text().replace("return -x + 0", "return x + 0")
+    path.write_text(edited)  # edited first: a forecast now would narrate the edit
+    before = snapshot_bytes(repo)
+    both = ("--correction-lines", "2", "--validation", str(_validation(tmp_path)))
+    late = review("finalize", "--cwd", str(repo), *both, cwd=repo)
+    assert late.code == 2 and late.doc["error"]["code"] == "review-forecast-after-edit"
+    assert late.doc["next"][0] in late.doc["error"]["message"]
+    assert snapshot_bytes(repo) == before  # nothing recorded, nothing consumed
+    original = path.read_text().replace("return x + 0", "return -x + 0")
+    path.write_text(original)  # the sanctioned way: undo the edit, forecast, redo it
+    fc = review("finalize", "--cwd", str(repo), "--correction-lines", "2", cwd=repo)
+    assert fc.code == 0 and fc.doc["budget"]["forecast"] == 2
+    path.write_text(edited)
+    retry = review("finalize", "--cwd", str(repo), *both, cwd=repo)  # same forecast: skipped
+    assert retry.code == 0, retry.stderr
+    assert retry.doc["state"] == "validating" and retry.doc["applied"] == ["complete-fix"]
+
+
 def _to_correction(repo: Path, tmp_path: Path) -> None:
     edit_parser(repo, lines=6)
     review("start", "--cwd", str(repo), cwd=repo)
@@ -241,6 +267,7 @@ def test_malformed_input_changes_nothing(repo: Path, tmp_path: Path) -> None:
     empty.write_bytes(b"")
     out = review("finalize", "--cwd", str(repo), "--evidence", str(empty), cwd=repo)
     assert out.code == 2 and snapshot_bytes(repo) == before
+    assert out.doc["error"]["code"] == "review-value-invalid"  # no schema to point at
 
 
 def test_an_inconclusive_finding_escalates_with_exit_3_and_a_receipt(
@@ -346,3 +373,28 @@ def test_historically_tracked_paths_stay_bound_although_an_ignore_rule_matches(r
     git(repo, "rm", "-q", "--cached", "keep.log")  # untracked now, still on disk and ignored
     status = review("start", "--cwd", str(repo), cwd=repo)
     assert status.doc["lineage"] == started.doc["lineage"]  # still bound: the same candidate
+
+
+def test_base_ref_reviews_commits_and_dirty_changes_against_the_merge_base(repo: Path) -> None:
+    git(repo, "switch", "-q", "-c", "topic")
+    edit_parser(repo, lines=2)
+    git(repo, "commit", "-qam", "topic work")
+    (repo / "README.md").write_text("dirty, not committed\n")  # never dropped (#1239)
+    started = review("start", "--cwd", str(repo), "--base-ref", "main", cwd=repo)
+    assert started.code == 0, started.stderr
+    assert started.doc["target"]["kind"] == "base-diff"
+    assert started.doc["target"]["base_tree"] == git(repo, "rev-parse", "main^{tree}").strip()
+    assert started.doc["counts"]["changed_files"] == 2
+    unknown = review("start", "--cwd", str(repo), "--base-ref", "no-such-ref", cwd=repo)
+    assert unknown.code == 2 and unknown.doc["error"]["code"] == "review-base-ref-unknown"
+    option = review("start", "--cwd", str(repo), "--base-ref", "--upload-pack=x", cwd=repo)
+    assert option.code == 2
+
+
+def test_every_review_command_help_says_what_it_does(tmp_path: Path) -> None:
+    for command in ("start", "lens", "finalize", "status", "show", "schema"):
+        out = review(command, "--help", cwd=tmp_path)
+        assert out.code == 0, out.stderr
+        usage, _, rest = out.stdout.decode().partition("\n\n")
+        assert f"factory review {command}" in usage
+        assert len(rest.split("\n\n")[0].split()) >= 12, command  # a description, not flags
