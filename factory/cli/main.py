@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "digest_cmd",
     "operator_cmd",
     "gate_cmd",
+    "publish_cmd",
 )
 
 DESCRIPTION = """\

@@ -192,13 +192,24 @@ def test_run_at_a_terminal_then_publish_it(desk: Desk, tmp_path: Path) -> None:
     git(desk.repo, "remote", "add", "origin", bare.as_uri())
     desk.forge.state.repo(REPO).git_remote = bare
     pub_out = tmp_path / "out" / "publish.json"
+    store = tmp_path / "gate.sqlite3"
     args = [
         "operator", "publish", "--receipt", str(out), "--repository", REPO, "--remote",
         "origin", "--forge-url", desk.forge.url, "--private-key", str(desk.private),
-        "--public-key", str(desk.public), "--ledger", str(desk.ledger), "--out", str(pub_out),
+        "--public-key", str(desk.public), "--ledger", str(desk.ledger), "--store", str(store),
     ]  # fmt: skip
     status_before = git(desk.wt, "status", "--porcelain=v2", "-z", "--untracked-files=all")
-    screen = Screen(args, desk.env())
+    # Without an accepted decision-gate run the operator refuses before any prompt...
+    screen = Screen([*args, "--out", str(tmp_path / "out" / "no-gate.json")], desk.env())
+    assert screen.finish() == 2
+    refused = receipt(tmp_path / "out" / "no-gate.json")
+    assert refused["refusal"] == {"stage": "intent", "code": "gate-not-accepted"}
+    assert not store.exists()  # looking for a run created nothing
+    # ...and 'factory publish' runs the gate (the test command here: exit 0) and publishes.
+    args[1] = "publish"
+    del args[0]
+    test = ["--test", "--", sys.executable, "-c", "raise SystemExit(0)"]
+    screen = Screen([*args, "--out", str(pub_out), *test], desk.env())
     assert authorize(screen) == 0, screen.text.decode(errors="replace")
     pub = receipt(pub_out)["publication"]
     assert pub["branch"].startswith("factory/issue-12-")  # type: ignore[index]
