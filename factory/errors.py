@@ -182,7 +182,14 @@ class CorruptLog(IntegrityFailure):
 
 class ProviderFailure(Failure):
     """A provider invocation ended without a usable result (SPEC P-4); the codes are
-    defined in :mod:`factory.provider_api`."""
+    defined in :mod:`factory.provider_api`.
+
+    ``partial``: what the invocation left behind when its profile attached it (a
+    ``factory.provider_api.ProviderResult``: CLI version, argv shape, captured streams),
+    so a failed phase keeps its evidence; see ``provider_api.with_partial``.
+    """
+
+    partial: object | None = None
 
 
 class Interrupted(FactoryError):

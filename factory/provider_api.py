@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from factory.errors import ProviderFailure
+from factory.proc.capture import Captured
 
 Role = Literal["worker", "repair", "reviewer"]
 VerdictValue = Literal["APPROVE", "REQUEST_CHANGES"]
@@ -27,7 +28,8 @@ VerdictValue = Literal["APPROVE", "REQUEST_CHANGES"]
 _define = ProviderFailure.define
 PROVIDER_NOT_FOUND = _define(
     "provider-not-found",
-    "install the pinned CLIs with ./scripts/setup, or put the CLI on PATH (see factory doctor)",
+    "put your own CLI on PATH, or install the pinned ones (./scripts/setup in a checkout, "
+    "'factory providers install' otherwise); see factory doctor",
 )
 PROVIDER_AUTH_REQUIRED = _define(
     "provider-auth-required",
@@ -102,36 +104,74 @@ class Verdict:
 
 
 @dataclass(frozen=True, slots=True)
+class Spool:
+    """Where an invocation writes its stdout and stderr as they arrive (SPEC A-7).
+
+    ``<folder>/<prefix>-<stream>.spool``, each created new (0600); the agent run adopts
+    them as content-addressed evidence afterwards. A factory that is killed mid-run leaves
+    what was captured there.
+    """
+
+    folder: Path
+    prefix: str
+
+    def path(self, stream: str) -> Path:
+        return self.folder / f"{self.prefix}-{stream}.spool"
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderResult:
-    """What one finished provider invocation left behind.
+    """What one provider invocation left behind (also, partly, when it failed).
 
     Attributes:
         profile: ``"claude"`` or ``"codex"``.
         role: the role it ran in.
-        cli_version: the ``--version`` line of the binary that ran (SPEC P-6).
+        cli_version: the ``--version`` line of the binary that ran (SPEC P-6); None only
+            in a failure's partial result when the version probe itself failed.
         argv_shape: the argv with the prompt and temp paths replaced by placeholders,
             safe to put in a receipt.
-        exit_code: the leader's exit status (negative: killed by that signal).
+        exit_code: the leader's exit status (negative: killed by that signal); None in a
+            failure's partial result when the CLI never ran.
         duration_ms: wall time from spawn to the last descendant gone.
-        outputs: bounded raw outputs by evidence name (``stdout``, ``stderr``,
-            ``verdict``) — sensitive; stored content-addressed, never put in a receipt.
+        outputs: small raw outputs held in memory by evidence name (``verdict``) —
+            sensitive; stored content-addressed, never put in a receipt.
+        streams: the captured ``stdout``/``stderr`` (spooled to files when a
+            :class:`Spool` was given), each with its true length and truncation.
         verdict: the parsed verdict (reviewer only).
         requested_authority: what the profile asked the CLI for (e.g.
             ``"accept-edits-in-worktree"``, ``"read-only-sandbox"``).
+        swept_processes: descendants still alive when the CLI's leader exited (or was
+            stopped), frozen and killed by the runner; None when no CLI run got that far.
         env_names: the names (never the values) of the environment the CLI's process
             got; ``None`` when the profile does not report them.
     """
 
     profile: str
     role: Role
-    cli_version: str
+    cli_version: str | None
     argv_shape: tuple[str, ...]
-    exit_code: int
+    exit_code: int | None
     duration_ms: int
     outputs: dict[str, bytes] = field(default_factory=dict)
     verdict: Verdict | None = None
     requested_authority: str = ""
+    streams: dict[str, Captured] = field(default_factory=dict)
+    swept_processes: int | None = None
     env_names: tuple[str, ...] | None = None
+
+
+def with_partial(error: ProviderFailure, partial: ProviderResult | None) -> ProviderFailure:
+    """``error`` carrying what its invocation left behind (CLI version, argv shape, the
+    captured streams, exit status, sweep), so the failed phase is recorded with its
+    evidence (SPEC A-7, P-4). Returns ``error`` itself."""
+    error.partial = partial
+    return error
+
+
+def partial_of(error: BaseException | None) -> ProviderResult | None:
+    """The partial result a profile attached to a provider failure, if any."""
+    partial = getattr(error, "partial", None) if isinstance(error, ProviderFailure) else None
+    return partial if isinstance(partial, ProviderResult) else None
 
 
 class AgentProfile(Protocol):
@@ -143,12 +183,21 @@ class AgentProfile(Protocol):
         ...
 
     async def run_agent(
-        self, *, role: Role, worktree: Path, prompt: str, timeout_ms: int, route: Route
+        self,
+        *,
+        role: Role,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        spool: Spool | None = None,
     ) -> ProviderResult:
-        """Run one worker or repair invocation in ``worktree``.
+        """Run one worker or repair invocation in ``worktree``; its streams go to
+        ``spool`` as they arrive when given (else they are held in memory).
 
         Raises:
-            ProviderFailure: with a P-4 code, after every child process is gone.
+            ProviderFailure: with a P-4 code, after every child process is gone (a
+                its :func:`partial_of` is the partial result).
         """
         ...
 
@@ -162,13 +211,22 @@ class ReviewerProfile(Protocol):
         ...
 
     async def run_reviewer(
-        self, *, worktree: Path, prompt: str, timeout_ms: int, route: Route, scratch: Path
+        self,
+        *,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        scratch: Path,
+        spool: Spool | None = None,
     ) -> ProviderResult:
         """Run one fresh, read-only review; ``scratch`` (outside the worktree) holds the
         output schema and verdict files. The result carries a validated :class:`Verdict`.
+        Streams go to ``spool`` as they arrive when given.
 
         Raises:
             ProviderFailure: ``provider-protocol`` for a missing or schema-violating verdict,
-                or another P-4 code, after every child process is gone.
+                or another P-4 code, after every child process is gone (a
+                its :func:`partial_of` is the partial result).
         """
         ...

@@ -17,8 +17,8 @@ never on ``subtype`` or the exit code alone, since API failures arrive as
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,12 +36,14 @@ from factory.provider_api import (
     RehearsalRoute,
     Role,
     Route,
+    Spool,
 )
 from providers.common import (
     ClosedProfile,
+    Invocation,
     Problem,
     caller_base,
-    json_lines,
+    iter_json_lines,
     probe_version,
     problem_failure,
     process_failure,
@@ -141,17 +143,18 @@ class Stream:
     events: int = 0
     garbage_lines: int = 0
     last_type: str = ""
-    types: list[str] = field(default_factory=list)
 
 
-def parse_stream(stdout: bytes) -> Stream:
-    """Parse Claude's ``stream-json`` stdout (one JSON object per line).
+def parse_stream(stdout: bytes | Iterable[bytes]) -> Stream:
+    """Parse Claude's ``stream-json`` stdout (one JSON object per line), given as bytes or
+    as lines (a spooled capture's :meth:`~factory.proc.capture.Captured.lines`); only the
+    events that decide are kept, so a large stream costs no memory.
 
     A truncated last line (cap or kill) is counted as garbage, not an error.
     """
     out = Stream()
-    events, out.garbage_lines = json_lines(stdout)
-    for event in events:
+    garbage = [0]
+    for event in iter_json_lines(stdout, garbage):
         out.events += 1
         kind = str(event.get("type", ""))
         sub = str(event.get("subtype", ""))
@@ -164,6 +167,7 @@ def parse_stream(stdout: bytes) -> Stream:
             out.auth_failed = True
         elif kind == "result":
             out.result = event
+    out.garbage_lines = garbage[0]
     return out
 
 
@@ -230,22 +234,43 @@ class ClaudeProfile(ClosedProfile):
         return doc if isinstance(doc, dict) else {}
 
     async def run_agent(
-        self, *, role: Role, worktree: Path, prompt: str, timeout_ms: int, route: Route
+        self,
+        *,
+        role: Role,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        spool: Spool | None = None,
     ) -> ProviderResult:
         """Run one worker/repair invocation in ``worktree`` (see module doc).
 
         Raises:
-            ProviderFailure: a P-4 code, after every child process is gone.
+            ProviderFailure: a P-4 code, after every child process is gone; once the
+                binary is resolved it carries what the invocation left behind
+                (:func:`~factory.provider_api.partial_of`).
         """
         started = trio.current_time()
         resolved = self.resolve()
         env = build_env(route, self._fx.env())
         argv = build_argv(resolved.path, role)
-        version = await probe_version(resolved.path, env, self._fx.runner)
+        call = Invocation(
+            NAME,
+            role,
+            shape(argv, {str(resolved.path): NAME, str(worktree): "<worktree>"}),
+            AUTHORITY,
+            env_names=tuple(sorted(env)),
+        )
+        try:
+            call.cli_version = await probe_version(resolved.path, env, self._fx.runner)
+        except ProviderFailure as exc:
+            call.failed(exc, None)  # what is known so far: the argv shape
+            raise
         if not isinstance(route, RehearsalRoute):
             status = await self.auth_status(resolved, env)
             if status.get("loggedIn") is False:
-                raise PROVIDER_AUTH_REQUIRED("claude has no subscription login here")
+                failure = PROVIDER_AUTH_REQUIRED("claude has no subscription login here")
+                raise call.failed(failure, None)
         res = await run_within_deadline(
             self._fx,
             argv=argv,
@@ -256,28 +281,19 @@ class ClaudeProfile(ClosedProfile):
             timeout_ms=timeout_ms,
             stdout_cap=STDOUT_CAP,
             grace_s=GRACE_S,
-            on_failure=self._from_process_failure,
+            on_failure=call.from_process(self._from_process_failure),
+            spool=spool,
         )
-        problem = classify(parse_stream(res.stdout), res.exit_code, res.stderr)
+        problem = classify(parse_stream(res.out.lines()), res.exit_code, res.err.tail(4096))
         if problem is not None:
-            raise problem_failure(route, problem)
-        return ProviderResult(
-            profile=NAME,
-            role=role,
-            cli_version=version,
-            argv_shape=shape(argv, {str(resolved.path): NAME, str(worktree): "<worktree>"}),
-            exit_code=res.exit_code,
-            duration_ms=res.duration_ms,
-            outputs={"stdout": res.stdout, "stderr": res.stderr},
-            requested_authority=AUTHORITY,
-            env_names=tuple(sorted(env)),
-        )
+            raise call.failed(problem_failure(route, problem), res)
+        return call.result(res)
 
     @staticmethod
     def _from_process_failure(exc: ProcessFailure) -> ProviderFailure:
         res = exc.result
         if exc.spec is TIMEOUT and res is not None:
-            stream = parse_stream(res.stdout)
+            stream = parse_stream(res.out.lines())
             if stream.retries and stream.last_type == "system/api_retry":
                 return PROVIDER_NETWORK(
                     f"claude kept retrying its API ({stream.retries} retries) until the deadline"

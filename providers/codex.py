@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -37,13 +37,15 @@ from factory.provider_api import (
     ProviderResult,
     RehearsalRoute,
     Route,
+    Spool,
     Verdict,
 )
 from providers.common import (
     ClosedProfile,
+    Invocation,
     Problem,
     caller_base,
-    json_lines,
+    iter_json_lines,
     probe_version,
     problem_failure,
     process_failure,
@@ -163,11 +165,12 @@ class Events:
     garbage_lines: int = 0
 
 
-def parse_events(stdout: bytes) -> Events:
-    """Parse Codex JSONL; the first ``turn.completed``/``turn.failed`` is terminal."""
+def parse_events(stdout: bytes | Iterable[bytes]) -> Events:
+    """Parse Codex JSONL (bytes, or the lines of a spooled capture); the first
+    ``turn.completed``/``turn.failed`` is terminal. Only what decides is kept."""
     out = Events()
-    events, out.garbage_lines = json_lines(stdout)
-    for event in events:
+    garbage = [0]
+    for event in iter_json_lines(stdout, garbage):
         out.events += 1
         kind = event.get("type")
         if kind == "error":
@@ -183,6 +186,7 @@ def parse_events(stdout: bytes) -> Events:
                 err = event.get("error")
                 msg = err.get("message") if isinstance(err, dict) else None
                 out.failure = str(msg or out.failure or "turn failed")
+    out.garbage_lines = garbage[0]
     return out
 
 
@@ -199,7 +203,7 @@ def parse_verdict(data: bytes) -> Verdict:
         doc = json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
         parsed = _VerdictDoc.model_validate(doc)
         parsed.summary.encode("utf-8")  # a lone surrogate (\ud800) is not text
-    except (ValueError, ValidationError) as exc:
+    except (ValueError, ValidationError, RecursionError) as exc:
         if isinstance(exc, ValidationError):
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
@@ -208,6 +212,8 @@ def parse_verdict(data: bytes) -> Verdict:
             reason = str(exc)
         elif isinstance(exc, UnicodeEncodeError):
             reason = "summary is not valid Unicode (lone surrogate)"
+        elif isinstance(exc, RecursionError):
+            reason = "nested too deeply"
         else:
             reason = "not JSON"
         raise PROVIDER_PROTOCOL(f"codex verdict violates the verdict schema: {reason}") from exc
@@ -270,24 +276,27 @@ class CodexProfile(ClosedProfile):
         return res.exit_code == 0, (lines[-1] if lines else f"exit {res.exit_code}")
 
     async def run_reviewer(
-        self, *, worktree: Path, prompt: str, timeout_ms: int, route: Route, scratch: Path
+        self,
+        *,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        scratch: Path,
+        spool: Spool | None = None,
     ) -> ProviderResult:
         """One fresh read-only review of ``worktree`` (see module doc).
 
         Raises:
-            ProviderFailure: a P-4 code, after every child process is gone.
+            ProviderFailure: a P-4 code, after every child process is gone; once the
+                binary is resolved it carries what the invocation left behind
+                (:func:`~factory.provider_api.partial_of`).
         """
         started = trio.current_time()
         resolved = self.resolve()
         env = build_env(route, self._fx.env())
-        version = await probe_version(resolved.path, env, self._fx.runner)
-        if not isinstance(route, RehearsalRoute):
-            logged_in, message = await self.login_status(resolved, env)
-            if not logged_in:
-                raise PROVIDER_AUTH_REQUIRED(f"codex has no login here ({message})")
         work = Path(tempfile.mkdtemp(prefix="codex-review-", dir=scratch))
         schema_file, verdict_file = work / "verdict-schema.json", work / "verdict.json"
-        schema_file.write_text(json.dumps(VERDICT_SCHEMA, sort_keys=True))
         argv = build_argv(
             resolved.path,
             worktree=worktree,
@@ -295,6 +304,27 @@ class CodexProfile(ClosedProfile):
             verdict_file=verdict_file,
             route=route,
         )
+        replacements = {
+            str(resolved.path): NAME,
+            str(worktree): "<worktree>",
+            str(work): "<scratch>",
+        }
+        if isinstance(route, RehearsalRoute):
+            replacements[route.base_url.rstrip("/")] = "<rehearsal-base-url>"
+        call = Invocation(
+            NAME, "reviewer", shape(argv, replacements), AUTHORITY, env_names=tuple(sorted(env))
+        )
+        try:
+            call.cli_version = await probe_version(resolved.path, env, self._fx.runner)
+        except ProviderFailure as exc:
+            call.failed(exc, None)  # what is known so far: the argv shape
+            raise
+        if not isinstance(route, RehearsalRoute):
+            logged_in, message = await self.login_status(resolved, env)
+            if not logged_in:
+                failure = PROVIDER_AUTH_REQUIRED(f"codex has no login here ({message})")
+                raise call.failed(failure, None)
+        schema_file.write_text(json.dumps(VERDICT_SCHEMA, sort_keys=True))
         res = await run_within_deadline(
             self._fx,
             argv=argv,
@@ -305,38 +335,26 @@ class CodexProfile(ClosedProfile):
             timeout_ms=timeout_ms,
             stdout_cap=STDOUT_CAP,
             grace_s=GRACE_S,
-            on_failure=self._from_process_failure,
+            on_failure=call.from_process(self._from_process_failure),
+            spool=spool,
         )
-        problem = classify(parse_events(res.stdout), res.exit_code, res.stderr)
+        problem = classify(parse_events(res.out.lines()), res.exit_code, res.err.read())
         if problem is not None:
-            raise problem_failure(route, problem)
-        raw = _read_capped(verdict_file)
-        verdict = parse_verdict(raw)
-        replacements = {
-            str(resolved.path): NAME,
-            str(worktree): "<worktree>",
-            str(work): "<scratch>",
-        }
-        if isinstance(route, RehearsalRoute):
-            replacements[route.base_url.rstrip("/")] = "<rehearsal-base-url>"
-        return ProviderResult(
-            profile=NAME,
-            role="reviewer",
-            cli_version=version,
-            argv_shape=shape(argv, replacements),
-            exit_code=res.exit_code,
-            duration_ms=res.duration_ms,
-            outputs={"stdout": res.stdout, "stderr": res.stderr, "verdict": raw},
-            verdict=verdict,
-            requested_authority=AUTHORITY,
-            env_names=tuple(sorted(env)),
-        )
+            raise call.failed(problem_failure(route, problem), res)
+        try:
+            raw = _read_capped(verdict_file)
+            call.outputs["verdict"] = raw
+            verdict = parse_verdict(raw)
+        except ProviderFailure as exc:
+            call.failed(exc, res)
+            raise
+        return call.result(res, verdict=verdict)
 
     @staticmethod
     def _from_process_failure(exc: ProcessFailure) -> ProviderFailure:
         res = exc.result
         if exc.spec is TIMEOUT and res is not None:
-            events = parse_events(res.stdout)
+            events = parse_events(res.out.lines())
             if events.reconnects:
                 return PROVIDER_NETWORK(
                     f"codex was still reconnecting at the deadline ({events.reconnects} "
@@ -351,6 +369,8 @@ def _read_capped(path: Path) -> bytes:
             data = fh.read(VERDICT_CAP + 1)
     except FileNotFoundError:
         raise PROVIDER_PROTOCOL("codex left no verdict file") from None
+    except OSError as exc:  # a folder, FIFO or unreadable file where the verdict should be
+        raise PROVIDER_PROTOCOL(f"codex's verdict file is not readable ({exc.strerror})") from None
     if len(data) > VERDICT_CAP:
         raise PROVIDER_PROTOCOL(f"codex verdict is larger than {VERDICT_CAP} bytes")
     return data

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import trio
 
 from factory.errors import Code, ProviderFailure
-from factory.proc import BASE_ALLOW, ProcessFailure, RunResult, RunSpec, pick, run
+from factory.proc import BASE_ALLOW, MIB, ProcessFailure, RunResult, RunSpec, pick, run
 from factory.proc.runner import LAUNCH_FAILED, OUTPUT_LIMIT, TIMEOUT
 from factory.provider_api import (
     PROVIDER_AUTH_REQUIRED,
@@ -29,14 +29,21 @@ from factory.provider_api import (
     PROVIDER_NOT_FOUND,
     PROVIDER_OUTPUT_LIMIT,
     PROVIDER_TIMEOUT,
+    ProviderResult,
     RehearsalRoute,
+    Role,
     Route,
+    Spool,
+    with_partial,
 )
 from providers.resolve import Resolved, resolve
 
 CALLER_ALLOW: tuple[str, ...] = BASE_ALLOW
 VERSION_TIMEOUT_S = 20.0
 PROBE_CAP_BYTES = 64 * 1024
+STDERR_CAP = MIB
+"""stderr bytes kept per invocation; stderr is diagnostics, so more is truncation (the
+rest counted, not kept), never a failure of the phase."""
 
 Runner = Callable[[RunSpec], Awaitable[RunResult]]
 
@@ -68,13 +75,12 @@ class Effects:
     def resolve(self, name: Literal["claude", "codex"]) -> Resolved:
         """Resolve ``name`` with these effects (see :mod:`providers.resolve`)."""
         path_env = self.env().get("PATH")
-        if self.fallback_dirs is None:
-            return resolve(name, path_env=path_env, checkout_first=self.checkout_first)
         return resolve(
             name,
             path_env=path_env,
             fallback_dirs=self.fallback_dirs,
             checkout_first=self.checkout_first,
+            environ=self.env(),
         )
 
 
@@ -191,13 +197,19 @@ async def run_within_deadline(
     stdout_cap: int,
     grace_s: float,
     on_failure: Callable[[ProcessFailure], ProviderFailure],
+    spool: Spool | None = None,
 ) -> RunResult:
     """Run a profile's CLI with the prompt on stdin (then closed) under the time left of
     ``timeout_ms`` since ``started`` (trio clock, s); the version and login probes already
     spent part of it, so the whole invocation stays within its deadline (SPEC P-1).
 
+    stdout (the structured result) over ``stdout_cap`` stops the run; stderr over
+    :data:`STDERR_CAP` is kept truncated and the run goes on. With ``spool``, both streams
+    are written to its files as they arrive.
+
     Raises:
         ProviderFailure: ``on_failure`` of the runner's typed failure, after the tree is gone.
+        SpoolFailure: the spool files could not be created or written.
     """
     remaining = max(0.1, timeout_ms / 1000 - (trio.current_time() - started))
     spec = RunSpec(
@@ -207,12 +219,57 @@ async def run_within_deadline(
         cwd=worktree,
         stdin=prompt.encode("utf-8"),
         stdout_cap=stdout_cap,
+        stderr_cap=STDERR_CAP,
+        stderr_overflow="drain",
+        stdout_spool=spool.path("stdout") if spool is not None else None,
+        stderr_spool=spool.path("stderr") if spool is not None else None,
         grace_s=grace_s if fx.grace_s is None else fx.grace_s,
     )
     try:
         return await fx.runner(spec)
     except ProcessFailure as exc:
         raise on_failure(exc) from exc
+
+
+@dataclass(slots=True)
+class Invocation:
+    """What one profile invocation has established so far, to describe it in its result
+    or, when it fails, in the failure's partial result (SPEC A-7: a failed phase keeps
+    its CLI version, argv shape and captured streams)."""
+
+    profile: str
+    role: Role
+    argv_shape: tuple[str, ...]
+    authority: str
+    cli_version: str | None = None
+    outputs: dict[str, bytes] = field(default_factory=dict)
+    env_names: tuple[str, ...] | None = None
+
+    def result(self, res: RunResult | None, **extra: Any) -> ProviderResult:
+        return ProviderResult(
+            profile=self.profile,
+            role=self.role,
+            cli_version=self.cli_version,
+            argv_shape=self.argv_shape,
+            exit_code=res.exit_code if res is not None else None,
+            duration_ms=res.duration_ms if res is not None else 0,
+            outputs=dict(self.outputs),
+            streams={"stdout": res.out, "stderr": res.err} if res is not None else {},
+            requested_authority=self.authority,
+            swept_processes=res.sweep.swept if res is not None else None,
+            env_names=self.env_names,
+            **extra,
+        )
+
+    def failed(self, error: ProviderFailure, res: RunResult | None) -> ProviderFailure:
+        """``error`` carrying this invocation's partial result."""
+        return with_partial(error, self.result(res))
+
+    def from_process(
+        self, mapper: Callable[[ProcessFailure], ProviderFailure]
+    ) -> Callable[[ProcessFailure], ProviderFailure]:
+        """``mapper`` whose failures keep what the runner captured (``exc.result``)."""
+        return lambda exc: self.failed(mapper(exc), exc.result)
 
 
 LOGIN_PROBE_TIMEOUT_S = 20.0
@@ -247,24 +304,34 @@ class ClosedProfile:
         )
 
 
-def json_lines(stdout: bytes) -> tuple[list[dict[str, Any]], int]:
+def json_lines(source: bytes | Iterable[bytes]) -> tuple[list[dict[str, Any]], int]:
     """The JSON objects of a JSONL stream, and how many non-blank lines were not objects.
 
     A truncated last line (output cap or kill) counts as garbage, never as an error: the
-    caller decides on the events it did get.
+    caller decides on the events it did get. Holds every object: for a spooled stream use
+    :func:`iter_json_lines`.
     """
-    objects: list[dict[str, Any]] = []
-    garbage = 0
-    for raw in stdout.splitlines():
+    garbage = [0]
+    objects = list(iter_json_lines(source, garbage))
+    return objects, garbage[0]
+
+
+def iter_json_lines(
+    source: bytes | Iterable[bytes], garbage: list[int]
+) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL stream one at a time (a spool is never read whole);
+    ``garbage[0]`` counts the non-blank lines that were not objects. Nesting deeper than
+    the parser's limit is garbage too, not a crash."""
+    lines = source.splitlines() if isinstance(source, bytes) else source
+    for raw in lines:
         if not raw.strip():
             continue
         try:
             event = json.loads(raw)
-        except ValueError:
-            garbage += 1
+        except (ValueError, RecursionError):
+            garbage[0] += 1
             continue
         if isinstance(event, dict):
-            objects.append(event)
+            yield event
         else:
-            garbage += 1
-    return objects, garbage
+            garbage[0] += 1

@@ -14,7 +14,6 @@ outside a temporary folder it removes again. The result is a JSON value
 
 from __future__ import annotations
 
-import json
 import secrets
 import shutil
 import tempfile
@@ -31,11 +30,10 @@ from providers import codex as codex_mod
 from providers.claude import ClaudeProfile
 from providers.codex import CodexProfile
 from providers.common import Effects, caller_base, probe_version
-from providers.resolve import CHECKOUT, Resolved
+from providers.resolve import Resolved
 
 SCHEMA = "factory.doctor/1"
 PROBE_TIMEOUT_S = 20.0
-_PINNED_PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
 # Caller variables a user may expect a CLI to honour but that the factory never passes
 # (SPEC P-3); doctor names the ones that are set so "not logged in" is not a mystery.
 _PROXIES = ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "https_proxy", "http_proxy", "all_proxy")
@@ -60,14 +58,13 @@ def ignored_env(name: str, environ: Mapping[str, str]) -> list[str]:
     return [var for var in IGNORED_ENV[name] if environ.get(var)]
 
 
-def pinned_versions(checkout: Path = CHECKOUT) -> dict[str, str | None]:
-    """The versions ``package.json`` pins for the CLIs (SPEC P-6), None when absent."""
-    try:
-        doc = json.loads((checkout / "package.json").read_text())
-    except (OSError, ValueError):
-        doc = {}
-    deps = {**doc.get("dependencies", {}), **doc.get("devDependencies", {})}
-    return {name: deps.get(pkg) for name, pkg in _PINNED_PACKAGES.items()}
+def pinned_versions() -> dict[str, str | None]:
+    """The versions the package pins for the CLIs (SPEC P-6; ``providers/pins.json``, kept
+    equal to the checkout's ``package.json`` by a test), so an installed factory knows
+    them too."""
+    from providers.install import pinned_versions as shipped
+
+    return shipped()
 
 
 def _binary(resolved: Resolved) -> dict[str, Any]:

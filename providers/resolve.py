@@ -4,7 +4,9 @@ Resolution order (first hit wins):
 
 1. each folder of the caller's ``PATH``, in order (SPEC P-2: "resolves from PATH");
 2. the checkout's pinned CLIs, ``<checkout>/node_modules/.bin`` (``package.json`` pins
-   the versions the tests and the rehearsal route use).
+   the versions the tests and the rehearsal route use);
+3. the pinned CLIs ``factory providers install`` put in
+   :func:`providers.install.bin_dir` (an installed factory has no checkout).
 
 A hit is then unwrapped: symlinks are resolved; a native ELF is used as is; a known npm
 launcher (Claude's ``claude.exe`` stub before postinstall, Codex's ``bin/codex.js`` Node
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -47,6 +49,9 @@ _SHELLS = frozenset(
 )
 
 
+Via = Literal["PATH", "checkout", "factory-providers"]
+
+
 @dataclass(frozen=True, slots=True)
 class Resolved:
     """A runnable provider binary.
@@ -54,13 +59,13 @@ class Resolved:
     Attributes:
         path: absolute path of the file that will be executed.
         found: the name as first found (PATH entry or ``node_modules/.bin`` link).
-        via: ``"PATH"`` or ``"checkout"``.
+        via: ``"PATH"``, ``"checkout"`` or ``"factory-providers"``.
         unwrapped: what was unwrapped, e.g. ``"npm codex.js shim"``, or ``""``.
     """
 
     path: Path
     found: Path
-    via: Literal["PATH", "checkout"]
+    via: Via
     unwrapped: str
 
 
@@ -167,33 +172,49 @@ def unwrap(name: str, found: Path) -> tuple[Path, str]:
     return real, f"#! {interp} program"
 
 
+def default_fallbacks(environ: Mapping[str, str] | None = None) -> list[tuple[Path, Via]]:
+    """The pinned CLIs' folders after ``PATH``: the checkout's, then the installed ones."""
+    from providers.install import bin_dir
+
+    return [
+        (CHECKOUT / "node_modules" / ".bin", "checkout"),
+        (bin_dir(environ), "factory-providers"),
+    ]
+
+
 def resolve(
     name: Literal["claude", "codex"],
     *,
     path_env: str | None,
-    fallback_dirs: Sequence[Path] = (CHECKOUT / "node_modules" / ".bin",),
+    fallback_dirs: Sequence[Path] | None = None,
     checkout_first: bool = False,
+    environ: Mapping[str, str] | None = None,
 ) -> Resolved:
     """Resolve ``name`` (see module doc for the order and the unwrapping rules).
 
-    ``checkout_first`` searches ``fallback_dirs`` before ``PATH``: for contract tests
-    that must run the pinned CLIs whatever else is installed (SPEC P-6).
+    ``fallback_dirs`` replaces the pinned folders (tests; found ``via`` ``"checkout"``).
+    ``checkout_first`` searches the pinned folders before ``PATH``: for contract tests
+    that must run the pinned CLIs whatever else is installed (SPEC P-6). ``environ``
+    locates the installed CLIs' folder (default: this process's environment).
 
     Raises:
         ProviderFailure: ``provider-not-found`` when no runnable binary exists.
     """
-    on_path: list[tuple[Path, Literal["PATH", "checkout"]]] = [
+    on_path: list[tuple[Path, Via]] = [
         (Path(entry) / name, "PATH")
         for entry in (path_env or "").split(os.pathsep)
         if entry and os.path.isabs(entry)
     ]
-    pinned: list[tuple[Path, Literal["PATH", "checkout"]]] = [
-        (Path(d) / name, "checkout") for d in fallback_dirs
-    ]
+    folders = (
+        default_fallbacks(environ)
+        if fallback_dirs is None
+        else [(Path(d), "checkout") for d in fallback_dirs]
+    )
+    pinned: list[tuple[Path, Via]] = [(folder / name, via) for folder, via in folders]
     candidates = pinned + on_path if checkout_first else on_path + pinned
     for path, via in candidates:
         if path.is_file() and os.access(path, os.X_OK):
             native, note = unwrap(name, path)
             return Resolved(path=native, found=path, via=via, unwrapped=note)
-    where = CHECKOUT / "node_modules/.bin"
+    where = " or ".join(str(folder) for folder, _ in folders)
     raise PROVIDER_NOT_FOUND(f"{name} was not found on PATH or in {where}")

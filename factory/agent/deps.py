@@ -47,7 +47,8 @@ class AgentDeps:
     ``route_report``, when given, is called once while the terminal receipt is written
     (the route is still open); its :class:`RouteReport` is stored as evidence and bound by
     the receipt's ``route_evidence``. The CLI wires the rehearsal log here, so this core
-    never imports the rehearsal route.
+    never imports the rehearsal route. ``trace_id`` is recorded in the receipt (the
+    telemetry observer's trace, when there is one).
     """
 
     agent: AgentProfile
@@ -56,6 +57,7 @@ class AgentDeps:
     observer: RunObserver = field(default_factory=NullObserver)
     utc_now: Callable[[], str] = utc_now
     route_report: Callable[[], RouteReport | None] | None = None
+    trace_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,12 @@ Each bounded output is written once as ``<role>-<sha256 hex>`` (mode 0600, ``O_E
 into the run's own evidence folder, then read back and checked for size and digest before
 the receipt refers to it. The receipt binds path, size, SHA-256, media type and the policy
 label ``local-sensitive-content-addressed``; the bytes themselves never enter the receipt.
+
+A provider's stdout and stderr are spooled into this folder while the CLI runs
+(``<role>.spool``, see :class:`~factory.provider_api.Spool`); :meth:`EvidenceStore.adopt`
+then links the spool file under its content-addressed name — no copy, no memory — and
+checks it by re-hashing. A stream longer than its cap is kept as captured and marked
+``truncated`` with its true length (``stream_bytes``).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from factory.canonical import sha256_hex
 from factory.errors import IntegrityFailure
 from factory.filehash import digest_file
 from factory.fsio import OutputExists, claim_dir, fsync_dir, write_exclusive
+from factory.proc import Captured
 
 TEXT = "text/plain; charset=utf-8"
 JSONL = "application/x-ndjson"
@@ -91,16 +98,49 @@ class EvidenceStore:
             raise EVIDENCE_STORE_FAILED("evidence could not be stored") from exc
         if back != (len(data), sha):
             raise EVIDENCE_STORE_FAILED("evidence did not read back as written")
-        ref = EvidenceRef(
+        ref = self._ref(role, path, len(data), sha, media_type)
+        self.refs.append(ref)
+        return ref
+
+    def adopt(self, role: str, captured: Captured, media_type: str) -> EvidenceRef:
+        """Store a captured stream as ``<role>-<sha256>``: a spooled one by linking its
+        spool file under that name (then removing the spool name), an in-memory one as
+        :meth:`put` does. Truncation is recorded with the stream's true length.
+
+        Raises:
+            EvidenceFailure: the file could not be linked, or does not re-hash as captured.
+        """
+        if captured.spool is None:
+            ref = self.put(role, captured.data, media_type)
+            self.refs.remove(ref)
+        else:
+            if not _ROLE.fullmatch(role):
+                raise ValueError(f"evidence role must be kebab-case: {role!r}")
+            path = self.folder / f"{role}-{captured.sha256}"
+            try:
+                os.link(captured.spool, path, follow_symlinks=False)
+                os.unlink(captured.spool)
+                fsync_dir(self.folder)
+                size, sha = digest_file(path)
+            except OSError as exc:
+                raise EVIDENCE_STORE_FAILED("a provider's output could not be stored") from exc
+            if (size, sha) != (captured.kept_bytes, captured.sha256):
+                raise EVIDENCE_STORE_FAILED("evidence did not read back as captured")
+            ref = self._ref(role, path, size, sha, media_type)
+        total = captured.total_bytes if captured.truncated else None
+        ref = ref.model_copy(update={"truncated": captured.truncated, "stream_bytes": total})
+        self.refs.append(ref)
+        return ref
+
+    def _ref(self, role: str, path: Path, size: int, sha: str, media_type: str) -> EvidenceRef:
+        return EvidenceRef(
             role=role,
             path=self._shown_path(path),
-            bytes=len(data),
+            bytes=size,
             sha256=sha,
             media_type=media_type,
             policy=EVIDENCE_POLICY,
         )
-        self.refs.append(ref)
-        return ref
 
 
 def resolve_evidence_path(ref: EvidenceRef, receipt_path: Path) -> Path:

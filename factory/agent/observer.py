@@ -60,8 +60,9 @@ class RunObserver(Protocol):
         """A provider phase ended; ``outcome`` is ``ok``, a verdict or a failure code."""
         ...
 
-    def close(self, *, outcome: Outcome, exit_code: int) -> None:
-        """The run ended; flush what can be flushed without blocking the exit for long."""
+    def close(self, *, outcome: Outcome, exit_code: int, error_code: str | None = None) -> None:
+        """The run ended (``error_code``: the typed error of a failed or interrupted run);
+        flush what can be flushed without blocking the exit for long."""
         ...
 
 
@@ -84,7 +85,7 @@ class NullObserver:
     def phase_ended(self, phase: Phase, *, outcome: str, duration_ms: int) -> None:
         return None
 
-    def close(self, *, outcome: Outcome, exit_code: int) -> None:
+    def close(self, *, outcome: Outcome, exit_code: int, error_code: str | None = None) -> None:
         return None
 
 
@@ -121,9 +122,9 @@ class FanOut:
         for o in self._observers:
             safely(partial(o.phase_ended, phase, outcome=outcome, duration_ms=duration_ms))
 
-    def close(self, *, outcome: Outcome, exit_code: int) -> None:
+    def close(self, *, outcome: Outcome, exit_code: int, error_code: str | None = None) -> None:
         for o in self._observers:
-            safely(partial(o.close, outcome=outcome, exit_code=exit_code))
+            safely(partial(o.close, outcome=outcome, exit_code=exit_code, error_code=error_code))
 
 
 def safely(call: Callable[[], object]) -> None:

@@ -253,7 +253,7 @@ class ProgressObserver:
     def phase_ended(self, phase: Phase, *, outcome: str, duration_ms: int) -> None:
         return None
 
-    def close(self, *, outcome: Outcome, exit_code: int) -> None:
+    def close(self, *, outcome: Outcome, exit_code: int, error_code: str | None = None) -> None:
         """Write the terminal line if the run did not, stop the live line, go silent."""
         if self._closed:
             return

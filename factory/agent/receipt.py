@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
 from factory.canonical import digest
 from factory.models import StrictModel
@@ -60,6 +60,22 @@ class EvidenceRef(StrictModel):
     sha256: str
     media_type: str
     policy: Literal["local-sensitive-content-addressed"] = EVIDENCE_POLICY
+    truncated: bool = False
+    """A provider stream longer than its cap: the file holds its first ``bytes`` bytes."""
+    stream_bytes: int | None = None
+    """With ``truncated``: the stream's true length in bytes (what the child wrote)."""
+
+    @model_serializer(mode="wrap")
+    def _omit_untruncated(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> Any:
+        # The two fields appear only on a truncated stream, so every other reference keeps
+        # the bytes (and receipts their revision) it had before they existed.
+        value = handler(self)
+        if isinstance(value, dict) and not self.truncated and self.stream_bytes is None:
+            value.pop("truncated", None)
+            value.pop("stream_bytes", None)
+        return value
 
 
 class ChangedPath(StrictModel):
@@ -156,6 +172,9 @@ class PhaseRecord(StrictModel):
 
     ``outcome`` is ``ok`` (worker/repair), the verdict (reviews) or a failure code.
     ``observed_postcondition`` names what code checked afterwards and what it saw.
+    ``swept_processes``: descendants of the CLI still alive when its leader exited (or
+    was stopped), frozen and killed before anything was bound — what they wrote before
+    that is in the worktree; None when no CLI run got that far (SPEC P-1).
     ``child_env_names``: the sorted names (never the values) of the environment the
     provider's process got; ``None`` when the phase ended before the profile reported it.
     A phase that observed a git or worktree mutation stores the sorted changed paths as
@@ -180,6 +199,7 @@ class PhaseRecord(StrictModel):
     started_at: str
     ended_at: str
     duration_ms: int
+    swept_processes: int | None = None
 
 
 class GitSettings(StrictModel):
@@ -231,12 +251,26 @@ class ErrorRecord(StrictModel):
     message: str
 
 
+class FactoryProcess(StrictModel):
+    """The factory process that writes the receipt (``pid``, its start time in clock ticks
+    after boot, and the boot id): a ``running`` receipt whose process is gone was
+    abandoned — killed before it could write its terminal record."""
+
+    pid: int
+    start_ticks: int
+    boot_id: str
+
+
 class Timings(StrictModel):
     """Wall-clock bounds of the run (UTC RFC 3339) and its duration in milliseconds."""
 
     started_at: str
     ended_at: str | None
     duration_ms: int | None
+
+
+#: Optional receipt fields left out of the JSON value when they are ``None``.
+OMITTED_WHEN_ABSENT: Final = ("route_evidence", "trace_id", "factory_process")
 
 
 class AgentReceipt(StrictModel):
@@ -249,6 +283,10 @@ class AgentReceipt(StrictModel):
     verify`` can re-derive the candidate. ``route_evidence`` is what the route itself
     recorded (on the rehearsal route: the scripted model's log of every request it served,
     ``factory.rehearsal-log/1``, SPEC P-5); absent on the subscription route.
+    ``factory_process`` identifies the process that wrote the receipt, so a ``running``
+    reservation left by a killed factory reads as abandoned.
+    ``trace_id`` is the OpenTelemetry trace id (32 lowercase hex digits) of the run's spans
+    when ``--otel-endpoint`` was given, so a trace and its receipt can be joined.
     """
 
     schema_id: Literal["factory.agent-receipt/1"] = Field(default=RECEIPT_SCHEMA, alias="schema")
@@ -269,14 +307,18 @@ class AgentReceipt(StrictModel):
     residuals: list[str]
     timings: Timings
     route_evidence: EvidenceRef | None = None
+    factory_process: FactoryProcess | None = None
+    trace_id: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
     revision: str | None = None
 
     def to_json_value(self) -> dict[str, Any]:
-        """The JSON value; ``route_evidence`` is left out when absent, so receipts written
-        before the field existed keep their exact bytes and revision."""
+        """The JSON value; optional fields added later (:data:`OMITTED_WHEN_ABSENT`) are
+        left out when absent, so receipts written before they existed keep their exact
+        bytes and revision."""
         value = super().to_json_value()
-        if value.get("route_evidence") is None:
-            value.pop("route_evidence", None)
+        for key in OMITTED_WHEN_ABSENT:
+            if value.get(key) is None:
+                value.pop(key, None)
         return value
 
     def body_value(self) -> dict[str, Any]:

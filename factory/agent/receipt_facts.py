@@ -54,6 +54,17 @@ class PatchText:
 
 
 @dataclass(frozen=True, slots=True)
+class MutationNote:
+    """The paths a phase saw changed where it must not (a voided review, a worker's git
+    mutation), from its ``<phase>-mutation-paths`` evidence (or why they are not shown)."""
+
+    phase: str
+    outcome: str
+    paths: list[str] | None
+    withheld: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ReceiptFacts:
     """A receipt, its verification and what may be quoted from its verified evidence."""
 
@@ -63,6 +74,7 @@ class ReceiptFacts:
     report: Mapping[str, Any]
     reviews: list[ReviewNote] = field(default_factory=list)
     patches: list[PatchText] = field(default_factory=list)
+    mutations: list[MutationNote] = field(default_factory=list)
 
     @property
     def evidence_checked(self) -> int:
@@ -153,6 +165,27 @@ def patch_texts(
     return out
 
 
+MUTATION_ROLE_SUFFIX: Final = "-mutation-paths"
+
+
+def mutation_notes(
+    receipt: AgentReceipt, receipt_path: Path, report: Mapping[str, Any]
+) -> list[MutationNote]:
+    """Each phase's recorded mutation paths (NUL-terminated path bytes), verified first."""
+    ok_paths = _verified_paths(report)
+    notes = []
+    for phase in receipt.phases:
+        ref = next((e for e in phase.evidence if e.role.endswith(MUTATION_ROLE_SUFFIX)), None)
+        if ref is None:
+            continue
+        data, withheld = _read_verified(ref, receipt_path, ok_paths)
+        paths = None
+        if data is not None:
+            paths = [p.decode("utf-8", "surrogateescape") for p in data.split(b"\0") if p]
+        notes.append(MutationNote(phase.phase, phase.outcome, paths, withheld))
+    return notes
+
+
 def gather(receipt: AgentReceipt, report: Mapping[str, Any], receipt_path: Path) -> ReceiptFacts:
     """Everything a renderer needs, from a receipt and its ``verify`` report."""
     ok = report.get("ok") is True
@@ -163,4 +196,5 @@ def gather(receipt: AgentReceipt, report: Mapping[str, Any], receipt_path: Path)
         report=report,
         reviews=review_notes(receipt, receipt_path, report),
         patches=patch_texts(receipt, receipt_path, report),
+        mutations=mutation_notes(receipt, receipt_path, report),
     )

@@ -132,12 +132,15 @@ def _summary(r: AgentReceipt) -> list[tuple[str, str]]:
     rows.append(("worktree", r.worktree))
     if r.base is not None:
         rows.append(("base", f"commit {r.base.commit}  tree {r.base.tree}"))
+        rows.append(("branch", r.base.branch or "(detached HEAD)"))
     rows += [
         ("started", r.timings.started_at),
         ("ended", r.timings.ended_at or "-"),
         ("duration", format_ms(r.timings.duration_ms)),
         ("timeout", f"{format_ms(r.timeout_ms)} per provider invocation"),
     ]
+    if r.trace_id is not None:
+        rows.append(("trace id", f"{r.trace_id} (OpenTelemetry)"))
     return rows
 
 
@@ -182,6 +185,18 @@ def _candidate(label: str, c: CandidateRecord, patch: PatchText | None) -> dict[
         "left_out": max(0, len(c.body.files) - MAX_ROWS),
         "diffs": diffs,
         "withheld": patch.withheld if patch is not None else "not recorded",
+        "warnings": (
+            [
+                "the repository's own conversions would store other bytes for a changed file: "
+                "a plain git add would not commit what was reviewed"
+            ]
+            if c.conversions_differ
+            else []
+        )
+        + [
+            f"{g.kind} collision (one file on macOS/Windows): {' | '.join(g.paths)}"
+            for g in c.collisions[:MAX_ROWS]
+        ],
     }
 
 
@@ -231,6 +246,15 @@ def context(facts: ReceiptFacts, receipt_path: Path) -> dict[str, Any]:
         "phases": _phases(r, facts.verified),
         "reviews": reviews,
         "candidates": candidates,
+        "mutations": [
+            {
+                "phase": m.phase,
+                "outcome": m.outcome,
+                "paths": (m.paths or [])[:MAX_ROWS],
+                "withheld": m.withheld,
+            }
+            for m in facts.mutations
+        ],
         "evidence": evidence,
         "evidence_dir": r.evidence_dir,
         "policies": ", ".join(sorted({e.policy for _, e in evidence_rows(r)})) or "-",

@@ -159,6 +159,8 @@ def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     grid.add_row("status", _t(r.status, _ok(_STATUS_STYLE.get(r.status, "bold"), trusted)))
+    if r.status == "running":
+        grid.add_row("liveness", _liveness(f))
     grid.add_row("exit code", _t("-" if r.exit_code is None else r.exit_code))
     verdict_style = _ok(_VERDICT_STYLE.get(r.verdict or "", ""), trusted)
     grid.add_row("verdict", _t(r.verdict or "-", verdict_style))
@@ -175,12 +177,15 @@ def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
             _t(f"commit {short_digest(r.base.commit)}  tree {short_digest(r.base.tree)}"),
         )
         grid.add_row("boundary", _t(f"{r.base.isolation}; {r.base.execution_boundary}"))
+        grid.add_row("branch", _t(r.base.branch or "(detached HEAD)"))
     t = r.timings
     grid.add_row("started", _t(t.started_at))
     grid.add_row("ended", _t(t.ended_at or "-"))
     grid.add_row("duration", _t(format_ms(t.duration_ms)))
     grid.add_row("timeout", _t(f"{format_ms(r.timeout_ms)} per provider invocation"))
     grid.add_row("factory", _t(r.factory_version))
+    if r.trace_id is not None:
+        grid.add_row("trace id", _t(f"{r.trace_id} (OpenTelemetry)"))
     status = Text(r.status.upper(), style=_ok(_STATUS_STYLE.get(r.status, "bold"), trusted))
     label = "factory agent receipt  " if trusted else "UNVERIFIED agent receipt  "
     title = Text.assemble((label, "bold"), status)
@@ -194,6 +199,22 @@ def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
             )
         )
     return out
+
+
+def _liveness(f: ReceiptFacts) -> Text:
+    """Whether the factory process that wrote a ``running`` receipt is still there."""
+    state = f.report.get("liveness")
+    proc = f.receipt.factory_process
+    pid = proc.pid if proc is not None else None
+    if state == "abandoned":
+        return _t(
+            f"ABANDONED: the factory process that wrote it (pid {pid}) is gone; this run will "
+            "never finish",
+            "bold red",
+        )
+    if state == "running":
+        return _t(f"in progress: the factory process (pid {pid}) is still running", "cyan")
+    return _t("unknown: the receipt names no process this system can check", "dim")
 
 
 def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
@@ -210,6 +231,14 @@ def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
             "\n",
             _t(f"observed: {p.observed_postcondition}", "dim"),
         )
+        if p.swept_processes:
+            line.append_text(
+                _t(
+                    f"\nswept: {p.swept_processes} leftover process(es) of the CLI were frozen "
+                    "and killed after it ended; what they wrote before is in the worktree",
+                    "yellow",
+                )
+            )
         grid.add_row(_t(p.phase), line)
     if not f.receipt.phases:
         grid.add_row(_t("-"), _t("no phase ran"))
@@ -256,7 +285,35 @@ def _candidate(label: str, c: CandidateRecord, trusted: bool) -> Group:
     parts: list[Any] = [head, table]
     if left_out:
         parts.append(_t(f"... and {left_out} more changed path(s)", "dim"))
+    if c.conversions_differ:
+        parts.append(
+            _t(
+                "  WARNING: the repository's own conversions (end of line, ident, encoding, "
+                "a clean filter) would store other bytes for a changed file: a plain git add "
+                "would not commit what was reviewed",
+                "bold yellow",
+            )
+        )
+    for group in c.collisions[:MAX_ROWS]:
+        names = " | ".join(group.paths)
+        parts.append(_t(f"  WARNING: {group.kind} collision (one file on macOS/Windows): {names}"))
     return Group(*parts)
+
+
+def _mutations(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
+    if not f.mutations:
+        return []
+    out: list[RenderableType] = [Text("paths changed where a phase must not change them", "bold")]
+    for note in f.mutations:
+        out.append(Text.assemble("  ", _t(note.phase, "bold"), " ", _t(note.outcome, "red")))
+        if note.paths is None:
+            out.append(_t(f"    {note.withheld}", "dim"))
+            continue
+        rows, left_out = _capped(note.paths)
+        out.extend(_t(f"    {path}") for path in rows)
+        if left_out:
+            out.append(_t(f"    ... and {left_out} more path(s)", "dim"))
+    return out
 
 
 def _candidates(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
@@ -327,7 +384,10 @@ def _evidence(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         name = _t(evidence_file(e), "bold red" if e.path in failed else "")
         if e.path in failed:
             name.append(" FAILED", style="bold red")
-        table.add_row(name, _t(format_bytes(e.bytes)), _t(short_digest(e.sha256)))
+        size = _t(format_bytes(e.bytes))
+        if e.truncated:
+            size.append_text(_t(f"\nTRUNCATED: {format_bytes(e.stream_bytes)} written", "yellow"))
+        table.add_row(name, size, _t(short_digest(e.sha256)))
     if not rows:
         table.add_row(*(_t("-") for _ in range(3)))
     media = sorted({e.media_type for _, e in everything})
@@ -373,6 +433,7 @@ SECTIONS: Final[tuple[Section, ...]] = (
     _summary,
     _phases,
     _reviews,
+    _mutations,
     _candidates,
     _evidence,
     _residuals,

@@ -21,6 +21,7 @@ from factory.agent.receipt import (
     Candidates,
     ErrorRecord,
     EvidenceRef,
+    FactoryProcess,
     PhaseName,
     PhaseRecord,
     RoleName,
@@ -74,6 +75,8 @@ class RunRecord:
     repaired: Candidate | None = None
     verdict: VerdictName | None = None
     route_evidence: EvidenceRef | None = None
+    factory_process: FactoryProcess | None = None
+    trace_id: str | None = None
 
     def close(self, ph: OpenPhase, *, ended_at: str, duration_ms: int) -> PhaseRecord:
         """Append the record of the finished phase ``ph`` and return it."""
@@ -86,6 +89,7 @@ class RunRecord:
             requested_authority=r.requested_authority if r else "",
             argv_shape=list(r.argv_shape) if r else [],
             process_exit_code=r.exit_code if r else None,
+            swept_processes=r.swept_processes if r else None,
             observed_postcondition=ph.postcondition,
             outcome=ph.outcome,
             verdict=ph.verdict,
@@ -131,6 +135,8 @@ class RunRecord:
             error=error,
             residuals=list(DECLARED_RESIDUALS),
             route_evidence=self.route_evidence,
+            factory_process=self.factory_process,
+            trace_id=self.trace_id,
             timings=Timings(started_at=self.started_at, ended_at=ended_at, duration_ms=duration_ms),
         ).closed()
 

@@ -11,6 +11,7 @@ Local git and filesystem work runs in worker threads so observers' timers keep t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -43,6 +44,7 @@ from factory.agent.receipt import (
     AgentReceipt,
     Binding,
     CandidateRecord,
+    FactoryProcess,
     PathCollision,
     PhaseName,
     RoleName,
@@ -56,7 +58,9 @@ from factory.gitio.candidate import DerivedCandidate, derive
 from factory.gitio.rawfs import StatCache
 from factory.gitio.snapshot import Baseline
 from factory.gitio.worktree import head_commit, head_ref, index_tree
-from factory.provider_api import ProviderResult
+from factory.proc import Captured
+from factory.proc.procfs import boot_id, read_stat
+from factory.provider_api import ProviderResult, Spool, partial_of
 
 T = TypeVar("T")
 
@@ -82,7 +86,8 @@ class _Run:
         self.wt = admitted.worktree
         self.deps = deps
         self.store = ev.EvidenceStore(admitted.evidence, admitted.receipt.parent)
-        self.rec = RunRecord(admitted, deps.route, deps.utc_now())
+        self.rec = RunRecord(admitted, deps.route, deps.utc_now(), trace_id=deps.trace_id)
+        self.rec.factory_process = _this_process()
         self.remaining = phases.MAX_INVOCATIONS
         self.last_tree: Bound | None = None
         self.baseline: Baseline | None = None
@@ -139,7 +144,11 @@ class _Run:
         safely(
             partial(observe.stage, "terminal_outcome", remaining_invocations=0, outcome=end.status)
         )
-        safely(partial(observe.close, outcome=end.status, exit_code=end.exit_code))
+        error_code = end.error.code if end.error is not None else None
+        close = partial(
+            observe.close, outcome=end.status, exit_code=end.exit_code, error_code=error_code
+        )
+        safely(close)
         return RunOutcome(receipt, data, end.exit_code)
 
     # -- phases ----------------------------------------------------------------------------
@@ -153,13 +162,32 @@ class _Run:
         observe = self.deps.observer.phase_ended
         safely(partial(observe, ph.phase, outcome=ph.outcome, duration_ms=duration))
 
+    def spool(self, ph: OpenPhase) -> Spool:
+        """Where the phase's CLI streams its stdout/stderr as they arrive (evidence folder)."""
+        return Spool(self.a.evidence, _EVIDENCE_PREFIX[ph.phase])
+
     def store_outputs(self, ph: OpenPhase, result: ProviderResult) -> None:
         ph.result = result
         prefix = _EVIDENCE_PREFIX[ph.phase]
-        for name in sorted(result.outputs):
+        named: list[tuple[str, bytes | Captured]] = [*result.streams.items()]
+        named += result.outputs.items()
+        for name, output in sorted(named, key=lambda item: item[0]):
             media = _MEDIA.get(name, "application/octet-stream")
             role = f"{prefix}-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-            ph.evidence.append(self.store.put(role, result.outputs[name], media))
+            if isinstance(output, bytes):
+                ph.evidence.append(self.store.put(role, output, media))
+            else:
+                ph.evidence.append(self.store.adopt(role, output, media))
+
+    def keep_partial(self, ph: OpenPhase, failure: BaseException | None) -> None:
+        """A failed invocation still leaves its CLI version, argv shape and captured
+        streams in the phase record (SPEC A-7); storing them never hides the failure."""
+        partial_result = partial_of(failure)
+        if partial_result is None:
+            return
+        ph.result = partial_result
+        with contextlib.suppress(ev.EvidenceFailure):
+            self.store_outputs(ph, partial_result)
 
     async def entry_state_unchanged(self) -> bool:
         """HEAD (commit and the branch it names) and the index tree equal their entry values."""
@@ -196,13 +224,18 @@ class _Run:
         """Worker or repair: run, store evidence, judge HEAD/index and the candidate."""
         ph = self.open_phase(role, role, self.deps.agent.name)
         try:
-            result = await self.deps.agent.run_agent(
-                role=role,
-                worktree=self.wt.root,
-                prompt=prompt,
-                timeout_ms=self.a.request.timeout_ms,
-                route=self.deps.route,
-            )
+            try:
+                result = await self.deps.agent.run_agent(
+                    role=role,
+                    worktree=self.wt.root,
+                    prompt=prompt,
+                    timeout_ms=self.a.request.timeout_ms,
+                    route=self.deps.route,
+                    spool=self.spool(ph),
+                )
+            except BaseException as exc:
+                self.keep_partial(ph, None if interrupted(exc) else typed_error(exc))
+                raise
             self.store_outputs(ph, result)
             unchanged = await self.entry_state_unchanged()
             derived, identity = await self.derive() if unchanged else (None, None)
@@ -241,9 +274,11 @@ class _Run:
                 timeout_ms=self.a.request.timeout_ms,
                 route=self.deps.route,
                 scratch=scratch,
+                spool=self.spool(ph),
             )
         except BaseException as exc:
             typed = None if interrupted(exc) else typed_error(exc)
+            self.keep_partial(ph, typed)
             if not isinstance(typed, ProviderFailure):
                 raise
             return typed
@@ -347,6 +382,16 @@ class _Run:
         self.stage("repair_completed")
         after = await self.review("final_review", repaired)
         return self.finish(phases.ended("completed" if after == "completed" else "rejected"))
+
+
+def _this_process() -> FactoryProcess | None:
+    """This process's identity for the receipt (None where ``/proc`` is missing), so a
+    reservation left by a killed factory reads as abandoned."""
+    st = read_stat(os.getpid())
+    boot = boot_id()
+    if st is None or not boot:
+        return None
+    return FactoryProcess(pid=st.pid, start_ticks=st.starttime, boot_id=boot)
 
 
 async def run_agent(request: AgentRequest, deps: AgentDeps) -> RunOutcome:

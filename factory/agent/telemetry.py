@@ -8,7 +8,11 @@
 * :class:`TelemetryObserver` implements :class:`~factory.agent.observer.RunObserver` with
   the OpenTelemetry SDK and the OTLP/HTTP protobuf exporter: one ``factory.agent.cycle``
   span and one child span per phase (``factory.agent.worker``, ``…initial_review``,
-  ``…repair``, ``…final_review``). Span attributes pass an allow-list enforced in code
+  ``…repair``, ``…final_review``), each with a status (:func:`phase_status`,
+  :func:`cycle_status`: OK when it did its job, a rejection included; ERROR with the error
+  code as description when it failed or was interrupted). :attr:`TelemetryObserver.
+  trace_id` is recorded in the receipt so a trace and its receipt can be joined. Span
+  attributes pass an allow-list enforced in code
   (:func:`allowed_attributes`): ``factory.phase``, ``factory.outcome``,
   ``factory.duration_ms``, ``factory.exit_code``. The resource carries only
   ``service.name``; ``OTEL_RESOURCE_ATTRIBUTES`` and the other resource detectors are not
@@ -31,7 +35,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Final, get_args
+from typing import Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
 from factory.agent.observer import Outcome, Phase, Stage
@@ -148,6 +152,37 @@ def allowed_attributes(attributes: Mapping[str, object]) -> dict[str, str | int]
     return out
 
 
+#: Phase outcomes that mean the phase did its job: a verdict of either kind is a result.
+_PHASE_DONE: Final = frozenset({"ok", "APPROVE", "REQUEST_CHANGES"})
+#: Run outcomes whose cycle span is OK: a rejection is a verdict, not an error.
+_RUN_DONE: Final = frozenset({"completed", "rejected"})
+StatusName = Literal["OK", "ERROR", "UNSET"]
+
+
+def phase_status(outcome: str) -> tuple[StatusName, str | None]:
+    """A phase span's status (pure): OK for ``ok`` or a verdict, UNSET for a span that was
+    superseded, else ERROR with the failure code (an identifier token, else ``unknown``)
+    as its description, per the OpenTelemetry convention that only errors carry one."""
+    if outcome in _PHASE_DONE:
+        return "OK", None
+    if outcome == "superseded":
+        return "UNSET", None
+    return "ERROR", _token(outcome)
+
+
+def cycle_status(outcome: str, error_code: str | None) -> tuple[StatusName, str | None]:
+    """The cycle span's status (pure): OK when the run completed or was rejected (a verdict
+    is not an error: the outcome attribute says which); ERROR when it failed or was
+    interrupted, described by the typed error's code (else the outcome)."""
+    if outcome in _RUN_DONE:
+        return "OK", None
+    return "ERROR", _token(error_code or outcome)
+
+
+def _token(text: str) -> str:
+    return text if _TOKEN.fullmatch(text) else "unknown"
+
+
 def loopback_session(endpoint: str) -> Any:
     """A ``requests.Session`` for one endpoint: env proxies, ``.netrc`` and env headers ignored.
 
@@ -189,9 +224,11 @@ class TelemetryObserver:
 
     Args:
         endpoint: the ``--otel-endpoint`` URL; parsed again with :func:`parse_endpoint`.
-        export_timeout_s: total time one batch export may take, retries included (s); the
-            default 0.5 s is below the exporter's first back-off (about 1 s), so a refused
-            connection is retried once at once and then given up, not slept on.
+        export_timeout_s: total time one batch export may take, retries included (s). It
+            runs on the processor's thread, never on the run's path. The default 5 s: with
+            0.5 s a real backend (Arize Phoenix on a busy machine,
+            ``scripts/check_otel_backend``) answered the first batch too late and the
+            worker's span was lost.
         close_timeout_ms: the longest :meth:`close` waits for the last batch (ms).
         exporter: a span exporter to use instead of OTLP/HTTP (tests).
 
@@ -204,7 +241,7 @@ class TelemetryObserver:
         self,
         endpoint: str,
         *,
-        export_timeout_s: float = 0.5,
+        export_timeout_s: float = 5.0,
         close_timeout_ms: int = 500,
         exporter: Any = None,
     ) -> None:
@@ -281,20 +318,31 @@ class TelemetryObserver:
                 )
             self._end_open(phase, outcome, duration_ms)
 
-    def close(self, *, outcome: Outcome, exit_code: int) -> None:
-        """End open spans and the cycle span; flush for at most ``close_timeout_ms``."""
+    @property
+    def trace_id(self) -> str | None:
+        """The run's trace id (32 lowercase hex digits), or None when telemetry is off."""
+        try:
+            return f"{self._cycle.get_span_context().trace_id:032x}"
+        except Exception:  # the SDK never started: no trace to join
+            return None
+
+    def close(self, *, outcome: Outcome, exit_code: int, error_code: str | None = None) -> None:
+        """End open spans and the cycle span with their statuses; flush for at most
+        ``close_timeout_ms``. A phase still open when a run fails ends as its failure."""
         if self._closed:
             return
         self._closed = True
         with contextlib.suppress(Exception):
+            status, description = cycle_status(outcome, error_code)
             for phase in list(self._open):
-                self._end_open(phase, outcome, None)
+                self._end_open(phase, description or outcome, None)
             elapsed_ms = (time.monotonic_ns() - self._started_ns) // 1_000_000
             self._cycle.set_attributes(
                 allowed_attributes(
                     {ATTR_OUTCOME: outcome, ATTR_EXIT_CODE: exit_code, ATTR_DURATION_MS: elapsed_ms}
                 )
             )
+            _set_status(self._cycle, status, description)
             self._cycle.end()
         with contextlib.suppress(Exception):
             self._flush_bounded()
@@ -326,4 +374,12 @@ class TelemetryObserver:
         if duration_ms is not None:
             attrs[ATTR_DURATION_MS] = duration_ms
         span.set_attributes(allowed_attributes(attrs))
+        _set_status(span, *phase_status(outcome))
         span.end()
+
+
+def _set_status(span: Any, status: StatusName, description: str | None) -> None:
+    from opentelemetry.trace import Status, StatusCode
+
+    if status != "UNSET":
+        span.set_status(Status(StatusCode[status], description))

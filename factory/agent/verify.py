@@ -15,6 +15,8 @@
    re-derived from it and compared by identity ("still matches" or not); a mismatch fails
    only a receipt that claims the worktree holds it (``completed``, ``rejected``) — a
    truthful ``failed`` or ``interrupted`` receipt verifies as what it is.
+7. A ``running`` receipt is not verified; ``liveness`` says whether the factory process
+   that wrote it still runs or the run was ``abandoned`` (that process is gone).
 
 The result is a JSON value (schema ``factory.receipt-verification/1``); ``ok`` is true only
 when all of the above hold (a worktree that is gone is reported, not failed).
@@ -138,6 +140,21 @@ def consistency_problems(receipt: AgentReceipt) -> list[str]:
     return problems
 
 
+def liveness(receipt: AgentReceipt) -> str | None:
+    """For a ``running`` receipt: ``running`` while the factory process that wrote it is
+    alive, ``abandoned`` once it is gone (killed before its terminal record), ``unknown``
+    when the receipt names no process or this system cannot tell. None when terminal."""
+    if receipt.status != "running":
+        return None
+    proc = receipt.factory_process
+    if proc is None:
+        return "unknown"
+    from factory.proc.procfs import alive
+
+    state = alive(proc.pid, proc.start_ticks, proc.boot_id)
+    return "unknown" if state is None else ("running" if state else "abandoned")
+
+
 def verify(path: Path) -> dict[str, Any]:
     """Verify the receipt at ``path`` (see the module docstring for the checks)."""
     receipt, data = load_receipt(path)
@@ -168,6 +185,9 @@ def verify(path: Path) -> dict[str, Any]:
         "route": receipt.route,
         "execution": receipt.execution,
         "terminal": terminal,
+        # A reservation whose factory is gone will never be finished: say so, rather than
+        # let it read as a run in progress.
+        "liveness": liveness(receipt),
         "revision": {"ok": revision_ok, "stored": receipt.revision, "computed": computed},
         "canonical_bytes": exact,
         "consistency_problems": problems,
@@ -187,7 +207,15 @@ def failed_checks(report: dict[str, Any]) -> list[str]:
     if not report["canonical_bytes"]:
         failed.append("bytes are not the canonical form")
     if not report["terminal"]:
-        failed.append("the run never finished (status running)")
+        if report.get("liveness") == "abandoned":
+            failed.append(
+                "abandoned: the factory process that wrote it is gone, the run will never "
+                "finish (status running)"
+            )
+        elif report.get("liveness") == "running":
+            failed.append("the run is still in progress (status running)")
+        else:
+            failed.append("the run never finished (status running)")
     failed.extend(f"inconsistent: {p}" for p in report["consistency_problems"])
     failed.extend(
         f"evidence {e['role']}: {e['problem']}" for e in report["evidence"] if not e["ok"]

@@ -81,15 +81,42 @@ BusAuthority = tuple[
 # --- shared field types --------------------------------------------------------------------
 
 Timestamp = Annotated[str, Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")]
-Name = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")]
-Token = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9-]*$")]
+Name = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="a name of your choosing (letters, digits, '.', '_', '-'; up to 64)",
+    ),
+]
+Token = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=32,
+        pattern=r"^[a-z][a-z0-9-]*$",
+        description="a lowercase word (letters, digits, '-'; up to 32)",
+    ),
+]
 Text = Annotated[str, Field(max_length=16_384)]
 InputText = Annotated[Text, AfterValidator(text_fits_one_line)]
 Note = Annotated[str, Field(max_length=1_024)]
 AuthorityWord = Annotated[str, Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9:._-]*$")]
-ActorRef = Annotated[str, Field(pattern=r"^act-[0-9]{4,9}$")]
-MessageRef = Annotated[str, Field(pattern=r"^msg-[0-9]{4,9}$")]
-CorrelationRef = Annotated[str, Field(pattern=r"^cor-[0-9]{4,9}$")]
+ActorRef = Annotated[
+    str,
+    Field(pattern=r"^act-[0-9]{4,9}$", description="an actor ref minted by register (act-NNNN)"),
+]
+MessageRef = Annotated[
+    str, Field(pattern=r"^msg-[0-9]{4,9}$", description="a message ref minted by send (msg-NNNN)")
+]
+CorrelationRef = Annotated[
+    str,
+    Field(
+        pattern=r"^cor-[0-9]{4,9}$",
+        description="a correlation thread ref minted by an earlier send (cor-NNNN)",
+    ),
+]
 
 # --- verb inputs (the MCP tools' JSON schemas) ---------------------------------------------
 
@@ -99,54 +126,70 @@ class RegisterInput(StrictModel):
 
     name: Name
     kind: Token = Field(description="actor kind, e.g. coordinator, worker, reviewer")
-    capabilities: list[Token] = Field(default_factory=list, max_length=16)
+    capabilities: list[Token] = Field(
+        default_factory=list, max_length=16, description="what the actor can do (up to 16 words)"
+    )
 
 
 class SendInput(StrictModel):
     """``send``: one message to one registered actor, optionally on a correlation thread."""
 
-    sender: ActorRef = Field(alias="from")
-    to: ActorRef
-    text: InputText
-    kind: Token = "note"
-    correlation_id: CorrelationRef | None = Field(default=None, alias="correlationId")
-    reply_to: ActorRef | None = Field(default=None, alias="replyTo")
-    expects_reply: bool = Field(default=False, alias="expectsReply")
+    sender: ActorRef = Field(alias="from", description="your actor ref (act-NNNN)")
+    to: ActorRef = Field(description="the recipient's actor ref (act-NNNN)")
+    text: InputText = Field(description="the message; recorded as untrusted data")
+    kind: Token = Field(default="note", description="message kind, e.g. note, request, result")
+    correlation_id: CorrelationRef | None = Field(
+        default=None, alias="correlationId", description="continue this thread (cor-NNNN)"
+    )
+    reply_to: ActorRef | None = Field(
+        default=None, alias="replyTo", description="where replies should go (act-NNNN)"
+    )
+    expects_reply: bool = Field(
+        default=False, alias="expectsReply", description="the sender asks for a reply"
+    )
     requested_authority: list[AuthorityWord] = Field(
-        default_factory=list, alias="requestedAuthority", max_length=16
+        default_factory=list,
+        alias="requestedAuthority",
+        max_length=16,
+        description="authorities to grant: only read, observe, suggest, draft, report can be; "
+        "any other is recorded as denied",
     )
 
 
 class InboxInput(StrictModel):
     """``inbox``: the actor's unacknowledged messages, oldest first."""
 
-    actor: ActorRef
-    limit: int = Field(default=50, ge=1, le=500)
+    actor: ActorRef = Field(description="whose inbox (act-NNNN)")
+    limit: int = Field(default=50, ge=1, le=500, description="at most this many (1-500)")
 
 
 class AckInput(StrictModel):
     """``ack``: the recipient confirms receipt (and nothing more) of one message."""
 
-    actor: ActorRef
-    message_id: MessageRef = Field(alias="messageId")
-    note: Note | None = None
+    actor: ActorRef = Field(description="the recipient acknowledging (act-NNNN)")
+    message_id: MessageRef = Field(alias="messageId", description="the message (msg-NNNN)")
+    note: Note | None = Field(default=None, description="a short note (up to 1024 characters)")
 
 
 class HandoffInput(StrictModel):
     """``handoff``: pass work on a thread to another actor; carries no authority field at all."""
 
-    sender: ActorRef = Field(alias="from")
-    to: ActorRef
-    summary: InputText
-    correlation_id: CorrelationRef | None = Field(default=None, alias="correlationId")
-    reply_to: ActorRef | None = Field(default=None, alias="replyTo")
+    sender: ActorRef = Field(alias="from", description="your actor ref (act-NNNN)")
+    to: ActorRef = Field(description="who takes the work over (act-NNNN)")
+    summary: InputText = Field(description="what is handed over; recorded as untrusted data")
+    correlation_id: CorrelationRef | None = Field(
+        default=None, alias="correlationId", description="the thread handed over (cor-NNNN)"
+    )
+    reply_to: ActorRef | None = Field(
+        default=None, alias="replyTo", description="where replies should go (act-NNNN)"
+    )
 
 
 class HeartbeatInput(StrictModel):
     """``heartbeat``: the actor is alive."""
 
-    actor: ActorRef
-    status: Note | None = None
+    actor: ActorRef = Field(description="your actor ref (act-NNNN)")
+    status: Note | None = Field(default=None, description="a short status (up to 1024 characters)")
 
 
 VerbInput = RegisterInput | SendInput | InboxInput | AckInput | HandoffInput | HeartbeatInput

@@ -21,6 +21,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Callable
 from typing import Any, Final
 
 MALFORMED_KEY: Final = "\x00factory-malformed-request"
@@ -85,13 +86,26 @@ def screen_line(raw: bytes) -> bytes:
     return json.dumps(request, sort_keys=True).encode("ascii") + b"\n"
 
 
-def interpose_on_stdin() -> None:
+def interpose_on_stdin() -> Callable[[], None]:
     """Make fd 0 a pipe fed by a daemon thread that copies the real stdin through
-    :func:`screen_line`; EOF on the real stdin closes the pipe (the SDK then stops)."""
+    :func:`screen_line`; EOF on the real stdin closes the pipe (the SDK then stops).
+
+    Returns ``stop``: it ends the SDK's input now, as EOF would, even while the copy is
+    blocked reading a terminal. The pipe's write end is replaced by ``/dev/null`` in place
+    (``dup2``), never closed, so its descriptor number cannot be reused by another file
+    (the event log) while the copy thread still holds it.
+    """
     source = os.fdopen(os.dup(0), "rb")
     read_end, write_end = os.pipe()
     os.dup2(read_end, 0)
     os.close(read_end)
+
+    def stop() -> None:
+        null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.dup2(null, write_end)  # the pipe's last write end is gone: the reader sees EOF
+        finally:
+            os.close(null)
 
     def pump() -> None:
         # A reader that went away (server shutting down) ends the copy quietly.
@@ -105,3 +119,4 @@ def interpose_on_stdin() -> None:
                 sink.flush()
 
     threading.Thread(target=pump, name="factory-stdin-screen", daemon=True).start()
+    return stop

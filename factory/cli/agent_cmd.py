@@ -63,19 +63,23 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def _observer(args: argparse.Namespace) -> tuple[Any, list[Callable[[], Any]]]:
-    """The run's observer (progress + telemetry) and the background tasks it needs."""
+def _observer(args: argparse.Namespace) -> tuple[Any, list[Callable[[], Any]], str | None]:
+    """The run's observer (progress + telemetry), the background tasks it needs, and the
+    trace id the receipt records (None without telemetry)."""
     from factory.agent.observer import FanOut
     from factory.agent.progress import ProgressObserver
 
     progress = ProgressObserver(args.progress, sys.stderr, args.timeout_ms)
     observers: list[Any] = [progress]
     tasks: list[Callable[[], Any]] = [progress.heartbeat]
+    trace_id = None
     if args.otel_endpoint is not None:
         from factory.agent.telemetry import TelemetryObserver
 
-        observers.append(TelemetryObserver(args.otel_endpoint))
-    return FanOut(*observers), tasks
+        telemetry = TelemetryObserver(args.otel_endpoint)
+        observers.append(telemetry)
+        trace_id = telemetry.trace_id
+    return FanOut(*observers), tasks, trace_id
 
 
 def load_profiles() -> tuple[Any, Any]:
@@ -162,9 +166,9 @@ def execute(args: argparse.Namespace) -> tuple[int, bytes]:
         scenario = load_scenario(Path(args.rehearsal))
     admitted = admit(request)  # refusals exit 2 before any provider is even imported
     agent, reviewer = load_profiles()
-    observer, tasks = _observer(args)
+    observer, tasks, trace_id = _observer(args)
     result: tuple[int, bytes] = trio.run(
-        _main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence
+        _main, request, agent, reviewer, observer, tasks, scenario, admitted.evidence, trace_id
     )
     return result
 
@@ -219,6 +223,7 @@ async def _main(
     tasks: list[Callable[[], Any]],
     scenario: Any,
     evidence: Path,
+    trace_id: str | None = None,
 ) -> tuple[int, bytes]:
     import trio
 
@@ -248,6 +253,7 @@ async def _main(
                         route=route,
                         observer=observer,
                         route_report=report,
+                        trace_id=trace_id,
                     )
                     outcome = await run_agent(request, deps)
             nursery.cancel_scope.cancel()

@@ -7,9 +7,12 @@ import sys
 from typing import Any
 
 from factory.cli.framework import StrictParser, emit_stdout, say
-from factory.errors import Refused
+from factory.errors import Refused, UsageError
 
 NO_EVENT_LOG = Refused.define("no-event-log", "pass the --data-dir that a bus or smoke run used")
+ENTRY_NEEDS_CLAUDE = UsageError.define(
+    "entry-needs-claude", "drop --entry, or use it with --client claude"
+)
 
 HELP = """\
 The coordination bus: a durable, append-only event log (DATA_DIR/events.jsonl) behind six
@@ -17,12 +20,27 @@ verbs (register, send, inbox, ack, handoff, heartbeat).
 
   serve   serve the six verbs as MCP tools over stdio (for Claude Code, Codex, any MCP
           client); DATA_DIR is created if missing; a corrupt log is refused (exit 4)
+  mcp-config
+          print a ready configuration that makes Claude Code or Codex start the bus, with
+          the factory executable and DATA_DIR as absolute paths
   verify  print the log's fixed point and every check's result as JSON; exit 0 when every
           gating check passed, 4 otherwise; read-only
   register|send|inbox|ack|handoff|heartbeat
           one verb through the same core as the MCP tools; prints the result as JSON;
           a verb the bus refuses is recorded (command.rejected) and exits 3
           (a text that starts with '-' is passed as --text=-...)
+"""
+
+MCP_CONFIG_HELP = """\
+Print a configuration that makes an MCP client start this bus: the factory executable and
+the data dir as absolute paths (a relative --data-dir in a client's configuration resolves
+against wherever that client was started, so sessions in different folders would silently
+get separate buses). stdout only; nothing is created.
+
+  Claude Code:  factory bus mcp-config --data-dir D > .mcp.json
+                claude --mcp-config .mcp.json ...        (or, once for the user:)
+                claude mcp add-json factory "$(factory bus mcp-config --data-dir D --entry)"
+  Codex:        factory bus mcp-config --data-dir D --client codex >> ~/.codex/config.toml
 """
 
 # verb -> (flag, argument key, kind) where kind is "str", "int", "flag" or "list".
@@ -58,6 +76,53 @@ VERB_FLAGS: dict[str, tuple[tuple[str, str, str], ...]] = {
     "heartbeat": (("--actor", "actor", "str"), ("--status", "status", "str")),
 }
 
+# (verb, argument key) -> the MCP input schema's description of that argument (kept equal
+# by tests/bus/test_cli_help.py; written out so --help does not import the models).
+FLAG_HELP: dict[tuple[str, str], str] = {
+    ("register", "name"): "a name of your choosing (letters, digits, '.', '_', '-'; up to 64)",
+    ("register", "kind"): "actor kind, e.g. coordinator, worker, reviewer",
+    ("register", "capabilities"): "what the actor can do (up to 16 words)",
+    ("send", "from"): "your actor ref (act-NNNN)",
+    ("send", "to"): "the recipient's actor ref (act-NNNN)",
+    ("send", "text"): "the message; recorded as untrusted data",
+    ("send", "kind"): "message kind, e.g. note, request, result",
+    ("send", "correlationId"): "continue this thread (cor-NNNN)",
+    ("send", "replyTo"): "where replies should go (act-NNNN)",
+    ("send", "expectsReply"): "the sender asks for a reply",
+    (
+        "send",
+        "requestedAuthority",
+    ): "authorities to grant: only read, observe, suggest, draft, report can be; "
+    "any other is recorded as denied",
+    ("inbox", "actor"): "whose inbox (act-NNNN)",
+    ("inbox", "limit"): "at most this many (1-500)",
+    ("ack", "actor"): "the recipient acknowledging (act-NNNN)",
+    ("ack", "messageId"): "the message (msg-NNNN)",
+    ("ack", "note"): "a short note (up to 1024 characters)",
+    ("handoff", "from"): "your actor ref (act-NNNN)",
+    ("handoff", "to"): "who takes the work over (act-NNNN)",
+    ("handoff", "summary"): "what is handed over; recorded as untrusted data",
+    ("handoff", "correlationId"): "the thread handed over (cor-NNNN)",
+    ("handoff", "replyTo"): "where replies should go (act-NNNN)",
+    ("heartbeat", "actor"): "your actor ref (act-NNNN)",
+    ("heartbeat", "status"): "a short status (up to 1024 characters)",
+}
+
+
+# verb -> its required argument keys (the input schemas' "required"; same test).
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "register": ("name", "kind"),
+    "send": ("from", "to", "text"),
+    "inbox": ("actor",),
+    "ack": ("actor", "messageId"),
+    "handoff": ("from", "to", "summary"),
+    "heartbeat": ("actor",),
+}
+
+
+def _help(verb: str, key: str, required: bool) -> str:
+    return FLAG_HELP[(verb, key)] + ("; required" if required else "")
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -72,6 +137,30 @@ def register(sub: Any) -> None:
     )
     serve.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
     serve.set_defaults(handler=run_serve)
+    config = verbs.add_parser(
+        "mcp-config",
+        help="print an MCP client configuration for the bus (absolute paths)",
+        description=MCP_CONFIG_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    config.add_argument(
+        "--data-dir",
+        required=True,
+        help="the bus's folder; written as an absolute path, so every session shares one bus",
+    )
+    config.add_argument(
+        "--client",
+        choices=("claude", "codex"),
+        default="claude",
+        help="claude: JSON for .mcp.json or --mcp-config (default); codex: the TOML table "
+        "for ~/.codex/config.toml",
+    )
+    config.add_argument(
+        "--entry",
+        action="store_true",
+        help="claude only: print just the server object, for 'claude mcp add-json factory'",
+    )
+    config.set_defaults(handler=run_mcp_config)
     verify = verbs.add_parser(
         "verify",
         help="verify an event log (read-only)",
@@ -97,8 +186,9 @@ def register(sub: Any) -> None:
         for flag, key, kind in flags:
             dest = "arg_" + key
             # Shown as the MCP argument name (`--correlation-id correlationId`), not the dest.
+            text = _help(verb, key, key in REQUIRED.get(verb, ()))
             if kind == "flag":
-                vp.add_argument(flag, dest=dest, action="store_true", help=f"sets {key}")
+                vp.add_argument(flag, dest=dest, action="store_true", help=text)
             elif kind == "list":
                 vp.add_argument(
                     flag,
@@ -106,7 +196,7 @@ def register(sub: Any) -> None:
                     action="append",
                     default=None,
                     metavar=key,
-                    help=f"one item of {key} (repeat the flag for more)",
+                    help=f"{text} (one item; repeat the flag for more)",
                 )
             else:
                 vp.add_argument(
@@ -115,6 +205,7 @@ def register(sub: Any) -> None:
                     type=int if kind == "int" else str,
                     default=None,
                     metavar=key,
+                    help=text,
                 )
         vp.set_defaults(handler=run_verb, verb=verb)
 
@@ -123,14 +214,34 @@ def run_serve(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from factory.bus.server import serve
+    from factory.errors import ExitCode
 
-    if sys.stdin is not None and sys.stdin.isatty():
-        # Typed at a terminal it would look hung: MCP clients pipe stdin, people do not.
-        say(
-            "factory bus serve: waiting for an MCP client on stdin (JSON-RPC lines); "
-            "this is for Claude Code, Codex or another MCP client to spawn. Ctrl-D stops it."
-        )
-    serve(Path(args.data_dir))
+    # Decided now: once serving, fd 0 is the screening pipe (factory.bus.wire), not the tty.
+    at_terminal = sys.stdin is not None and sys.stdin.isatty()
+
+    def ready() -> None:
+        if at_terminal:
+            # Typed at a terminal it would look hung: MCP clients pipe stdin, people do not.
+            say(
+                "factory bus serve: waiting for an MCP client on stdin (JSON-RPC lines); "
+                "this is for Claude Code, Codex or another MCP client to spawn (see 'factory "
+                "bus mcp-config'). Ctrl-C or Ctrl-D stops it."
+            )
+
+    if serve(Path(args.data_dir), on_ready=ready):
+        say("factory bus serve: stopped (Ctrl-C); nothing was written to the log for it")
+        return int(ExitCode.INTERRUPTED)
+    return 0
+
+
+def run_mcp_config(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from factory.bus.mcp_config import render
+
+    if args.entry and args.client != "claude":
+        raise ENTRY_NEEDS_CLAUDE("--entry prints Claude Code's server object only")
+    emit_stdout(render(args.client, Path(args.data_dir), entry=args.entry).encode("utf-8"))
     return 0
 
 

@@ -121,7 +121,7 @@ def _finish(args: argparse.Namespace, root: Path, receipt: Path, exit_code: int)
     from factory import fsio
     from factory.agent.receipt_show import render_verified
     from factory.agent.verify import failed_checks, load_receipt, verify
-    from factory.demo.screen import DemoPaths, next_commands, outcome_lines
+    from factory.demo.screen import COMMAND_STYLE, DemoPaths, next_commands, outcome_lines
     from factory.errors import ExitCode, FactoryError
 
     paths = DemoPaths(
@@ -155,8 +155,9 @@ def _finish(args: argparse.Namespace, root: Path, receipt: Path, exit_code: int)
             say(f"demo: could not render the receipt ({type(exc).__name__})")
     console.print()
     for line in outcome_lines(model, exit_code, report, failed, paths):
-        # soft_wrap: a long command is wrapped by the terminal, so it still pastes whole.
-        console.print(line, soft_wrap=True)
+        # Prose wraps at words; a command (COMMAND_STYLE) is left for the terminal to wrap,
+        # so a long one still pastes whole.
+        console.print(line, soft_wrap=line.style == COMMAND_STYLE)
     if args.json:
         emit_stdout(data)
     if exit_code != 0:

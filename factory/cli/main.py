@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agent_cmd",
     "receipt_cmd",
     "doctor_cmd",
+    "providers_cmd",
     "smoke_cmd",
     "bus_cmd",
     "digest_cmd",

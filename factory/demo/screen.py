@@ -4,8 +4,8 @@ The demo used to end on its JSON report, so the readable receipt scrolled away. 
 thing a newcomer sees is now this block: that it was a REHEARSAL, the outcome and the
 verdicts, whether the receipt verified, where the receipt and the report are, and the next
 commands — each one in the form that works as typed where the user stands
-(:mod:`factory.usercmd`). It fits an 80-column terminal; a command longer than a line is
-left for the terminal to wrap, never broken with an indent.
+(:mod:`factory.usercmd`). Prose wraps at words; a command longer than a line is left for
+the terminal to wrap, never broken with an indent, so it pastes whole.
 
 Pure: :func:`outcome_lines` turns a receipt, its verification and the paths into rich
 :class:`~rich.text.Text` lines; every string from the receipt or a path goes through the
@@ -25,6 +25,8 @@ from factory.agent.receipt import AgentReceipt
 from factory.display import inert
 from factory.usercmd import factory_command, shown_path
 
+#: The style of a "next" command line (the printer leaves those unwrapped).
+COMMAND_STYLE = "bold cyan"
 REHEARSAL_LINE = (
     "REHEARSAL: a scripted loopback model answered the real Claude Code and Codex CLIs; "
     "this proves the control path, nothing about model judgement."
@@ -106,5 +108,5 @@ def outcome_lines(
     lines.append(Text.assemble(("receipt    ", "bold"), inert(shown_path(paths.receipt))))
     lines.append(Text.assemble(("report     ", "bold"), inert(shown_path(paths.report))))
     lines.append(Text("next:", style="bold"))
-    lines.extend(Text("  " + inert(cmd)) for cmd in next_commands(paths))
+    lines.extend(Text("  " + inert(cmd), style=COMMAND_STYLE) for cmd in next_commands(paths))
     return lines

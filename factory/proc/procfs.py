@@ -165,6 +165,34 @@ def reap_if_zombie_child(pid: int) -> bool:
     return done == pid
 
 
+BOOT_ID = PROC / "sys" / "kernel" / "random" / "boot_id"
+
+
+def boot_id() -> str:
+    """This boot's id (``/proc/sys/kernel/random/boot_id``), or ``""`` when unreadable.
+
+    With the start time it makes a process identity that survives pid reuse and reboots.
+    """
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return ""
+
+
+def alive(pid: int, starttime: int, boot: str) -> bool | None:
+    """Whether the process ``(pid, starttime)`` of boot ``boot`` still runs here.
+
+    None when it cannot be told (no ``/proc``: another system). An exited process (also
+    an unreaped zombie), a recycled pid or another boot is not alive.
+    """
+    if not PROC.is_dir() or not boot_id():
+        return None
+    if boot != boot_id():
+        return False
+    st = read_stat(pid)
+    return st is not None and st.starttime == starttime and not st.exited
+
+
 def become_subreaper() -> bool:
     """Make this process a child subreaper (Linux ``PR_SET_CHILD_SUBREAPER``), once.
 

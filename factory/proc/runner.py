@@ -12,16 +12,17 @@ no descendant remains (see :mod:`factory.proc.tree`).
 from __future__ import annotations
 
 import math
-import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import trio
 
-from factory.errors import Code, Failure
+from factory.errors import Code, Failure, IntegrityFailure
+from factory.proc.capture import Captured, Overflow, Sink, SpoolError
 from factory.proc.procfs import Stat, become_subreaper, read_stat
+from factory.proc.spawn import Child, LaunchError, spawn
 from factory.proc.tree import ProcessTree, SweepReport
 
 MIB = 1024 * 1024
@@ -29,7 +30,7 @@ DEFAULT_CAP_BYTES = MIB
 DEFAULT_GRACE_S = 2.0
 _CHUNK = 64 * 1024
 
-StopReason = Literal["timeout", "output-limit"]
+StopReason = Literal["timeout", "output-limit", "spool-failed"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,14 +39,20 @@ class RunSpec:
 
     Attributes:
         argv: program and arguments; ``argv[0]`` is an absolute path or a name looked up
-            on ``env["PATH"]`` by the OS (never a shell).
+            on ``env["PATH"]`` (never a shell).
         env: the complete child environment (build it from an allow-list; see
             :func:`factory.proc.env.pick`).
         timeout_s: wall-clock deadline in seconds from spawn.
         cwd: working folder, or None for the factory's own.
         stdin: bytes written to stdin and then closed; None means ``/dev/null``.
-        grace_s: seconds between SIGTERM and SIGKILL.
-        stdout_cap / stderr_cap: bytes kept per stream; one byte more is ``output-limit``.
+        grace_s: seconds the leader gets between SIGTERM and SIGKILL once the factory
+            stops a run (its descendants are frozen meanwhile).
+        stdout_cap / stderr_cap: bytes kept per stream.
+        stdout_overflow / stderr_overflow: ``stop`` — one byte over the cap is
+            ``output-limit`` and the tree is taken down; ``drain`` — the run goes on, the
+            rest is counted but not kept (the capture says ``truncated``).
+        stdout_spool / stderr_spool: a file to create (``O_EXCL``, 0600) and write the kept
+            bytes into as they arrive, instead of holding them in memory.
         track_interval_s: how often the tree is re-scanned while the child runs.
     """
 
@@ -57,6 +64,10 @@ class RunSpec:
     grace_s: float = DEFAULT_GRACE_S
     stdout_cap: int = DEFAULT_CAP_BYTES
     stderr_cap: int = DEFAULT_CAP_BYTES
+    stdout_overflow: Overflow = "stop"
+    stderr_overflow: Overflow = "stop"
+    stdout_spool: Path | None = None
+    stderr_spool: Path | None = None
     track_interval_s: float = 0.25
 
 
@@ -66,22 +77,37 @@ class RunResult:
 
     Attributes:
         exit_code: the leader's status (negative: killed by that signal number).
-        stdout / stderr: captured bytes, at most the caps.
-        stdout_truncated / stderr_truncated: the stream produced more than its cap.
+        out / err: the captured streams (:class:`~factory.proc.capture.Captured`).
         duration_ms: from spawn until the last process of the tree was gone.
         stopped: why the factory ended the run, or None when the leader exited itself.
-        sweep: what termination had to do (leftover descendants are killed even after
-            a normal exit).
+        sweep: what termination had to do (leftover descendants are frozen and killed
+            even after a normal exit; ``sweep.swept`` counts them).
     """
 
     exit_code: int
-    stdout: bytes
-    stderr: bytes
-    stdout_truncated: bool
-    stderr_truncated: bool
+    out: Captured
+    err: Captured
     duration_ms: int
     stopped: StopReason | None
     sweep: SweepReport
+
+    @property
+    def stdout(self) -> bytes:
+        """The kept stdout bytes (read from the spool file when spooled)."""
+        return self.out.read()
+
+    @property
+    def stderr(self) -> bytes:
+        """The kept stderr bytes (read from the spool file when spooled)."""
+        return self.err.read()
+
+    @property
+    def stdout_truncated(self) -> bool:
+        return self.out.truncated
+
+    @property
+    def stderr_truncated(self) -> bool:
+        return self.err.truncated
 
 
 class ProcessFailure(Failure):
@@ -111,28 +137,32 @@ SWEEP_INCOMPLETE = ProcessFailure.define(
 )
 
 
-@dataclass(slots=True)
-class _Capture:
-    cap: int
-    data: bytearray = field(default_factory=bytearray)
-    truncated: bool = False
-    done: trio.Event = field(default_factory=trio.Event)
+class SpoolFailure(IntegrityFailure):
+    """A stream's spool file could not be created or written (exit 4): the child's output
+    could not be kept as evidence, so the run is not used. ``result`` holds the rest."""
+
+    def __init__(self, message: str, *, result: RunResult | None = None) -> None:
+        super().__init__(message, code=OUTPUT_SPOOL_FAILED)
+        self.result = result
+
+
+OUTPUT_SPOOL_FAILED = SpoolFailure.define(
+    "output-spool-failed", "check free space and permissions of the evidence folder, then rerun"
+)
 
 
 @trio.lowlevel.enable_ki_protection
-async def _pump(stream: trio.abc.ReceiveStream, sink: _Capture, on_overflow: _Callback) -> None:
+async def _pump(stream: trio.abc.ReceiveStream, sink: Sink, on_overflow: _Callback) -> None:
     try:
         while True:
             chunk = await stream.receive_some(_CHUNK)
             if not chunk:
                 return
-            room = sink.cap - len(sink.data)
-            if len(chunk) > room:
-                sink.data += chunk[:room]
-                sink.truncated = True
-                on_overflow()
-                return
-            sink.data += chunk
+            crossed = sink.take(chunk)
+            if sink.error is not None:
+                on_overflow("spool-failed")
+            elif crossed and sink.overflow == "stop":
+                on_overflow("output-limit")  # and keep reading: the count stays true
     except (trio.ClosedResourceError, trio.BrokenResourceError):
         return
     finally:
@@ -163,15 +193,15 @@ class _Callback:
         self.stopped = stopped
         self.scope = scope
 
-    def __call__(self) -> None:
+    def __call__(self, reason: StopReason) -> None:
         if not self.stopped:
-            self.stopped.append("output-limit")
+            self.stopped.append(reason)
         self.scope.cancel()
 
 
 @trio.lowlevel.enable_ki_protection
 async def _teardown(
-    proc: trio.Process, tree: ProcessTree, grace_s: float
+    child: Child, tree: ProcessTree, grace_s: float, *, leader_running: bool
 ) -> tuple[SweepReport, bool]:
     """Shielded: terminate the tree and reap the leader. A Ctrl-C arriving meanwhile is
     remembered (and shortens the grace to zero), never allowed to cut the sweep short."""
@@ -180,15 +210,15 @@ async def _teardown(
     with trio.CancelScope(shield=True):
         while report is None:
             try:
-                report = await tree.terminate(grace_s=grace_s)
+                report = await tree.terminate(grace_s=grace_s, leader_running=leader_running)
             except KeyboardInterrupt:
                 interrupted = True
                 grace_s = 0.0
-        if proc.returncode is None and tree.leader not in report.survivors:
+        if child.returncode is None and tree.leader not in report.survivors:
             while True:
                 try:
                     with trio.move_on_after(5.0):
-                        await proc.wait()
+                        await child.wait()
                     break
                 except KeyboardInterrupt:
                     interrupted = True
@@ -221,103 +251,52 @@ def _check_limits(spec: RunSpec) -> None:
         )
 
 
-@trio.lowlevel.enable_ki_protection
-async def run(spec: RunSpec) -> RunResult:
-    """Run ``spec`` to completion under supervision (SPEC P-1).
-
-    Returns:
-        :class:`RunResult` when the leader exited by itself (any exit status).
+def _sinks(spec: RunSpec) -> tuple[Sink, Sink]:
+    """The two stream sinks, their spool files created (nothing is spawned otherwise).
 
     Raises:
-        ProcessFailure: ``launch-failed`` (could not spawn, or a NaN/infinite/non-positive
-            deadline, a negative grace or cap), ``timeout`` (deadline),
-            ``output-limit`` (a stream exceeded its cap), ``sweep-incomplete`` (a process
-            survived SIGKILL rounds; should not happen) — always after the tree is gone.
-        trio.Cancelled / KeyboardInterrupt: re-raised only after the tree is gone.
-
-    KI-protected: a Ctrl-C arriving in the synchronous code right after the spawn would
-    otherwise raise there and leave the child running; protected, it is delivered at the
-    next checkpoint, inside the supervised wait.
+        SpoolFailure: a spool file could not be created.
     """
-    if not spec.argv or not all(isinstance(a, str) for a in spec.argv):
-        raise ProcessFailure("argv must be a non-empty list of strings", code=LAUNCH_FAILED)
-    _check_limits(spec)
-    become_subreaper()
-    started = trio.current_time()
+    out = Sink(spec.stdout_cap, spec.stdout_overflow, spec.stdout_spool)
+    err = Sink(spec.stderr_cap, spec.stderr_overflow, spec.stderr_spool)
     try:
-        proc = await trio.lowlevel.open_process(
-            list(spec.argv),
-            stdin=subprocess.PIPE if spec.stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            env=dict(spec.env),
-            cwd=str(spec.cwd) if spec.cwd is not None else None,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename and exc.filename != spec.argv[0] else ""
+        out.open()
+        err.open()
+    except SpoolError as exc:
+        out.close()
+        raise SpoolFailure(f"the child's output could not be spooled ({exc.strerror})") from exc
+    return out, err
+
+
+def _start(spec: RunSpec, out: Sink, err: Sink) -> Child:
+    """Spawn the leader (see :mod:`factory.proc.spawn`), mapping errors to ``launch-failed``."""
+    try:
+        return spawn(spec.argv, spec.env, spec.cwd, with_stdin=spec.stdin is not None)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in argv/env, "=" in an env name
+        out.close()
+        err.close()
+        if isinstance(exc, ValueError):
+            reason = str(exc)
+        else:
+            where = f" ({exc.filename})" if exc.filename and exc.filename != spec.argv[0] else ""
+            reason = f"{exc.strerror or exc}{where}"
         raise ProcessFailure(
-            f"could not start {spec.argv[0]!r}: {exc.strerror or exc}{where}",
-            code=LAUNCH_FAILED,
+            f"could not start {spec.argv[0]!r}: {reason}", code=LAUNCH_FAILED
         ) from exc
-    except ValueError as exc:  # a NUL byte in argv/env, or "=" in an env name
-        raise ProcessFailure(
-            f"could not start {spec.argv[0]!r}: {exc}",
-            code=LAUNCH_FAILED,
-        ) from exc
-    leader = read_stat(proc.pid) or Stat(proc.pid, "R", 0, proc.pid, proc.pid, 0)
-    out, err = _Capture(spec.stdout_cap), _Capture(spec.stderr_cap)
-    stopped: list[StopReason] = []
-    pending: BaseException | None = None
-    interrupted = False
-    deadline = started + spec.timeout_s
-    with ProcessTree(leader) as tree:
-        try:
-            async with trio.open_nursery() as nursery:
-                wait_scope = trio.CancelScope(deadline=deadline)
-                overflow = _Callback(stopped, wait_scope)
-                assert proc.stdout is not None and proc.stderr is not None
-                nursery.start_soon(_pump, proc.stdout, out, overflow)
-                nursery.start_soon(_pump, proc.stderr, err, overflow)
-                if proc.stdin is not None:
-                    nursery.start_soon(_feed, proc.stdin, spec.stdin or b"")
-                nursery.start_soon(_track, tree, spec.track_interval_s)
-                try:
-                    with wait_scope:
-                        await proc.wait()
-                    if wait_scope.cancelled_caught and not stopped:
-                        stopped.append("timeout")
-                except BaseException as exc:  # Cancelled or KeyboardInterrupt: clean up first
-                    pending = exc
-                sweep, interrupted = await _teardown(proc, tree, spec.grace_s)
-                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                    await out.done.wait()
-                    await err.done.wait()
-                nursery.cancel_scope.cancel()
-        finally:
-            with trio.CancelScope(shield=True):
-                for stream in (proc.stdin, proc.stdout, proc.stderr):
-                    if stream is not None:
-                        await stream.aclose()
-    if pending is not None:
-        raise pending
-    if interrupted:
-        raise KeyboardInterrupt
-    result = RunResult(
-        exit_code=proc.returncode if proc.returncode is not None else -9,
-        stdout=bytes(out.data),
-        stderr=bytes(err.data),
-        stdout_truncated=out.truncated,
-        stderr_truncated=err.truncated,
-        duration_ms=round((trio.current_time() - started) * 1000),
-        stopped=stopped[0] if stopped else None,
-        sweep=sweep,
-    )
+
+
+def _raise_for(spec: RunSpec, result: RunResult, spool_error: OSError | None) -> None:
     name = Path(spec.argv[0]).name
-    if sweep.survivors:
+    if result.sweep.survivors:
         raise ProcessFailure(
-            f"{name}: {len(sweep.survivors)} process(es) survived SIGKILL",
+            f"{name}: {len(result.sweep.survivors)} process(es) survived SIGKILL",
             code=SWEEP_INCOMPLETE,
+            result=result,
+        )
+    if spool_error is not None:
+        raise SpoolFailure(
+            f"{name}'s output could not be written to its spool file ({spool_error.strerror}); "
+            "it and its children were stopped",
             result=result,
         )
     if result.stopped == "timeout":
@@ -333,4 +312,91 @@ async def run(spec: RunSpec) -> RunResult:
             code=OUTPUT_LIMIT,
             result=result,
         )
+
+
+@trio.lowlevel.enable_ki_protection
+async def run(spec: RunSpec) -> RunResult:
+    """Run ``spec`` to completion under supervision (SPEC P-1).
+
+    Returns:
+        :class:`RunResult` when the leader exited by itself (any exit status).
+
+    Raises:
+        ProcessFailure: ``launch-failed`` (could not spawn, or a NaN/infinite/non-positive
+            deadline, a negative grace or cap), ``timeout`` (deadline),
+            ``output-limit`` (a ``stop`` stream exceeded its cap), ``sweep-incomplete`` (a
+            process survived SIGKILL rounds; should not happen) — always after the tree
+            is gone.
+        SpoolFailure: a spool file could not be created (nothing ran) or written (the run
+            was stopped).
+        trio.Cancelled / KeyboardInterrupt: re-raised only after the tree is gone.
+
+    KI-protected: a Ctrl-C arriving in the synchronous code right after the spawn would
+    otherwise raise there and leave the child running; protected, it is delivered at the
+    next checkpoint, inside the supervised wait.
+    """
+    if not spec.argv or not all(isinstance(a, str) for a in spec.argv):
+        raise ProcessFailure("argv must be a non-empty list of strings", code=LAUNCH_FAILED)
+    _check_limits(spec)
+    become_subreaper()
+    out, err = _sinks(spec)
+    started = trio.current_time()
+    child = _start(spec, out, err)
+    leader = read_stat(child.pid) or Stat(child.pid, "R", 0, child.pid, child.pid, 0)
+    stopped: list[StopReason] = []
+    pending: BaseException | None = None
+    launch: LaunchError | None = None
+    interrupted = False
+    with ProcessTree(leader) as tree:
+        try:
+            async with trio.open_nursery() as nursery:
+                wait_scope = trio.CancelScope(deadline=started + spec.timeout_s)
+                overflow = _Callback(stopped, wait_scope)
+                nursery.start_soon(_pump, child.stdout, out, overflow)
+                nursery.start_soon(_pump, child.stderr, err, overflow)
+                if child.stdin is not None:
+                    nursery.start_soon(_feed, child.stdin, spec.stdin or b"")
+                nursery.start_soon(_track, tree, spec.track_interval_s)
+                try:
+                    with wait_scope:
+                        try:
+                            await child.started()
+                        except LaunchError as exc:
+                            launch = exc
+                        await child.wait()
+                    if wait_scope.cancelled_caught and not stopped:
+                        stopped.append("timeout")
+                except BaseException as exc:  # Cancelled or KeyboardInterrupt: clean up first
+                    pending = exc
+                sweep, interrupted = await _teardown(
+                    child, tree, spec.grace_s, leader_running=child.returncode is None
+                )
+                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+                    await out.done.wait()
+                    await err.done.wait()
+                nursery.cancel_scope.cancel()
+        finally:
+            with trio.CancelScope(shield=True):
+                for stream in (child.stdin, child.stdout, child.stderr, child.status):
+                    if stream is not None:
+                        await stream.aclose()
+            captured = out.close(), err.close()
+    if pending is not None:
+        raise pending
+    if interrupted:
+        raise KeyboardInterrupt
+    if launch is not None:
+        raise ProcessFailure(
+            f"could not start {spec.argv[0]!r}: {launch.strerror}",
+            code=LAUNCH_FAILED,
+        ) from launch
+    result = RunResult(
+        exit_code=child.returncode if child.returncode is not None else -9,
+        out=captured[0],
+        err=captured[1],
+        duration_ms=round((trio.current_time() - started) * 1000),
+        stopped=stopped[0] if stopped else None,
+        sweep=sweep,
+    )
+    _raise_for(spec, result, out.error or err.error)
     return result

@@ -10,9 +10,20 @@ Membership of a tree (re-derived from one ``/proc`` scan on every refresh):
   factory's session, so an ordinary ``subprocess.run`` child of ours is never taken;
 * all descendants of the above.
 
-Termination: SIGTERM to every process group and pid in the tree, a grace period, then
-SIGKILL rounds (re-scanning each round, so re-forked children are caught) until no
-member runs and every zombie we are the parent of has been reaped.
+Termination (:meth:`ProcessTree.terminate`), from the moment the factory decides to stop:
+
+1. **freeze**: SIGSTOP to every member but the leader (each process group without the
+   leader, then each pid), re-scanned until a scan finds no member left running — a
+   stopped process cannot fork, write or signal, so from here on nothing of the tree
+   but the leader acts;
+2. **grace** (only when the factory stopped a leader that was still running): SIGTERM to
+   the leader alone, which may flush and exit within ``grace_s``; members it starts
+   meanwhile are frozen as they appear;
+3. **kill**: SIGKILL rounds (re-scanning each round) until no member runs and every
+   zombie we are the parent of has been reaped. SIGKILL ends a stopped process at once.
+
+After a leader exited by itself the same runs with no grace: leftovers are frozen and
+killed before the runner returns (the leader is done; nothing it left may act later).
 """
 
 from __future__ import annotations
@@ -25,10 +36,13 @@ from dataclasses import dataclass
 
 import trio
 
+from factory.proc import guard
 from factory.proc.procfs import Stat, reap_if_zombie_child, scan
 
 # Leader pid -> tree, for every supervised child alive in this process.
 _ACTIVE: dict[int, ProcessTree] = {}
+# States of a process that runs no code until it is continued (job control, tracing).
+_STOPPED = ("T", "t")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +54,15 @@ class SweepReport:
         killed: whether SIGKILL was needed (something outlived the grace period).
         members_seen: distinct processes ever attributed to the tree, leader excluded.
         survivors: pids still present when the sweep budget ran out (normally empty).
+        swept: distinct processes other than the leader that were still alive when the
+            termination began or appeared during it, and were frozen and killed.
     """
 
     signalled: bool
     killed: bool
     members_seen: int
     survivors: tuple[int, ...]
+    swept: int = 0
 
 
 class ProcessTree:
@@ -60,13 +77,17 @@ class ProcessTree:
         self.self_pgid = os.getpgid(0)
         self.known: dict[int, int] = {}
         self.ever: set[tuple[int, int]] = set()
+        self.swept: set[tuple[int, int]] = set()
+        self.guarded: set[tuple[int, int]] = set()
 
     def __enter__(self) -> ProcessTree:
         _ACTIVE[self.leader] = self
+        guard.watch_session(self.sid)
         return self
 
     def __exit__(self, *exc: object) -> None:
         _ACTIVE.pop(self.leader, None)
+        guard.forget_session(self.sid)
 
     def _claims_orphan(self, st: Stat) -> bool:
         if st.sid == self.sid:
@@ -116,6 +137,10 @@ class ProcessTree:
             if pid != self.leader:
                 self.known[pid] = st.starttime
                 self.ever.add((pid, st.starttime))
+                if st.sid != self.sid and (pid, st.starttime) not in self.guarded:
+                    # Outside the session (also one that left it after we first saw it).
+                    self.guarded.add((pid, st.starttime))
+                    guard.watch_process(self.sid, pid, st.starttime)
         return members
 
     def reap(self, members: dict[int, Stat]) -> None:
@@ -144,11 +169,54 @@ class ProcessTree:
             if st.pid > 1 and st.pid != self.self_pid:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(st.pid, sig)
+        self.swept.update((st.pid, st.starttime) for st in running if st.pid != self.leader)
+
+    def _stop_all_but_leader(self, members: dict[int, Stat]) -> list[Stat]:
+        """SIGSTOP the members that still run (the leader excepted); returns them."""
+        running = [
+            st
+            for pid, st in members.items()
+            if pid != self.leader and not st.exited and st.state not in _STOPPED
+        ]
+        leader = members.get(self.leader)
+        leader_group = leader.pgid if leader is not None else self.leader
+        for pgid in {st.pgid for st in running} - {leader_group, self.self_pgid}:
+            if pgid > 1:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(pgid, signal.SIGSTOP)
+        for st in running:
+            if st.pid > 1 and st.pid != self.self_pid:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(st.pid, signal.SIGSTOP)
+        self.swept.update((st.pid, st.starttime) for st in running)
+        return running
+
+    async def freeze(self, *, budget_s: float = 0.5, pause_s: float = 0.001) -> dict[int, Stat]:
+        """Stop every member but the leader; re-scan until a scan finds all of them stopped
+        (or exited) and no new member, or ``budget_s`` ran out (a process in the kernel's
+        uninterruptible sleep stops only when it leaves it). Returns the last scan."""
+        end = trio.current_time() + budget_s
+        previous: set[int] | None = None
+        while True:
+            members = self.refresh()
+            self.reap(members)
+            running = self._stop_all_but_leader(members)
+            if (not running and set(members) == previous) or trio.current_time() >= end:
+                return members
+            previous = set(members)
+            await trio.sleep(pause_s if running else 0)
 
     async def terminate(
-        self, *, grace_s: float, poll_s: float = 0.02, kill_budget_s: float = 5.0
+        self,
+        *,
+        grace_s: float,
+        leader_running: bool = True,
+        poll_s: float = 0.02,
+        kill_budget_s: float = 5.0,
     ) -> SweepReport:
-        """SIGTERM → ``grace_s`` → SIGKILL rounds until nothing of the tree remains.
+        """Freeze → (SIGTERM to the leader, ``grace_s``) → SIGKILL rounds until nothing of
+        the tree remains (see the module docstring). ``leader_running=False``: the leader
+        exited by itself, so there is no grace.
 
         Uses :func:`trio.sleep` between checks; callers shield it from cancellation.
         Returns a :class:`SweepReport`; ``survivors`` is non-empty only if the tree
@@ -158,14 +226,22 @@ class ProcessTree:
         self.reap(members)
         if not self.pending(members):
             return self._report(False, False, ())
-        self.signal(members, signal.SIGTERM)
-        grace_end = trio.current_time() + grace_s
-        while trio.current_time() < grace_end:
-            await trio.sleep(min(poll_s, max(0.0, grace_end - trio.current_time())))
-            members = self.refresh()
-            self.reap(members)
-            if not self.pending(members):
-                return self._report(True, False, ())
+        members = await self.freeze()
+        leader = members.get(self.leader)
+        if leader_running and leader is not None and not leader.exited:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.leader, signal.SIGTERM)
+            grace_end = trio.current_time() + grace_s
+            while trio.current_time() < grace_end:
+                await trio.sleep(min(poll_s, max(0.0, grace_end - trio.current_time())))
+                members = self.refresh()
+                self.reap(members)
+                self._stop_all_but_leader(members)
+                if not self.pending(members):
+                    return self._report(True, False, ())
+                leader = members.get(self.leader)
+                if leader is None or leader.exited:
+                    break  # the leader is done: the frozen rest is killed now
         kill_end = trio.current_time() + kill_budget_s
         while True:
             members = self.refresh()
@@ -185,6 +261,7 @@ class ProcessTree:
             killed=killed,
             members_seen=len(self.ever),
             survivors=survivors,
+            swept=len(self.swept),
         )
 
 

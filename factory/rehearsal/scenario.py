@@ -15,6 +15,9 @@ Schema ``factory.rehearsal-scenario/1`` (documented in ``design/rehearsal.md``):
       ]
     }
 
+An MCP tool call, for either role, is ``{"tool": "mcp", "server": "factory", "name":
+"register", "arguments": {...}}`` (served as the tool ``mcp__factory__register``).
+
 Each invocation is one run of a provider CLI. Its turns are served one per model request:
 turn ``k < len(tool_calls)`` returns ``tool_calls[k]`` as the only tool call, the last turn
 returns ``final_message`` as plain text and ends the conversation. Claude tools (worker and
@@ -27,7 +30,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, model_validator
 
@@ -61,6 +64,9 @@ class ClaudeWrite(StrictModel):
     def tool_input(self) -> dict[str, object]:
         return {"file_path": self.file_path, "content": self.content}
 
+    def wire_name(self) -> str:
+        return self.tool
+
 
 class ClaudeEdit(StrictModel):
     """Claude Code's ``Edit`` tool: replace ``old_string`` by ``new_string`` in ``file_path``."""
@@ -79,6 +85,9 @@ class ClaudeEdit(StrictModel):
             "replace_all": self.replace_all,
         }
 
+    def wire_name(self) -> str:
+        return self.tool
+
 
 class ClaudeRead(StrictModel):
     """Claude Code's ``Read`` tool (Claude refuses an ``Edit`` of a file it has not read)."""
@@ -88,6 +97,9 @@ class ClaudeRead(StrictModel):
 
     def tool_input(self) -> dict[str, object]:
         return {"file_path": self.file_path}
+
+    def wire_name(self) -> str:
+        return self.tool
 
 
 class ClaudeBash(StrictModel):
@@ -100,6 +112,27 @@ class ClaudeBash(StrictModel):
     def tool_input(self) -> dict[str, object]:
         return {"command": self.command, "description": self.description}
 
+    def wire_name(self) -> str:
+        return self.tool
+
+
+class McpCall(StrictModel):
+    """A call of a tool an MCP server gives the CLI (``claude --mcp-config``, Codex's
+    ``mcp_servers``): ``server`` is the name the CLI's configuration gives the server,
+    ``name`` the tool, ``arguments`` its input. Both CLIs name such a tool
+    ``mcp__<server>__<name>`` (observed with the pinned versions)."""
+
+    tool: Literal["mcp"]
+    server: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    def tool_input(self) -> dict[str, object]:
+        return dict(self.arguments)
+
+    def wire_name(self) -> str:
+        return f"mcp__{self.server}__{self.name}"
+
 
 class CodexShell(StrictModel):
     """A Codex shell command (``exec_command``), run inside Codex's own sandbox."""
@@ -110,13 +143,19 @@ class CodexShell(StrictModel):
     def tool_input(self) -> dict[str, object]:
         return {"cmd": self.command}
 
+    def wire_name(self) -> str:
+        return CODEX_SHELL_FUNCTION
+
 
 ClaudeToolCall = Annotated[
-    ClaudeWrite | ClaudeEdit | ClaudeRead | ClaudeBash, Field(discriminator="tool")
+    ClaudeWrite | ClaudeEdit | ClaudeRead | ClaudeBash | McpCall, Field(discriminator="tool")
 ]
 ToolCall = Annotated[
-    ClaudeWrite | ClaudeEdit | ClaudeRead | ClaudeBash | CodexShell, Field(discriminator="tool")
+    ClaudeWrite | ClaudeEdit | ClaudeRead | ClaudeBash | CodexShell | McpCall,
+    Field(discriminator="tool"),
 ]
+#: The function name Codex gives its shell tool on the Responses wire.
+CODEX_SHELL_FUNCTION = "exec_command"
 
 CLAUDE_ROLES: frozenset[Role] = frozenset({"worker", "repair"})
 CODEX_ROLES: frozenset[Role] = frozenset({"reviewer"})
@@ -132,11 +171,13 @@ class Invocation(StrictModel):
     @model_validator(mode="after")
     def _tools_fit_role(self) -> Invocation:
         for call in self.tool_calls:
+            if isinstance(call, McpCall):
+                continue  # an MCP server's tools are the same to both CLIs
             is_codex = isinstance(call, CodexShell)
             if is_codex != (self.role in CODEX_ROLES):
                 raise ValueError(
                     f"tool {call.tool!r} is not available to role {self.role!r} "
-                    "(worker/repair: Write, Edit, Read, Bash; reviewer: shell)"
+                    "(worker/repair: Write, Edit, Read, Bash; reviewer: shell; both: mcp)"
                 )
         return self
 

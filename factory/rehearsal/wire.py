@@ -20,9 +20,9 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from factory.rehearsal.scenario import Invocation
+from factory.rehearsal.scenario import CODEX_SHELL_FUNCTION, Invocation
 
-CODEX_SHELL_FUNCTION = "exec_command"
+__all__ = ["CODEX_SHELL_FUNCTION"]
 MAX_EXCERPT_CHARS = 2048
 """Tool results kept as evidence are cut to this many characters."""
 
@@ -159,7 +159,7 @@ def anthropic_stream(invocation: Invocation, turn: int, *, tag: str, model: str)
     events = [_sse("message_start", {"type": "message_start", "message": message})]
     if turn < len(invocation.tool_calls):
         call = invocation.tool_calls[turn]
-        block = {"type": "tool_use", "id": f"toolu_{tag}", "name": call.tool, "input": {}}
+        block = {"type": "tool_use", "id": f"toolu_{tag}", "name": call.wire_name(), "input": {}}
         delta = {"type": "input_json_delta", "partial_json": json.dumps(call.tool_input())}
         stop_reason = "tool_use"
     else:
@@ -225,12 +225,13 @@ def responses_stream(invocation: Invocation, turn: int, *, tag: str, model: str)
     }
     events: list[tuple[str, dict[str, Any]]] = [("response.created", {"response": response})]
     if turn < len(invocation.tool_calls):
-        arguments = json.dumps(invocation.tool_calls[turn].tool_input())
+        call = invocation.tool_calls[turn]
+        arguments = json.dumps(call.tool_input())
         item: dict[str, Any] = {
             "type": "function_call",
             "id": f"fc_{tag}",
             "call_id": f"call_{tag}",
-            "name": CODEX_SHELL_FUNCTION,
+            "name": call.wire_name(),
             "arguments": "",
             "status": "in_progress",
         }

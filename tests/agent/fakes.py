@@ -10,7 +10,7 @@ from pathlib import Path
 import trio
 
 from factory.errors import ProviderFailure, lookup
-from factory.provider_api import ProviderResult, Role, Route, Verdict
+from factory.provider_api import ProviderResult, Role, Route, Spool, Verdict
 
 Effect = Callable[[Path], None]
 
@@ -49,7 +49,14 @@ class FakeAgent:
     calls: list[Call] = field(default_factory=list)
 
     async def run_agent(
-        self, *, role: Role, worktree: Path, prompt: str, timeout_ms: int, route: Route
+        self,
+        *,
+        role: Role,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        spool: Spool | None = None,
     ) -> ProviderResult:
         self.calls.append(Call(role, prompt, worktree))
         step = self.steps[len(self.calls) - 1]  # IndexError: more calls than scripted
@@ -81,7 +88,14 @@ class FakeReviewer:
     calls: list[Call] = field(default_factory=list)
 
     async def run_reviewer(
-        self, *, worktree: Path, prompt: str, timeout_ms: int, route: Route, scratch: Path
+        self,
+        *,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        scratch: Path,
+        spool: Spool | None = None,
     ) -> ProviderResult:
         self.calls.append(Call("reviewer", prompt, worktree, scratch))
         step = self.steps[len(self.calls) - 1]

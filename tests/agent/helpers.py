@@ -44,7 +44,7 @@ class Recorder:
     def phase_ended(self, phase, *, outcome, duration_ms):  # type: ignore[no-untyped-def]
         self.phases.append(("end", f"{phase}:{outcome}"))
 
-    def close(self, *, outcome, exit_code):  # type: ignore[no-untyped-def]
+    def close(self, *, outcome, exit_code, error_code=None):  # type: ignore[no-untyped-def]
         self.closed.append((outcome, exit_code))
 
 

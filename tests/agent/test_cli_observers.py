@@ -72,6 +72,32 @@ def test_a_loopback_endpoint_gets_the_spans_negative_control(layout: Layout) -> 
     assert names == sorted(["cycle", "worker", "initial_review", "repair", "final_review"])
     cycle = next(s for s in spans if s["name"].endswith(".cycle"))
     assert cycle["attributes"]["factory.exit_code"] == 3
+    # A rejection is a verdict, not an error; the receipt names the trace it belongs to.
+    assert {s["status"] for s in spans} == {"OK"}
+    receipt = json.loads(proc.stdout)
+    assert receipt["trace_id"] == cycle["trace_id"]
+    assert {s["trace_id"] for s in spans} == {receipt["trace_id"]}
+
+
+def test_a_failed_run_marks_its_phase_and_cycle_as_errors(layout: Layout) -> None:
+    with http_receiver() as (port, received):
+        proc = agent(layout, "fail", "--otel-endpoint", f"http://127.0.0.1:{port}")
+        spans = received.spans()
+    assert proc.returncode == 4, proc.stderr
+    receipt = json.loads(proc.stdout)
+    code = receipt["error"]["code"]
+    errors = {
+        s["name"].rsplit(".", 1)[1]: s["status_message"] for s in spans if s["status"] == "ERROR"
+    }
+    assert errors["cycle"] == code
+    failing = receipt["phases"][-1]
+    assert errors.get(failing["phase"]) == failing["outcome"]
+
+
+def test_without_telemetry_the_receipt_has_no_trace_id(layout: Layout) -> None:
+    proc = agent(layout, "approve")
+    assert proc.returncode == 0
+    assert b"trace_id" not in proc.stdout
 
 
 def test_a_refusing_endpoint_changes_nothing_through_the_cli(layout: Layout) -> None:

@@ -12,7 +12,7 @@ import trio
 
 from factory.agent.run import AgentDeps, RunOutcome, run_agent
 from factory.errors import ExitCode, FactoryError
-from factory.provider_api import ProviderResult, Role, Route, SubscriptionRoute
+from factory.provider_api import ProviderResult, Role, Route, Spool, SubscriptionRoute
 from tests.agent.conftest import Layout
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
 from tests.agent.helpers import request
@@ -26,7 +26,14 @@ class GatedAgent(FakeAgent):
         self.gate, self.started = gate, started
 
     async def run_agent(
-        self, *, role: Role, worktree: Path, prompt: str, timeout_ms: int, route: Route
+        self,
+        *,
+        role: Role,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        spool: Spool | None = None,
     ) -> ProviderResult:
         self.started.set()
         await self.gate.wait()

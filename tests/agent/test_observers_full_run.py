@@ -22,7 +22,7 @@ from factory.agent.progress import ProgressObserver
 from factory.agent.receipt import AgentReceipt
 from factory.agent.run import AgentDeps, RunOutcome, run_agent
 from factory.agent.telemetry import ALLOWED_ATTRIBUTE_KEYS, TelemetryObserver
-from factory.provider_api import ProviderResult, Role, Route, SubscriptionRoute
+from factory.provider_api import ProviderResult, Role, Route, Spool, SubscriptionRoute
 from tests.agent.conftest import Layout
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
 from tests.agent.helpers import request
@@ -38,7 +38,14 @@ class SlowAgent(FakeAgent):
     """A fake agent that takes 25 s of (virtual) time, so heartbeats fire."""
 
     async def run_agent(
-        self, *, role: Role, worktree: Path, prompt: str, timeout_ms: int, route: Route
+        self,
+        *,
+        role: Role,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        spool: Spool | None = None,
     ) -> ProviderResult:
         await trio.sleep(25)
         return await super().run_agent(

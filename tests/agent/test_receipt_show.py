@@ -371,3 +371,31 @@ def test_reviewers_reasons_are_labelled_model_output_and_inert() -> None:
     assert "    Add a test." in text and "    \\x1b[2Jgo\\u202eexe" in text
     assert "\x1b" not in text and "\u202e" not in text
     assert "not shown: this evidence file failed" in text
+
+
+def test_candidate_warnings_and_mutation_paths_are_shown_inert() -> None:
+    from factory.agent.receipt import PathCollision
+    from factory.agent.receipt_facts import MutationNote
+
+    files = [ChangedPath(path="A.txt", state="added", mode="100644", bytes=1, sha256=HEX)]
+    cand = _candidate(files, "a").model_copy(
+        update={
+            "conversions_differ": True,
+            "collisions": [PathCollision(kind="case-fold", paths=["A.txt", "a\u202e.txt"])],
+        }
+    )
+    receipt = make_receipt(candidate=Candidates(initial=cand))
+    notes = [
+        MutationNote("final_review", "reviewer-mutation", ["ignored.log", "evil\x1b[2J"]),
+        MutationNote("worker", "worker-git-mutation", None, "not shown: failed verification"),
+    ]
+    text = show(facts(_json(receipt), mutations=notes))
+    flat = " ".join(text.split())
+    assert "a plain git add would not commit what was reviewed" in flat
+    assert "case-fold collision (one file on macOS/Windows): A.txt | a\\u202e.txt" in flat
+    assert "paths changed where a phase must not change them" in text
+    assert "final_review reviewer-mutation" in text and "    ignored.log" in text
+    assert "    evil\\x1b[2J" in text and "not shown: failed verification" in text
+    assert "\x1b" not in text and "\u202e" not in text
+    plain = show(_json(make_receipt()))  # negative control: nothing to warn about
+    assert "WARNING" not in plain and "paths changed where" not in plain

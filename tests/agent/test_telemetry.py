@@ -15,7 +15,9 @@ from factory.agent.telemetry import (
     EndpointRefused,
     TelemetryObserver,
     allowed_attributes,
+    cycle_status,
     parse_endpoint,
+    phase_status,
 )
 from factory.errors import ExitCode
 from tests.support.otlp import http_receiver, refused_port, silent_listener
@@ -303,3 +305,71 @@ def test_a_broken_exporter_setup_disables_telemetry_quietly(
     # ...but a refused endpoint is still refused, broken SDK or not.
     with pytest.raises(EndpointRefused):
         TelemetryObserver("http://localhost:4318")
+
+
+# -- span status (issue 9 §4): OK when the phase or run did its job, a rejection included;
+#    ERROR with the error code as description when it failed or was interrupted.
+
+
+@pytest.mark.parametrize(
+    ("outcome", "status"),
+    [
+        ("ok", ("OK", None)),
+        ("APPROVE", ("OK", None)),
+        ("REQUEST_CHANGES", ("OK", None)),
+        ("superseded", ("UNSET", None)),
+        ("provider-timeout", ("ERROR", "provider-timeout")),
+        ("interrupted", ("ERROR", "interrupted")),
+        ("prose with secrets in it", ("ERROR", "unknown")),
+    ],
+)
+def test_phase_status(outcome: str, status: tuple[str, str | None]) -> None:
+    assert phase_status(outcome) == status
+
+
+@pytest.mark.parametrize(
+    ("outcome", "code", "status"),
+    [
+        ("completed", None, ("OK", None)),
+        ("rejected", None, ("OK", None)),
+        ("failed", "reviewer-mutation", ("ERROR", "reviewer-mutation")),
+        ("interrupted", "interrupted", ("ERROR", "interrupted")),
+        ("failed", None, ("ERROR", "failed")),
+        ("failed", "not a token!", ("ERROR", "unknown")),
+    ],
+)
+def test_cycle_status(outcome: str, code: str | None, status: tuple[str, str | None]) -> None:
+    assert cycle_status(outcome, code) == status
+
+
+def test_statuses_and_trace_id_reach_the_collector() -> None:
+    with http_receiver() as (port, received):
+        obs = TelemetryObserver(f"http://127.0.0.1:{port}")
+        trace_id = obs.trace_id
+        obs.phase_started("worker")
+        obs.phase_ended("worker", outcome="ok", duration_ms=5)
+        obs.phase_started("initial_review")
+        obs.phase_ended("initial_review", outcome="REQUEST_CHANGES", duration_ms=5)
+        obs.phase_started("repair")  # still running when the run fails
+        obs.close(outcome="failed", exit_code=4, error_code="provider-timeout")
+        spans = {s["name"].rsplit(".", 1)[1]: s for s in received.spans()}
+    assert trace_id is not None and len(trace_id) == 32
+    assert {s["trace_id"] for s in spans.values()} == {trace_id}
+    got = {name: (s["status"], s["status_message"]) for name, s in spans.items()}
+    assert got == {
+        "cycle": ("ERROR", "provider-timeout"),
+        "worker": ("OK", ""),
+        "initial_review": ("OK", ""),
+        "repair": ("ERROR", "provider-timeout"),
+    }
+    assert spans["repair"]["attributes"]["factory.outcome"] == "provider-timeout"
+
+
+def test_a_disabled_observer_has_no_trace_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    import opentelemetry.sdk.trace as sdk_trace
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("no SDK here")
+
+    monkeypatch.setattr(sdk_trace, "TracerProvider", broken)
+    assert TelemetryObserver("http://127.0.0.1:9").trace_id is None

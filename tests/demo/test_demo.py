@@ -109,3 +109,33 @@ def test_the_demo_ends_on_the_outcome_and_its_hints_work_as_typed(tmp_path: Path
     assert (demo / "receipt.html").is_file()
     report = json.loads((demo / "demo-report.json").read_bytes())
     assert report["schema"] == "factory.demo-report/1" and report["exitCode"] == 0
+
+
+@pytest.mark.realcli
+def test_demo_sends_spans_whose_trace_the_receipt_names(tmp_path: Path) -> None:
+    from tests.support.otlp import http_receiver
+
+    demo = tmp_path / "demo"
+    with http_receiver() as (port, received):
+        proc = run_factory(
+            ["demo", "--dir", str(demo), "--json", "--otel-endpoint", f"http://127.0.0.1:{port}"],
+            timeout=300,
+        )
+        spans = received.spans()
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    receipt = json.loads((demo / "receipt.json").read_bytes())
+    names = sorted(s["name"] for s in spans)
+    assert names == sorted(
+        f"factory.agent.{n}"
+        for n in ("cycle", "worker", "initial_review", "repair", "final_review")
+    )
+    assert {s["trace_id"] for s in spans} == {receipt["trace_id"]}
+    assert {s["status"] for s in spans} == {"OK"}
+
+
+def test_demo_refuses_a_named_endpoint_before_creating_anything(tmp_path: Path) -> None:
+    demo = tmp_path / "demo"
+    proc = run_factory(["demo", "--dir", str(demo), "--otel-endpoint", "http://localhost:4318"])
+    assert proc.returncode == 2 and proc.stdout == b""
+    assert b"factory: otel-endpoint-refused:" in proc.stderr
+    assert not demo.exists()

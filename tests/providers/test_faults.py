@@ -54,7 +54,7 @@ async def test_claude_worker_succeeds(fakes: Fakes, effects: Effects, worktree: 
     assert res.argv_shape[0] == "claude" and str(worktree) not in " ".join(res.argv_shape)
     run = fakes.records("run")[0]
     assert run["prompt"] == "edit please" and run["cwd"] == str(worktree)
-    assert b'"type": "result"' in res.outputs["stdout"]
+    assert b'"type": "result"' in res.streams["stdout"].read()
 
 
 async def test_claude_repair_role_has_its_own_turn_cap(

@@ -11,7 +11,7 @@ import trio
 import trio.testing
 
 from factory.errors import ProviderFailure
-from factory.proc import ProcessFailure, RunResult, RunSpec, SweepReport
+from factory.proc import Captured, ProcessFailure, RunResult, RunSpec, SweepReport
 from factory.proc.runner import TIMEOUT
 from factory.provider_api import SubscriptionRoute
 from providers import ClaudeProfile, CodexProfile, Effects, claude, codex
@@ -185,11 +185,14 @@ def _timeout_effects(stdout: bytes, bin_dir: Path) -> Effects:
     async def runner(spec: RunSpec) -> RunResult:
         sweep = SweepReport(signalled=True, killed=True, members_seen=0, survivors=())
         if spec.argv[1:] == ["--version"]:
-            return RunResult(0, b"9.9.9\n", b"", False, False, 1, None, sweep)
+            return RunResult(0, Captured.of(b"9.9.9\n"), Captured.of(b""), 1, None, sweep)
         if spec.argv[1:3] in (["auth", "status"], ["login", "status"]):
-            return RunResult(0, b'{"loggedIn": true}', b"", False, False, 1, None, sweep)
+            return RunResult(
+                0, Captured.of(b'{"loggedIn": true}'), Captured.of(b""), 1, None, sweep
+            )
         await trio.sleep(spec.timeout_s)
-        res = RunResult(-9, stdout, b"", False, False, int(spec.timeout_s * 1000), "timeout", sweep)
+        ms = int(spec.timeout_s * 1000)
+        res = RunResult(-9, Captured.of(stdout), Captured.of(b""), ms, "timeout", sweep)
         raise ProcessFailure("deadline", code=TIMEOUT, result=res)
 
     return Effects(runner=runner, environ={"PATH": str(bin_dir)}, fallback_dirs=())

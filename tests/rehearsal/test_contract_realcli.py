@@ -89,7 +89,7 @@ async def test_claude_worker_edits_the_worktree_through_its_own_tools(
         requests = session.requests
 
     assert result.exit_code == 0 and result.cli_version == "2.1.332 (Claude Code)"
-    final = result_event(result.outputs["stdout"])
+    final = result_event(result.streams["stdout"].read())
     assert final["is_error"] is False and final["terminal_reason"] == "completed"
     assert final["result"] == "Edited app.py and wrote notes.txt."
     assert final["permission_denials"] == []
@@ -116,7 +116,7 @@ async def _review(
         assert_clean_log(session)
         results = [r.tool_result for r in session.requests if r.outcome == "scripted"]
     assert result.exit_code == 0 and result.cli_version == "codex-cli 0.171.0"
-    assert realcli.jsonl(result.outputs["stdout"])[-1]["type"] == "turn.completed"
+    assert realcli.jsonl(result.streams["stdout"].read())[-1]["type"] == "turn.completed"
     return result.verdict, results, result.outputs
 
 
@@ -293,7 +293,7 @@ async def test_demo_scenario_runs_end_to_end_through_both_profiles(
                     timeout_ms=realcli.TIMEOUT_MS,
                     route=route,
                 )
-                assert result_event(work.outputs["stdout"])["is_error"] is False
+                assert result_event(work.streams["stdout"].read())["is_error"] is False
         assert_clean_log(session)
         progress = session.progress()
 
@@ -433,7 +433,7 @@ async def test_worker_bash_outside_the_allow_list_is_denied_and_inside_runs(
         )
         assert_clean_log(session)
         results = [r.tool_result or "" for r in session.requests if r.outcome == "scripted"]
-    final = result_event(result.outputs["stdout"])
+    final = result_event(result.streams["stdout"].read())
     denied = final["permission_denials"]
     assert isinstance(denied, list) and len(denied) == 1
     assert denied[0]["tool_input"]["command"].startswith("python3")

@@ -114,3 +114,31 @@ def test_missing_scenario_file_is_refused(tmp_path: Path) -> None:
         load_scenario(tmp_path / "absent.json")
     (tmp_path / "present.json").write_bytes(doc(WORKER))
     assert load_scenario(tmp_path / "present.json").invocations[0].role == "worker"
+
+
+def test_an_mcp_tool_call_is_served_under_the_cli_s_name_for_either_role() -> None:
+    from factory.rehearsal.scenario import McpCall, parse_scenario
+
+    call = {"tool": "mcp", "server": "factory", "name": "register", "arguments": {"name": "a"}}
+    for role in ("worker", "reviewer"):
+        doc = {
+            "schema": "factory.rehearsal-scenario/1",
+            "invocations": [{"role": role, "tool_calls": [call], "final_message": "done"}],
+        }
+        parsed = parse_scenario(json.dumps(doc).encode()).invocations[0].tool_calls[0]
+        assert isinstance(parsed, McpCall)
+        assert parsed.wire_name() == "mcp__factory__register"
+        assert parsed.tool_input() == {"name": "a"}
+
+
+@pytest.mark.parametrize("server", ["", "a b", "x" * 65, "a/b"])
+def test_an_mcp_call_with_a_bad_server_name_is_refused(server: str) -> None:
+    from factory.rehearsal.scenario import ScenarioInvalid, parse_scenario
+
+    call = {"tool": "mcp", "server": server, "name": "register"}
+    doc = {
+        "schema": "factory.rehearsal-scenario/1",
+        "invocations": [{"role": "worker", "tool_calls": [call], "final_message": "done"}],
+    }
+    with pytest.raises(ScenarioInvalid):
+        parse_scenario(json.dumps(doc).encode())

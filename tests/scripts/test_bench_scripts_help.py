@@ -17,6 +17,7 @@ SCRIPTS = (
     "bench_supervise",
     "bench_agent",
     "bench_observers",
+    "bench_streams",
     "bench_operator",
     "bench_gate",
 )

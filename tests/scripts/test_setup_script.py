@@ -21,12 +21,19 @@ def checkout(tmp_path: Path) -> Path:
     and a fake ``npm`` that records its calls."""
     co = tmp_path / "co"
     (co / "scripts").mkdir(parents=True)
-    for name in ("scripts/setup", "pyproject.toml", "package.json", "package-lock.json"):
+    for name in (
+        "scripts/setup",
+        "pyproject.toml",
+        "requirements.lock",
+        "package.json",
+        "package-lock.json",
+    ):
         shutil.copy2(REPO / name, co / name)
     venv_bin = co / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     os.symlink(sys.executable, venv_bin / "python")
-    digest = hashlib.sha256((co / "pyproject.toml").read_bytes()).hexdigest()
+    inputs = (co / "pyproject.toml").read_bytes() + (co / "requirements.lock").read_bytes()
+    digest = hashlib.sha256(inputs).hexdigest()
     (co / ".venv" / ".factory-setup").write_text(digest + "\n")  # the script's own stamp
     fakebin = tmp_path / "bin"
     fakebin.mkdir()

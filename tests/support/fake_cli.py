@@ -132,6 +132,55 @@ if MODE == "stubborn-tree":
     forever()
 if MODE == "no-result":
     out(init); sys.exit(0)
+if MODE == "stderr-flood":  # 3 MB of diagnostics, then an ordinary successful run
+    for _ in range(3):
+        sys.stderr.write("d" * 1_000_000)
+    sys.stderr.flush()
+    out(init)
+    Path("worker-was-here.txt").write_text("edited\n")
+    result(); sys.exit(0)
+if MODE == "stdout-flood":  # 20 MB of events: over the 16 MiB stdout cap
+    out(init)
+    event = json.dumps({"type": "assistant", "message": {"content": [
+        {"type": "text", "text": "z" * 100_000}]}}) + "\n"
+    for _ in range(200):
+        sys.stdout.write(event)
+    sys.stdout.flush()
+    result(); sys.exit(0)
+if MODE == "leftover":  # a successful run leaving a daemon that writes later
+    out(init)
+    Path("worker-was-here.txt").write_text("edited\n")
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            record("leftover")
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            time.sleep(1.0)
+            Path("late.txt").write_text("acted after the leader\n")
+            os._exit(0)
+        os._exit(0)
+    time.sleep(0.2)
+    result(); sys.exit(0)
+if MODE == "hang":  # started, then never answers (with a helper process beside it)
+    out(init)
+    if os.fork() == 0:
+        record("helper")
+        forever()
+    forever()
+if MODE == "late-grandchild":  # the issue's example: writes 2.5 s after it started
+    out(init)
+    at = time.time() + 2.5
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            record("grandchild")
+            while time.time() < at:
+                time.sleep(0.01)
+            Path("late.txt").write_text("acted after the deadline\n")
+            os._exit(0)
+        os._exit(0)
+    forever()
 sys.exit(3)
 """
 

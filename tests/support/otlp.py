@@ -43,6 +43,9 @@ class Received:
                                 "trace_id": span.trace_id.hex(),
                                 "span_id": span.span_id.hex(),
                                 "parent_span_id": span.parent_span_id.hex(),
+                                # 0 unset, 1 ok, 2 error (opentelemetry.proto Status)
+                                "status": ("UNSET", "OK", "ERROR")[span.status.code],
+                                "status_message": span.status.message,
                             }
                         )
         return out
