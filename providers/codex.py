@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -292,6 +292,42 @@ class CodexProfile(ClosedProfile):
                 binary is resolved it carries what the invocation left behind
                 (:func:`~factory.provider_api.partial_of`).
         """
+        return await self._run(
+            worktree, prompt, timeout_ms, route, scratch, spool, VERDICT_SCHEMA, parse_verdict
+        )
+
+    async def run_structured(
+        self,
+        *,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        scratch: Path,
+        schema: Mapping[str, Any],
+        spool: Spool | None = None,
+    ) -> ProviderResult:
+        """One fresh read-only run whose final message must follow ``schema``
+        (``--output-schema``); the ``-o`` bytes are returned *unparsed* as
+        ``outputs["verdict"]`` and the caller validates them (the CLI does not).
+
+        Raises:
+            ProviderFailure: as :meth:`run_reviewer` (``provider-protocol`` for a missing
+                or oversized ``-o`` file).
+        """
+        return await self._run(worktree, prompt, timeout_ms, route, scratch, spool, schema, None)
+
+    async def _run(
+        self,
+        worktree: Path,
+        prompt: str,
+        timeout_ms: int,
+        route: Route,
+        scratch: Path,
+        spool: Spool | None,
+        schema: Mapping[str, Any],
+        parse: Callable[[bytes], Verdict] | None,
+    ) -> ProviderResult:
         started = trio.current_time()
         resolved = self.resolve()
         env = build_env(route, self._fx.env())
@@ -324,7 +360,7 @@ class CodexProfile(ClosedProfile):
             if not logged_in:
                 failure = PROVIDER_AUTH_REQUIRED(f"codex has no login here ({message})")
                 raise call.failed(failure, None)
-        schema_file.write_text(json.dumps(VERDICT_SCHEMA, sort_keys=True))
+        schema_file.write_text(json.dumps(schema, sort_keys=True))
         res = await run_within_deadline(
             self._fx,
             argv=argv,
@@ -344,7 +380,7 @@ class CodexProfile(ClosedProfile):
         try:
             raw = _read_capped(verdict_file)
             call.outputs["verdict"] = raw
-            verdict = parse_verdict(raw)
+            verdict = parse(raw) if parse is not None else None
         except ProviderFailure as exc:
             call.failed(exc, res)
             raise

@@ -24,6 +24,9 @@ def _data_block(label: str, text: str) -> str:
     )
 
 
+#: Public name for other prompts that quote untrusted text (review lenses).
+data_block = _data_block
+
 _WORKER_RULES = (
     "Rules: change files only inside the current folder (a git worktree). Make the smallest "
     "change that does the task and add or adjust the narrowest test for it. Do not commit, "

@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "operator_cmd",
     "gate_cmd",
     "publish_cmd",
+    "review_cmd",
 )
 
 DESCRIPTION = """\

@@ -62,9 +62,13 @@ def _fast_ok(value: Any) -> bool:
     return True
 
 
-def canonical(value: Any) -> bytes:
-    """RFC 8785 bytes of ``value`` (fast path for integer-only, ASCII-key documents)."""
-    if _fast_ok(value):
+def canonical(value: Any, *, plain: bool = False) -> bytes:
+    """RFC 8785 bytes of ``value`` (fast path for integer-only, ASCII-key documents).
+
+    ``plain=True``: the caller knows the value qualifies (it was decoded by
+    :func:`strict_json_plain` and found plain), so the walk is skipped.
+    """
+    if plain or _fast_ok(value):
         try:
             text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
             return text.encode("utf-8")
@@ -73,9 +77,9 @@ def canonical(value: Any) -> bytes:
     return canonical_bytes(value)
 
 
-def digest_of(tag: str, value: Any) -> str:
+def digest_of(tag: str, value: Any, *, plain: bool = False) -> str:
     """``sha256:<hex>`` over ``tag``, NUL, the canonical bytes of ``value``."""
-    return tagged_sha256(tag, canonical(value))
+    return tagged_sha256(tag, canonical(value, plain=plain))
 
 
 class _Duplicate(ValueError):
@@ -101,6 +105,30 @@ def strict_json(data: bytes, *, what: str, limit: int) -> Any:
     Raises:
         ReviewInputInvalid: naming ``what`` and the first problem.
     """
+    return strict_json_plain(data, what=what, limit=limit)[0]
+
+
+def strict_json_plain(data: bytes, *, what: str, limit: int) -> tuple[Any, bool]:
+    """:func:`strict_json`, and whether the value is *plain*: no float, no integer beyond
+    ±(2^53 − 1), only ASCII object keys — so its canonical bytes take the fast path."""
+    plain = [True]
+
+    def on_float(text: str) -> float:
+        plain[0] = False
+        return float(text)
+
+    def on_int(text: str) -> int:
+        n = int(text)
+        if not -MAX_SAFE_INT <= n <= MAX_SAFE_INT:
+            plain[0] = False
+        return n
+
+    def on_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = _no_duplicates(pairs)
+        if plain[0] and not "".join(out).isascii():
+            plain[0] = False
+        return out
+
     if len(data) > limit:
         raise ReviewInputInvalid(f"{what} is larger than {limit} bytes")
     try:
@@ -108,7 +136,14 @@ def strict_json(data: bytes, *, what: str, limit: int) -> Any:
     except UnicodeDecodeError:
         raise ReviewInputInvalid(f"{what} is not UTF-8 text") from None
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant)
+        value = json.loads(
+            text,
+            object_pairs_hook=on_object,
+            parse_constant=_no_constant,
+            parse_float=on_float,
+            parse_int=on_int,
+        )
+        return value, plain[0]
     except _Duplicate as exc:
         raise ReviewInputInvalid(f"{what} is not strict JSON: {exc}") from None
     except ValueError as exc:

@@ -22,6 +22,7 @@ LENS_PREFIX: Final[dict[str, str]] = {
 }
 DEFAULT_FOCUS: Final[LensName] = "reliability"
 MAX_FINDINGS_PER_LENS = 999  # ids are -NNN
+LENS_ROLE_PREFIX = "lens-"  # evidence blob role of a lens's raw answer
 
 Severity = Literal["BLOCKER", "CRITICAL", "WARNING", "SUGGESTION"]
 SEVERE: Final = frozenset({"BLOCKER", "CRITICAL"})

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import model_validator
+
 from factory.models import StrictModel
 from factory.review.canon import BINDING_TAG, LENS_RESULT_TAG, digest_of
 from factory.review.errors import BINDING_MISMATCH, ReviewInputInvalid
-from factory.review.judgement import FindingInput, ReviewerInput
+from factory.review.judgement import Concrete, FindingInput, Location, Proofs, ReviewerInput
 from factory.review.names import (
+    SEVERE,
     SEVERITY_RANK,
     Causality,
     EvidenceClass,
@@ -30,16 +33,25 @@ BINDING_SCHEMA = "factory.review-lens-binding/1"
 
 
 class Finding(StrictModel):
-    """A canonical finding: code-assigned ``id`` and ``lens``, the model's judgement."""
+    """A canonical finding: code-assigned ``id`` and ``lens``, the model's judgement (its
+    strings re-checked as concrete whenever a record is loaded)."""
 
     id: str
     lens: LensName
-    location: str
+    location: Location
     severity: Severity
-    claim: str
-    proof_refs: tuple[str, ...]
+    claim: Concrete
+    proof_refs: Proofs
     evidence_class: EvidenceClass | None
     causal_disposition: Causality | None
+
+    @model_validator(mode="after")
+    def _severe_is_classified(self) -> Finding:
+        if self.severity in SEVERE and (
+            self.evidence_class is None or self.causal_disposition is None
+        ):
+            raise ValueError("a severe finding has no evidence_class or causal_disposition")
+        return self
 
 
 class LensSource(StrictModel):
@@ -100,7 +112,7 @@ def _norm(items: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted({s.strip() for s in items}))
 
 
-def _sort_key(f: FindingInput) -> tuple[object, ...]:
+def _sort_key(f: FindingInput | Finding) -> tuple[object, ...]:
     return (
         SEVERITY_RANK[f.severity],
         f.location,
@@ -139,7 +151,7 @@ def result_hash(
         "findings": [f.to_json_value() for f in findings],
         "evidence": list(evidence),
     }
-    return digest_of(LENS_RESULT_TAG, body)
+    return digest_of(LENS_RESULT_TAG, body, plain=True)  # strings, None and small ints only
 
 
 def build_lens_result(
@@ -178,19 +190,15 @@ def build_lens_result(
 
 def lens_result_problem(result: LensResult) -> str | None:
     """Why a stored lens result is not canonical, or None (used when a record is loaded)."""
-    raw = tuple(
-        FindingInput(
-            location=f.location,
-            severity=f.severity,
-            claim=f.claim,
-            proof_refs=f.proof_refs,
-            evidence_class=f.evidence_class,
-            causal_disposition=f.causal_disposition,
-        )
-        for f in result.findings
-    )
-    if _canonical_findings(result.lens, raw) != result.findings:
-        return f"lens {result.lens}: findings are not in canonical order with code-assigned ids"
+    findings = result.findings
+    keys = [_sort_key(f) for f in findings]
+    if keys != sorted(keys):
+        return f"lens {result.lens}: findings are not in canonical order"
+    for index, f in enumerate(findings):
+        if f.id != finding_id(result.lens, index) or f.lens != result.lens:
+            return f"lens {result.lens}: finding ids are not the code-assigned ones"
+        if _norm(f.proof_refs) != f.proof_refs:
+            return f"lens {result.lens}: proof references are not canonical"
     if _norm(result.evidence) != result.evidence:
         return f"lens {result.lens}: evidence is not canonical"
     expected = result_hash(

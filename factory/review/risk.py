@@ -27,7 +27,6 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from factory.models import StrictModel
 from factory.review.names import (
@@ -127,8 +126,17 @@ class Risk(StrictModel):
     reasons: tuple[RiskReason, ...]
 
 
+def _split(path: str) -> tuple[list[str], str, str, str]:
+    """Lower-cased (folders, name, stem, suffix); the suffix as ``PurePosixPath`` has it."""
+    *dirs, name = path.lower().split("/")
+    dot = name.rfind(".")
+    if dot <= 0:
+        return dirs, name, name, ""
+    return dirs, name, name[:dot], name[dot:]
+
+
 def _ext(path: str) -> str:
-    return PurePosixPath(path).suffix.lower()
+    return _split(path)[3]
 
 
 def _tokens(path: str) -> set[str]:
@@ -136,27 +144,27 @@ def _tokens(path: str) -> set[str]:
 
 
 def _is_doc(path: str) -> bool:
-    p = PurePosixPath(path.lower())
-    if p.name in OPERATIONAL_MD or OPERATIONAL_DIRS.intersection(p.parts[:-1]):
+    dirs, name, _, suffix = _split(path)
+    if name in OPERATIONAL_MD or OPERATIONAL_DIRS.intersection(dirs):
         return False
-    return p.suffix in DOC_EXT
+    return suffix in DOC_EXT
 
 
 def is_config(path: str) -> bool:
     """Configuration by name (``.env*``, manifests, lock files) or extension."""
-    name = PurePosixPath(path).name.lower()
-    return name.startswith(".env") or name in CONFIG_NAMES or _ext(path) in CONFIG_EXT
+    _, name, _, suffix = _split(path)
+    return name.startswith(".env") or name in CONFIG_NAMES or suffix in CONFIG_EXT
 
 
 def _service_token(c: ChangedPath) -> bool:
-    p = PurePosixPath(c.path.lower())
-    if c.binary or c.new_mode == "000000" or p.name.startswith("readme"):
+    dirs, name, stem, suffix = _split(c.path)
+    if c.binary or c.new_mode == "000000" or name.startswith("readme"):
         return False
-    if NON_SOURCE_DIRS.intersection(p.parts[:-1]):
+    if NON_SOURCE_DIRS.intersection(dirs):
         return False
-    if p.suffix not in SOURCE_EXT and not is_config(c.path):
+    if suffix not in SOURCE_EXT and not is_config(c.path):
         return False
-    for segment in (*p.parts[:-1], p.stem):
+    for segment in (*dirs, stem):
         words = [w for w in re.split(r"[-_]+", segment) if w]
         if any(a == "service" and b == "token" for a, b in itertools.pairwise(words)):
             return True

@@ -9,6 +9,7 @@ every load and every write, so a record that breaks any rule fails closed.
 
 from __future__ import annotations
 
+import functools
 from typing import Final, Literal
 
 from pydantic import Field
@@ -38,10 +39,14 @@ class Snapshot(StrictModel):
     identity: str
 
 
+@functools.lru_cache(maxsize=64)
 def paths_digest(paths: tuple[str, ...]) -> str:
+    """The digest of a sorted path list (memoised: a lineage re-checks the same 5,000-path
+    tuples on every load and write)."""
     return digest_of(PATHS_TAG, list(paths))
 
 
+@functools.lru_cache(maxsize=64)
 def _identity(
     kind: str,
     base: str,

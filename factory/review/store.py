@@ -34,9 +34,10 @@ from typing import Any, Final, Literal
 from pydantic import Field, ValidationError
 
 from factory.canonical import sha256_hex
+from factory.errors import FactoryError
 from factory.fsio import OutputExists, atomic_replace, fsync_dir, write_exclusive
 from factory.models import StrictModel, describe_validation_error
-from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json
+from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json_plain
 from factory.review.errors import (
     LINEAGE_UNKNOWN,
     ReviewCasConflict,
@@ -55,6 +56,8 @@ RECORD_SCHEMA: Final = "factory.review-state-record/1"
 STATE_FILE = "review-state.json"
 RECORD_LIMIT = 64 << 20
 STORE_PARTS = ("factory", "review", "v1")
+_REVISION_PREFIX = b'{"revision":"sha256:'
+_REV_END = len(_REVISION_PREFIX) + 64
 
 
 #: Crash-injection seam for tests: called with a write point's name before and after
@@ -140,14 +143,17 @@ def decode_record(lineage_id: str, data: bytes) -> tuple[ReviewState, str]:
         ReviewRecordCorrupt: naming ``lineage_id`` and the first problem.
     """
     try:
-        value = strict_json(data, what="the record", limit=RECORD_LIMIT)
+        value, plain = strict_json_plain(data, what="the record", limit=RECORD_LIMIT)
     except ReviewInputInvalid as exc:
         raise _corrupt(lineage_id, exc.fact) from None
     if not isinstance(value, dict) or set(value) != {"schema", "revision", "state"}:
         raise _corrupt(lineage_id, "the record is not {schema, revision, state}")
     if value["schema"] != RECORD_SCHEMA:
         raise _corrupt(lineage_id, f"unknown record schema {str(value['schema'])[:60]!r}")
-    revision = digest_of(STATE_TAG, value["state"])
+    try:
+        revision = digest_of(STATE_TAG, value["state"], plain=plain)
+    except FactoryError:  # e.g. a lone surrogate: not canonicalisable JSON text
+        raise _corrupt(lineage_id, "the state is not canonicalisable JSON") from None
     if value["revision"] != revision:
         raise _corrupt(lineage_id, "the revision does not match the state")
     try:
@@ -266,12 +272,15 @@ class ReviewStore:
         *,
         command: str = "review",
         seed_blobs: Mapping[str, bytes] | None = None,
+        previous: ReviewState | None = None,
     ) -> Committed:
         """Compare-and-swap ``new`` in for the lineage's current record.
 
         ``expected_revision`` is the revision the caller derived ``new`` from (``None`` to
         create the lineage). An identical current state is an idempotent success.
         ``seed_blobs`` (role → bytes) are stored with a new lineage, in the same rename.
+        ``previous``: the validated state at ``expected_revision``, if the caller holds it
+        (saves re-decoding it under the lock for the successor rules).
 
         Raises:
             ReviewCasConflict: the lineage is not at ``expected_revision``.
@@ -283,20 +292,22 @@ class ReviewStore:
             raise AssertionError(f"refusing to store an invalid state: {problems[0]}")
         data, revision = record_bytes(new)
         with self.locked(command):
-            current = self.load(new.lineage_id) if self.exists(new.lineage_id) else None
-            if current is not None and current.revision == revision:
-                return Committed(current, written=False)
-            if (current.revision if current else None) != expected_revision:
+            current = self._current_revision(new.lineage_id)
+            if current is not None and current == revision:
+                return Committed(self.load(new.lineage_id), written=False)
+            if current != expected_revision:
                 raise ReviewCasConflict(
-                    f"review lineage {new.lineage_id} moved on since it was read (now at "
-                    f"{current.state.state if current else 'nothing'})"
+                    f"review lineage {new.lineage_id} moved on since it was read (expected "
+                    f"{str(expected_revision)[:19]}…, found {str(current)[:19]}…)"
                 )
             if current is None:
                 if new.state != "reviewing":
                     raise AssertionError("a lineage is created in reviewing")
                 self._create(new.lineage_id, data, seed_blobs or {})
             else:
-                problem = successor_problem(current.state, new)
+                if previous is None or revision_of(previous) != current:
+                    previous = self.load(new.lineage_id).state
+                problem = successor_problem(previous, new)
                 if problem is not None:
                     raise AssertionError(f"refusing an illegal successor: {problem}")
                 path = self.root / new.lineage_id / STATE_FILE
@@ -307,6 +318,24 @@ class ReviewStore:
             if new.state in TERMINAL:
                 receipt = "missing"
             return Committed(Loaded(new.lineage_id, revision, new, receipt), written=True)
+
+    def _current_revision(self, lineage_id: str) -> str | None:
+        """The revision the lineage's record states (None when there is no lineage).
+
+        Only the revision is read for the compare: the successor written over it is derived
+        from a state that was fully validated when the caller loaded it. A record that does
+        not even state a revision is corrupt.
+        """
+        folder = self.folder(lineage_id)
+        if not os.path.lexists(folder):
+            return None
+        try:
+            data = _read_nofollow(folder / STATE_FILE, RECORD_LIMIT)
+        except OSError:
+            raise _corrupt(lineage_id, f"{STATE_FILE} is missing or unreadable") from None
+        if data.startswith(_REVISION_PREFIX) and data[_REV_END : _REV_END + 2] == b'",':
+            return data[len(_REVISION_PREFIX) - 7 : _REV_END].decode("ascii")
+        return decode_record(lineage_id, data)[1]
 
     def _create(self, lineage_id: str, data: bytes, blobs: Mapping[str, bytes]) -> None:
         tmp = self.root / f".tmp-{lineage_id}-{secrets.token_hex(6)}"

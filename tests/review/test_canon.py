@@ -41,3 +41,26 @@ def test_floats_and_non_ascii_keys_take_the_reference_path() -> None:
     assert canonical({"\U0001f600": 1, "\ue000": 2}) == rfc8785.dumps(
         {"\U0001f600": 1, "\ue000": 2}
     )
+
+
+documents = st.recursive(
+    leaves | st.floats(allow_nan=False, allow_infinity=False) | st.integers(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(keys, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents)
+def test_a_value_decoded_as_plain_takes_the_fast_path_correctly(value: object) -> None:
+    import json
+
+    from factory.review.canon import strict_json_plain
+
+    try:
+        data = json.dumps(value).encode()
+        decoded, plain = strict_json_plain(data, what="doc", limit=1 << 20)
+    except Exception:
+        return
+    if plain:
+        assert canonical(decoded, plain=True) == rfc8785.dumps(decoded)

@@ -20,6 +20,7 @@ SCRIPTS = (
     "bench_streams",
     "bench_operator",
     "bench_gate",
+    "bench_review",
 )
 
 

@@ -223,6 +223,12 @@ if MODE == "bad-verdict":
     finish(json.dumps({"verdict": "LGTM", "summary": "fine"}))
 if MODE == "extra-key":
     finish(json.dumps({"verdict": "APPROVE", "summary": "fine", "confidence": 0.9}))
+if MODE == "canned":  # answer with the bytes of canned.txt beside the fake (review lenses)
+    finish((HERE / "canned.txt").read_text())
+if MODE == "canned-after-go":  # answer only once the test creates go.txt (a run in flight)
+    while not (HERE / "go.txt").exists():
+        time.sleep(0.02)
+    finish((HERE / "canned.txt").read_text())
 if MODE == "prose-verdict":
     finish("I approve this change.")
 if MODE == "unauthorized":

@@ -1,0 +1,181 @@
+"""Review commands as functions: find the repository and lineage, start, status (SPEC R).
+
+Effects are explicit: git through :mod:`factory.review.snapshot`, the store through
+:class:`~factory.review.store.ReviewStore`. Decisions come from the pure modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from factory.gitio.discover import discover
+from factory.gitio.worktree import Worktree
+from factory.review import machine
+from factory.review.errors import (
+    LINEAGE_AMBIGUOUS,
+    LINEAGE_UNKNOWN,
+    LIVE_LINEAGE_EXISTS,
+    START_CONFLICT,
+    ReviewRecordCorrupt,
+    ReviewRefused,
+)
+from factory.review.names import DEFAULT_FOCUS, TERMINAL, LensName
+from factory.review.policy import LoadedPolicy, load_policy, parse_policy
+from factory.review.risk import classify
+from factory.review.snapshot import live_target, resolve_base
+from factory.review.store import Corrupt, Loaded, ReviewStore
+from factory.review.views import start_view, status_entry
+
+POLICY_ROLE = "policy"
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """The checkout a command works on, and its store (under the git common dir)."""
+
+    wt: Worktree
+    store: ReviewStore
+
+
+def open_context(cwd: Path, *, lock_wait_s: float | None = None) -> Context:
+    """Find the repository root from ``cwd`` (never assuming ``cwd`` is the root)."""
+    wt = discover(cwd)
+    return Context(wt, ReviewStore(wt.common_dir, lock_wait_s=lock_wait_s))
+
+
+def lineage_id_for(identity: str) -> str:
+    """``review-`` + the first 16 hex digits of the snapshot identity (generation 1)."""
+    return "review-" + identity.removeprefix("sha256:")[:16]
+
+
+def live_lineages(store: ReviewStore) -> list[Loaded]:
+    """Valid, non-terminal lineages (a corrupt record is authority for nothing)."""
+    return [x for x in store.scan() if isinstance(x, Loaded) and x.state.state not in TERMINAL]
+
+
+def lineage_policy(ctx: Context, loaded: Loaded) -> LoadedPolicy:
+    """The policy frozen in ``loaded`` (its raw bytes are stored with the lineage)."""
+    for path in ctx.store.blobs(loaded.lineage_id, POLICY_ROLE):
+        raw = ctx.store.read_blob(loaded.lineage_id, POLICY_ROLE, path.name.split("-", 1)[1])
+        policy = parse_policy(raw)
+        if policy.hash == loaded.state.policy_hash:
+            return policy
+    raise ReviewRecordCorrupt(
+        f"review lineage {loaded.lineage_id} is invalid: its policy bytes are missing"
+    )
+
+
+def resolve_lineage(
+    ctx: Context, lineage: str | None, *, policy: LoadedPolicy | None = None
+) -> Loaded:
+    """The lineage a command acts on: ``--lineage``, else the one live lineage, else the
+    lineage of the checkout's current candidate.
+
+    Raises:
+        ReviewRefused: none or several match (naming ``--lineage`` / ``start``).
+        ReviewRecordCorrupt: the chosen lineage's record is invalid.
+    """
+    if lineage is not None:
+        return ctx.store.load(lineage)
+    live = live_lineages(ctx.store)
+    if len(live) == 1:
+        return live[0]
+    if len(live) > 1:
+        ids = ", ".join(x.lineage_id for x in live)
+        raise ReviewRefused(
+            f"several review lineages are open ({ids})",
+            code=LINEAGE_AMBIGUOUS,
+            next=tuple(f"… --lineage {x.lineage_id}" for x in live),
+        )
+    kind, base = resolve_base(ctx.wt, None)
+    target = live_target(ctx.wt, kind, base, policy or load_policy(None))
+    derived = lineage_id_for(target.snapshot.identity)
+    if ctx.store.exists(derived):
+        return ctx.store.load(derived)
+    raise ReviewRefused(
+        "no review lineage is open for this checkout",
+        code=LINEAGE_UNKNOWN,
+        next=("factory review start", "factory review status"),
+    )
+
+
+def start(
+    cwd: Path, *, base_ref: str | None, focus: LensName | None, policy_path: Path | None
+) -> dict[str, Any]:
+    """``factory review start``: freeze a new lineage, or resume the one of this snapshot.
+
+    Raises:
+        ReviewRefused: another live lineage exists for a different candidate, or the
+            lineage of this snapshot was frozen with another focus or policy.
+    """
+    ctx = open_context(cwd)
+    policy = load_policy(policy_path)
+    kind, base = resolve_base(ctx.wt, base_ref)
+    target = live_target(ctx.wt, kind, base, policy)
+    lineage_id = lineage_id_for(target.snapshot.identity)
+    with ctx.store.locked("review/start"):
+        if ctx.store.exists(lineage_id):
+            loaded = ctx.store.load(lineage_id)
+            _same_frozen(loaded, focus, policy if policy_path is not None else None)
+            return start_view(loaded, "resumed", target.golden)
+        _no_other_live(ctx.store)
+        op = machine.Create(
+            lineage_id=lineage_id,
+            policy_hash=policy.hash,
+            focus=focus or DEFAULT_FOCUS,
+            snapshot=target.snapshot,
+            risk=classify(list(target.changes)),
+            changed_lines=target.changed_lines,
+        )
+        state = machine.apply(None, op)
+        committed = ctx.store.replace(
+            None,
+            state,
+            command="review/start",
+            seed_blobs={f"{POLICY_ROLE}": policy.raw},
+        )
+    return start_view(committed.loaded, "created", target.golden)
+
+
+def _same_frozen(loaded: Loaded, focus: LensName | None, policy: LoadedPolicy | None) -> None:
+    s = loaded.state
+    wrong = []
+    if focus is not None and focus != s.focus:
+        wrong.append(f"--focus {focus} (frozen: {s.focus})")
+    if policy is not None and policy.hash != s.policy_hash:
+        wrong.append("--policy (a different policy was frozen)")
+    if wrong:
+        raise ReviewRefused(
+            f"lineage {s.lineage_id} of this snapshot was started with other settings: "
+            f"{'; '.join(wrong)} — its risk, lenses and budget are frozen",
+            code=START_CONFLICT,
+            next=machine.next_commands(s),
+        )
+
+
+def _no_other_live(store: ReviewStore) -> None:
+    live = live_lineages(store)
+    if not live:
+        return
+    other = live[0].state
+    raise ReviewRefused(
+        f"lineage {other.lineage_id} is still {other.state} for a different candidate",
+        code=LIVE_LINEAGE_EXISTS,
+        next=machine.next_commands(other),
+    )
+
+
+def status(cwd: Path) -> dict[str, Any]:
+    """``factory review status``: every lineage, its state and next legal commands."""
+    ctx = open_context(cwd)
+    items = ctx.store.scan()
+    return {
+        "operation": "review/status",
+        "repository": str(ctx.wt.root),
+        "store": str(ctx.store.root),
+        "lineages": [status_entry(x) for x in items],
+        "corrupt": sum(1 for x in items if isinstance(x, Corrupt)),
+        "next": [] if items else ["factory review start"],
+    }
