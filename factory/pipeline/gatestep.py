@@ -14,6 +14,8 @@ receipt's candidate (SPEC X-1).
    ``ANY`` needs no more leaves: a low-risk candidate never runs the review gate); a stage
    that does not complete stops the walk — later stages are not ready, so their evidence
    (the tests, the review) is not gathered for nothing.
+   Within one walk, conditions bound to the same receipt share one verification of it
+   (:func:`shared_observations`).
 4. **Evaluate and accept** (compare-and-swap onto the head) whatever progress the evidence
    makes. A head that moved in between is ``gate-stale``; an unknown commit outcome is
    ``commit-outcome-unknown``; a condition that failed (operationally or in integrity) is
@@ -42,6 +44,7 @@ from factory.gate import logic
 from factory.gate.acquire import ProviderFn, acquire, default_providers
 from factory.gate.errors import COMMIT_OUTCOME_UNKNOWN, STALE
 from factory.gate.evaluate import Evaluation
+from factory.gate.providers import Observed
 from factory.gate.scenario import Scenario
 from factory.gate.service import Gate, LoadedRun
 from factory.gate.store import SqliteStore
@@ -113,6 +116,33 @@ def run_id(scenario: Scenario, params: Mapping[str, str]) -> str:
     return "publish-" + rev.removeprefix("sha256:")[:24]
 
 
+#: Providers whose observation does not depend on ``select``: within one walk, conditions
+#: that bind them with the same other arguments share one observation.
+SHARED = frozenset({"agent-receipt"})
+
+
+def shared_observations(providers: Mapping[str, ProviderFn]) -> dict[str, ProviderFn]:
+    """``providers`` where each provider in :data:`SHARED` observes once per distinct
+    arguments (``select`` aside): the four agent-approved conditions read one
+    verification of the receipt instead of four. Only for one walk (:func:`advance`)."""
+    out = dict(providers)
+    for name in SHARED & set(providers):
+        out[name] = _once(providers[name])
+    return out
+
+
+def _once(fn: ProviderFn) -> ProviderFn:
+    seen: dict[str, Observed] = {}
+
+    async def acquire_once(args: Mapping[str, Any]) -> Observed:
+        key = json.dumps({k: v for k, v in args.items() if k != "select"}, sort_keys=True)
+        if key not in seen:
+            seen[key] = await fn(args)
+        return seen[key]
+
+    return acquire_once
+
+
 def _stage_after(candidate: Evaluation, stage: str) -> str:
     for item in candidate.record["stages"]:
         if item["stage"] == stage:
@@ -127,6 +157,7 @@ async def advance(
     progress: Progress | None = None,
 ) -> Evaluation:
     """Acquire stage by stage (see the module docstring); the last candidate derived."""
+    providers = shared_observations(providers)
     candidate = gate.derive(run)
     for sid in run.scenario.order:
         if _stage_after(candidate, sid) in ("completed", "not-ready"):
