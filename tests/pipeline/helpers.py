@@ -57,8 +57,13 @@ def make_world(
     remote: HttpRemote,
     edits: dict[str, str],
     name: str = "w",
+    *,
+    codex: str = "ok",
+    canned: str | None = None,
+    expect: int = 0,
 ) -> World:
-    """Everything up to a completed agent receipt whose worker wrote ``edits``."""
+    """Everything up to an agent receipt whose worker wrote ``edits`` (completed, unless
+    the fake reviewer answers ``canned`` and the run ends with exit ``expect``)."""
     root = tmp / name
     repo = init_repo(root / "repo", BASE)
     git(repo, "config", "user.name", "Ada Operator")
@@ -68,7 +73,9 @@ def make_world(
     git(repo, "remote", "add", "origin", remote.url(f"{name}.git"))
     wt = add_linked_worktree(repo, root / "wt")
     fakes = install_fakes(root / "fakebin")
-    fakes.mode(claude="ok", codex="ok", claude_files=edits)
+    if canned is not None:
+        (fakes.bin / "canned.txt").write_text(canned)
+    fakes.mode(claude="ok", codex=codex, claude_files=edits)
     (root / "out").mkdir()
     receipt = root / "out" / "agent.json"
     proc = run_factory(
@@ -76,7 +83,7 @@ def make_world(
          "--out", str(receipt), "--timeout-ms", "20000"],
         env=env_with(fakes),
     )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.returncode == expect, proc.stderr.decode()
     forge.state.repo(REPO).git_remote = bare
     private, public = make_keys(root / "keys")
     return World(root, repo, wt, bare, forge, fakes, private, public, root / "ledger", receipt)

@@ -5,6 +5,7 @@ gate part, which needs no terminal, through a pipe."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,63 @@ def test_the_builtin_scenario_is_shown() -> None:
     text = proc.stdout.decode()
     for stage in ("agent-approved", "tests-pass", "review-approved"):
         assert f'id = "{stage}"' in text
+
+
+def own_scenario(world: World) -> Path:
+    """publish-candidate copied, renamed, with one more stage (a lint command)."""
+    text = run_factory(["gate", "scenario", "show", "publish-candidate"]).stdout.decode()
+    text = text.replace('id = "publish-candidate"', 'id = "my-publish"', 1)
+    text = text.replace(
+        '"tests-pass", "review-approved"] }', '"tests-pass", "review-approved", "lint"] }'
+    )
+    lint = json.dumps(json.dumps([sys.executable, "-c", "pass"]))
+    text += f"""
+[[conditions]]
+id = "lint_clean"
+description = "The lint command exits 0."
+domain = {{ kind = "integer" }}
+predicate = "equals"
+operand = 0
+policy = {{ ingress = ["acquired"], producers = ["factory:command"], scope = {{ kind = "tree", param = "candidate_tree" }}, independent = true, max_age_s = 3600 }}
+acquire = {{ provider = "command", argv_json = {lint}, cwd = "${{worktree}}", select = "/exit_code" }}
+
+[[stages]]
+id = "lint"
+after = "tests-pass"
+complete = "lint_clean"
+"""  # noqa: E501
+    path = world.tmp / "my.toml"
+    path.write_text(text)
+    return path
+
+
+def test_a_users_own_scenario_is_required_explicitly_by_operator_publish(low: World) -> None:
+    mine = own_scenario(low)
+    # The gate part of factory publish runs the user's scenario (through a pipe).
+    first = run_factory(
+        publish_args(low, low.out("g.json"), "--scenario", str(mine)), env=cli_env(low)
+    )
+    assert first.returncode == 2, first.stderr.decode()
+    gate = receipt_json(low.out("g.json"))["gate"]
+    assert gate["scenario"] == "my-publish" and gate["completed"] is True
+    assert gate["stages"]["lint"] == "completed"
+    base = [
+        "operator", "publish", "--receipt", str(low.agent_receipt), "--repository", REPO,
+        "--remote", "origin", "--forge-url", low.forge.url, "--private-key", str(low.private),
+        "--public-key", str(low.public), "--ledger", str(low.ledger), "--store", str(store(low)),
+    ]  # fmt: skip
+    # Without --scenario the operator wants publish-candidate, which no run completed.
+    before = low.state()
+    screen = Screen([*base, "--out", str(low.out("no.json"))], cli_env(low))
+    assert screen.finish() == 2, screen.text.decode(errors="replace")
+    refused = receipt_json(low.out("no.json"))
+    assert refused["refusal"] == {"stage": "intent", "code": "gate-not-accepted"}
+    assert low.state() == before
+    # Naming the scenario explicitly: its completion law is satisfied, so it publishes.
+    out = low.out("yes.json")
+    screen = Screen([*base, "--scenario", str(mine), "--out", str(out)], cli_env(low))
+    assert authorize(screen) == 0, screen.text.decode(errors="replace")
+    doc = receipt_json(out)
+    assert doc["status"] == "executed" and doc["intent"]["gate"]["scenario"] == "my-publish"
+    assert doc["intent"]["gate"]["spec_hash"] == gate["spec_hash"]
+    assert len(low.forge.state.calls("POST", "/pulls")) == 1
