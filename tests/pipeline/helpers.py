@@ -15,6 +15,8 @@ from tests.support.forge import LoopbackForge
 from tests.support.git import add_linked_worktree, git, init_repo
 from tests.support.git_remote import HttpRemote, bare_from
 
+#: Per provider invocation: generous, so a loaded machine slows a fake CLI without failing it.
+TIMEOUT_MS = "120000"
 # The repository's tests: src/app.py must define answer() == 42.
 CHECK = (
     "import runpy, sys\n"
@@ -80,8 +82,8 @@ def make_world(
     receipt = root / "out" / "agent.json"
     proc = run_factory(
         ["agent", "--worktree", str(wt), "--task", "make answer() return 42",
-         "--out", str(receipt), "--timeout-ms", "20000"],
-        env=env_with(fakes),
+         "--out", str(receipt), "--timeout-ms", TIMEOUT_MS],
+        env=env_with(fakes), timeout=600,
     )  # fmt: skip
     assert proc.returncode == expect, proc.stderr.decode()
     forge.state.repo(REPO).git_remote = bare

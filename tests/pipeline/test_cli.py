@@ -12,7 +12,16 @@ import pytest
 
 from tests.operator.helpers import REPO, World, receipt_json
 from tests.operator.test_cli_pty import Screen, authorize
-from tests.pipeline.helpers import DOCS, FIXED, WRONG, cli_env, make_world, publish_args, store
+from tests.pipeline.helpers import (
+    DOCS,
+    FIXED,
+    TIMEOUT_MS,
+    WRONG,
+    cli_env,
+    make_world,
+    publish_args,
+    store,
+)
 from tests.support.cli import run_factory
 from tests.support.forge import LoopbackForge
 from tests.support.git import add_linked_worktree, git
@@ -93,8 +102,8 @@ def test_a_gate_accepted_for_another_candidate_is_not_accepted_for_this_one(
     receipt_b = low.tmp / "out" / "agent-b.json"
     made = run_factory(
         ["agent", "--worktree", str(wt_b), "--task", "t", "--out", str(receipt_b),
-         "--timeout-ms", "20000"],
-        env=cli_env(low),
+         "--timeout-ms", TIMEOUT_MS],
+        env=cli_env(low), timeout=600,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr.decode()
     before = low.state()

@@ -20,7 +20,7 @@ from factory.operator.verify import verify_operator_receipt
 from factory.pipeline.deep import verify_chain
 from tests.operator.helpers import World, receipt_json
 from tests.operator.test_cli_pty import Screen, authorize
-from tests.pipeline.helpers import FIXED, TEST_ARGV, cli_env, make_world, publish_args
+from tests.pipeline.helpers import FIXED, TEST_ARGV, TIMEOUT_MS, cli_env, make_world, publish_args
 from tests.pipeline.test_gate_then_publish import evidence_for, held, publish
 from tests.support.cli import run_factory
 from tests.support.forge import LoopbackForge
@@ -43,7 +43,7 @@ BLOCKER = {
 
 
 def review(world: World, *args: str) -> dict[str, Any]:
-    proc = run_factory(["review", *args, "--cwd", str(world.wt)], env=cli_env(world))
+    proc = run_factory(["review", *args, "--cwd", str(world.wt)], env=cli_env(world), timeout=600)
     doc: dict[str, Any] = json.loads(proc.stdout)
     doc["exit"] = proc.returncode
     return doc
@@ -55,7 +55,7 @@ def reviewed(world: World, answer: dict[str, Any]) -> dict[str, Any]:
     world.fakes.mode(claude="ok", codex="canned")
     started = review(world, "start")
     assert started["exit"] == 0 and [e["lens"] for e in started["lenses"]] == ["reliability"]
-    lens = review(world, "lens", "--lens", "reliability", "--timeout-ms", "20000")
+    lens = review(world, "lens", "--lens", "reliability", "--timeout-ms", TIMEOUT_MS)
     assert lens["exit"] == 0, lens
     return review(world, "finalize", "--evidence-run", "--", *TEST_ARGV)
 
