@@ -142,11 +142,11 @@ def review(walk: Walk, sample: Sample, timeout_ms: int) -> bool:
 
 
 def _prepare_remote(sample: Sample, root: Path) -> None:
-    """A local bare repository as ``origin`` and a repository-local identity: what the
-    operator reads to build an intent (no network; nothing is ever pushed to it)."""
+    """A local bare clone of the sample as ``origin`` and a repository-local identity:
+    what the operator reads to build an intent, and the default branch the pre-pr review
+    gate takes as its boundary (no network; nothing is ever pushed to it)."""
     bare = root / "remote.git"
-    bare.mkdir()
-    sample_git(bare, "init", "-q", "--bare")
+    sample_git(root, "clone", "-q", "--bare", str(sample.repo), str(bare))
     sample_git(sample.repo, "remote", "add", "origin", bare.as_uri())
     sample_git(sample.repo, "config", "user.name", "factory demo")
     sample_git(sample.repo, "config", "user.email", "demo@factory.invalid")
