@@ -43,7 +43,10 @@ BLOCKER = {
 
 
 def review(world: World, *args: str) -> dict[str, Any]:
-    proc = run_factory(["review", *args, "--cwd", str(world.wt)], env=cli_env(world), timeout=600)
+    # --cwd before ARGS: finalize's --evidence-run takes everything after '--'
+    proc = run_factory(
+        ["review", args[0], "--cwd", str(world.wt), *args[1:]], env=cli_env(world), timeout=600
+    )
     doc: dict[str, Any] = json.loads(proc.stdout)
     doc["exit"] = proc.returncode
     return doc
