@@ -38,6 +38,15 @@ stdout: the receipt as a person reads it, ending on the outcome and the next com
 with --json, the demo report instead (the readable screen then goes to stderr).
 Exit: the agent run's (0 completed, 3 rejected, 4 failed, 130 interrupted), or 4 when
 the receipt does not verify.
+
+--pipeline walks the whole path after the agent cycle, still as a REHEARSAL: a review
+transaction with scripted lenses (factory review start / lens --rehearsal / finalize),
+the decision gate (scenario publish-candidate-rehearsal: factory runs the sample's tests,
+asks the review gate, evaluates and accepts), then the operator's own session, which
+refuses the rehearsal receipt (rehearsal-receipt) before any prompt, key or forge, and
+'factory operator verify --deep' of that receipt. Extra files: gate.sqlite3,
+publish.operator.json and its runpack publish.operator.json.gate/. Exit 0 when it ends
+exactly there (the chain so far verified), else 4 (or the agent run's exit code).
 """
 
 BANNER = (
@@ -68,6 +77,12 @@ def register(sub: Any) -> None:
         help="print the demo report (JSON) on stdout; the readable screen goes to stderr",
     )
     p.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="then review, decision gate and operator, ending on the operator's refusal "
+        "of the rehearsal receipt",
+    )
+    p.add_argument(
         "--otel-endpoint",
         metavar="URL",
         help="send OpenTelemetry spans over OTLP/HTTP to a literal loopback IP, "
@@ -93,6 +108,10 @@ def run(args: argparse.Namespace) -> int:
     from factory.demo.sample import DEMO_BRANCH, DEMO_TASK, create_sample
 
     agent_cmd.check_endpoint(args.otel_endpoint)  # refused (exit 2) before anything exists
+    if args.pipeline and args.json:
+        from factory.errors import USAGE
+
+        raise USAGE("--json is not available with --pipeline (its records are files)")
     root = _demo_dir(args.dir)
     root.parent.mkdir(parents=True, exist_ok=True)
     fsio.claim_dir(root, mode=0o755)
@@ -116,7 +135,41 @@ def run(args: argparse.Namespace) -> int:
         rehearsal=str(scenario),
     )
     exit_code, _ = agent_cmd.execute(agent_args)
+    if args.pipeline:
+        return _finish_pipeline(args, root, sample, receipt, exit_code)
     return _finish(args, root, receipt, exit_code)
+
+
+def _finish_pipeline(
+    args: argparse.Namespace, root: Path, sample: Any, receipt: Path, exit_code: int
+) -> int:
+    """Review, gate, operator, deep verification, then the pipeline's last screen."""
+    from rich.console import Console
+
+    from factory.agent.verify import load_receipt
+    from factory.demo.screen import COMMAND_STYLE, verdict_line
+    from factory.errors import ExitCode
+    from factory.pipeline import demo as pipeline
+    from factory.pipeline.demo_screen import pipeline_lines
+
+    walk = pipeline.Walk(root, say)
+    model = None
+    if exit_code == 0:
+        model, _ = load_receipt(receipt)
+        if pipeline.review(walk, sample, args.timeout_ms):
+            pipeline.gate_and_operator(walk, sample, receipt)
+    agent = (
+        f"{model.status}, {verdict_line(model)} (route {model.route})"
+        if model is not None
+        else f"the agent run did not complete (exit {exit_code}); nothing else ran"
+    )
+    console = Console(soft_wrap=False)
+    console.print()
+    for line in pipeline_lines(walk, agent):
+        console.print(line, soft_wrap=line.style == COMMAND_STYLE)
+    if exit_code != 0:
+        return exit_code
+    return int(ExitCode.OK if pipeline.expected_end(walk) else ExitCode.FAILURE)
 
 
 def _finish(args: argparse.Namespace, root: Path, receipt: Path, exit_code: int) -> int:

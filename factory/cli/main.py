@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "digest_cmd",
     "operator_cmd",
     "gate_cmd",
+    "publish_cmd",
     "review_cmd",
     "schema_cmd",
 )

@@ -61,6 +61,11 @@ factory/issue-N-<rev12> (or factory/<rev12>) with the receipt's base commit as p
 push it with a lease that requires the branch to be absent, and open a pull request (an
 identical open one is reused). Never merge. The user's HEAD, index and worktree are not
 touched. stdin must be a terminal.
+The decision gate must have accepted the candidate first: a run of the scenario
+(default: the built-in publish-candidate; --scenario names your own copy) in the gate
+store whose accepted head completed it for this exact candidate tree ('factory publish'
+makes one); otherwise gate-not-accepted. No flag skips the gate. The run's runpack is
+exported beside OUT (OUT.gate/) and bound in the receipt.
 {FORGE_NOTE}
 {EXITS}
 """
@@ -68,7 +73,11 @@ VERIFY_HELP = """\
 Check an operator receipt offline: canonical bytes and revision, the intent's revision,
 the grant's signature (against --public-key; without it the key recorded in the receipt,
 which shows consistency, not authorship) and scope, the ledger entry, the bound agent
-receipt, and a publication's commit id. stdout: JSON. Exit 0 all checks pass, 4 not.
+receipt, and a publication's commit id. With --deep, the whole chain: the agent
+receipt's evidence re-verified, the gate runpack beside OUT re-hashed and replayed (every
+accepted evaluation), its head, scenario and candidate tree equal to what the intent
+bound, and the review receipt found in it by digest. stdout: JSON. Exit 0 all checks
+pass, 4 not.
 """
 
 
@@ -122,12 +131,28 @@ def register(sub: Any) -> None:
     p.add_argument("--remote", required=True, metavar="NAME", help="git remote to push to")
     p.add_argument("--base", metavar="BRANCH", help="pull request base (default: the forge's)")
     _authority_flags(p)
+    gate_flags(p)
+    p.add_argument("--gate-run", metavar="RUN", help="the accepted gate run (default: found)")
     p.set_defaults(handler=publish)
     p = ops.add_parser("verify", help="check an operator receipt offline", description=VERIFY_HELP)
     p.add_argument("receipt", metavar="OUT", help="operator receipt")
     p.add_argument("--public-key", metavar="Q", help="the public key the grant must verify with")
     p.add_argument("--ledger", metavar="DIR", help="ledger folder (default: the recorded one)")
+    p.add_argument(
+        "--deep", action="store_true", help="also re-verify the agent receipt and replay the gate"
+    )
     p.set_defaults(handler=verify)
+
+
+def gate_flags(p: Any) -> None:
+    """``--scenario`` and ``--store``: which gate scenario a publication needs, and where."""
+    p.add_argument(
+        "--scenario",
+        default="publish-candidate",
+        metavar="S",
+        help="gate scenario: a built-in name or a .toml/.json file (publish-candidate)",
+    )
+    p.add_argument("--store", metavar="DB", help="gate store (default: STATE/gate.sqlite3)")
 
 
 def _print_json(value: Any) -> None:
@@ -249,6 +274,7 @@ def _check_out(out: Path, worktree: Path | None, *, to_create: bool = False) -> 
     from factory.agent.creating import inside_new_folder
     from factory.fsio import OUTPUT_EXISTS, physically_inside
     from factory.operator.session import OUT_INSIDE_WORKTREE, OUTPUT_FOLDER_MISSING
+    from factory.pipeline.publish import export_path
 
     if worktree is not None and (
         inside_new_folder(out, worktree)
@@ -258,6 +284,8 @@ def _check_out(out: Path, worktree: Path | None, *, to_create: bool = False) -> 
         raise OUT_INSIDE_WORKTREE("--out lies inside the worktree")
     if os.path.lexists(out):
         raise OUTPUT_EXISTS("--out already exists")
+    if os.path.lexists(export_path(out)):
+        raise OUTPUT_EXISTS("the gate export folder beside --out (OUT.gate) already exists")
     if not out.parent.is_dir():
         raise OUTPUT_FOLDER_MISSING("the folder of --out does not exist")
 
@@ -326,8 +354,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def publish_preconditions() -> Sequence[Any]:
-    """Checks injected into the publish intent builder (the pipeline adds its gate here)."""
-    return ()
+    """Checks injected into every publish intent the CLI builds: the decision gate."""
+    from factory.operator.intent import require_accepted_gate
+
+    return (require_accepted_gate,)
+
+
+def gate_store_path(args: argparse.Namespace) -> Path:
+    from factory.cli.framework import default_state_dir
+
+    return Path(os.path.abspath(args.store)) if args.store else default_state_dir() / "gate.sqlite3"
 
 
 def _receipt_worktree(path: Path) -> Path | None:
@@ -351,6 +387,12 @@ def publish(args: argparse.Namespace) -> int:
     check_remote_name(args.remote)
     out = Path(os.path.abspath(args.out))
     _check_out(out, _receipt_worktree(Path(args.receipt)))
+    from factory.cli.gate_cmd import resolve_scenario
+    from factory.pipeline.binding import StoreGate
+    from factory.pipeline.publish import export_path
+
+    scenario = resolve_scenario(args.scenario)
+    lookup = StoreGate(gate_store_path(args), scenario, run=args.gate_run)
     with _forge(args, token_required=True) as forge, _term_as_interrupt():
         flow = PublishFlow(
             forge,
@@ -359,6 +401,8 @@ def publish(args: argparse.Namespace) -> int:
             args.remote,
             args.base,
             preconditions=publish_preconditions(),
+            gate=lookup,
+            export_to=export_path(out),
         )
         return _finish(operate(out, flow, _prepare(args)))
 
@@ -371,6 +415,10 @@ def verify(args: argparse.Namespace) -> int:
         public_key=Path(args.public_key) if args.public_key else None,
         ledger=Path(args.ledger) if args.ledger else None,
     )
+    if args.deep:
+        from factory.pipeline.deep import verify_chain
+
+        report = verify_chain(Path(args.receipt), report)
     _print_json(report)
     failed = [
         name
@@ -379,6 +427,8 @@ def verify(args: argparse.Namespace) -> int:
     ]
     if not report["revision"]["ok"] or not report["canonical_bytes"]:
         failed.insert(0, "revision")
+    if "chain" in report and not report["chain"]["ok"]:
+        failed += [f"chain: {p}" for p in report["chain"]["problems"]]
     failed += report["consistency_problems"]
     if report["grant"].get("key_anchor") == "receipt-embedded":
         say(

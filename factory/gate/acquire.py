@@ -18,7 +18,7 @@ from factory.canonical import sha256_hex
 from factory.gate.acquire_args import expand, select
 from factory.gate.evidence import ACQUIRED_PREFIX, SCHEMA, Evidence, admit
 from factory.gate.jsonio import dumps
-from factory.gate.providers import Observed, command, files, git, receipt, review_gate
+from factory.gate.providers import Observed, command, files, git, receipt, review_gate, risk
 from factory.gate.scenario import Condition
 from factory.gate.service import Gate, LoadedRun
 from factory.gate.values import format_instant
@@ -30,6 +30,7 @@ def default_providers(review_runner: review_gate.Runner | None = None) -> dict[s
     """The built-in providers; ``review_runner`` replaces how the review gate is run."""
     return {
         "agent-receipt": receipt.acquire,
+        "candidate-risk": risk.acquire,
         "command": command.acquire,
         "file": files.acquire,
         "git": git.acquire,

@@ -3,6 +3,10 @@
 A string argument may contain ``${name}`` placeholders for declared run parameters
 (:func:`expand` fills them in when the run acquires). Unknown providers, unknown or
 missing arguments and undeclared placeholders are load errors.
+
+``command`` takes its argv either as ``argv`` (a list written in the scenario) or as
+``argv_json`` (one string, typically ``"${test_argv}"``, holding a JSON array of strings
+once expanded): a run parameter is one string, and a user's test command is a list.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ GATES = ("pre-commit", "pre-push", "pre-pr", "release")
 # provider -> (required, optional) argument names
 PROVIDERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "agent-receipt": (frozenset({"receipt"}), frozenset({"select"})),
-    "command": (frozenset({"argv", "cwd"}), frozenset({"timeout_s", "select", "env"})),
+    "candidate-risk": (frozenset({"receipt"}), frozenset({"select"})),
+    "command": (frozenset({"cwd"}), frozenset({"argv", "argv_json", "timeout_s", "select", "env"})),
     "file": (frozenset({"path"}), frozenset({"pointer", "max_bytes", "select"})),
     "git": (frozenset({"repo", "ref"}), frozenset({"ancestor_of", "select"})),
     "review-gate": (frozenset({"gate", "repo"}), frozenset({"select"})),
@@ -51,7 +56,9 @@ def check_binding(
     for pointer in ("pointer", "select"):
         if pointer in args and not _is_pointer(args[pointer]):
             raise ValueError(f"{where}.{pointer}: a JSON pointer ('' or /a/b)")
-    if provider == "command" and not args["argv"]:
+    if provider == "command" and ("argv" in args) == ("argv_json" in args):
+        raise ValueError(f"{where}: provider command takes exactly one of argv or argv_json")
+    if provider == "command" and "argv" in args and not args["argv"]:
         raise ValueError(f"{where}.argv: a non-empty list of strings")
 
 

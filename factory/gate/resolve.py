@@ -15,7 +15,8 @@ The predicate then gives ``true``/``false``/``unknown``: present → the predica
 Failures are not truth values. Any record for the condition whose bytes no longer hash,
 or whose signature does not verify, makes the condition **failed (integrity)**; the chosen
 record being a failure observation, or holding a value outside the domain, makes it
-**failed (operational)**.
+**failed (operational)**. A failure observation is not judged by the policy's scope (it
+observed nothing, so it has none); every other facet still applies to it.
 
 Among eligible records the newest ``observed_at`` wins, ties broken by id, so the result
 never depends on the order records arrive in.
@@ -98,7 +99,9 @@ def policy_reasons(
         _producer_matches(p, record.producer) for p in policy.producers
     ):
         why.append("producer-not-allowed")
-    if policy.scope_kind is not None:
+    # A failure observation measured nothing, so it has no scope to compare: judging it by
+    # scope would launder every failed acquisition into "insufficient" (unknown).
+    if policy.scope_kind is not None and record.kind != "failure":
         wanted = (
             policy.scope_value if policy.scope_param is None else ctx.params.get(policy.scope_param)
         )

@@ -111,10 +111,30 @@ def render_publish(intent: PublishIntent, facts: Iterable[str]) -> list[str]:
         *block("commit message", intent.commit.message),
         field("pull request title", intent.pull_request.title),
         *block("pull request body", intent.pull_request.body),
+        *gate_lines(intent),
         *facts,
         field("intent revision", intent.intent_revision),
         RULE,
     ]
+
+
+def gate_lines(intent: PublishIntent) -> list[str]:
+    """The decision gate the publication stands on (the grant covers its run and head)."""
+    gate = intent.gate
+    if gate is None:
+        return [field("decision gate", "none")]
+    lines = [
+        field("decision gate run", f"{gate.run} (scenario {gate.scenario}, seq {gate.seq})"),
+        field("gate scenario spec hash", gate.spec_hash),
+        field("gate head (accepted)", gate.head),
+    ]
+    if gate.review is None:
+        lines.append(field("review receipt", "none relied on (no review lens was needed)"))
+    else:
+        rv = gate.review
+        lines.append(field("review receipt", f"lineage {rv.lineage_id} ({rv.terminal_state})"))
+        lines.append(field("review receipt digest", rv.digest))
+    return lines
 
 
 def show(terminal: Terminal, lines: Iterable[str]) -> None:

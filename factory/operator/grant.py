@@ -69,7 +69,8 @@ class GrantScope(StrictModel):
     """What the grant covers beyond the intent revision: the fields an operator was shown.
 
     ``issue``/``snapshot_revision`` for a run; ``receipt_revision``/``candidate_identity``/
-    ``branch`` for a publication (``None`` where they do not apply).
+    ``branch`` and the accepted gate run and head (``gate_run``/``gate_head``) for a
+    publication (``None`` where they do not apply).
     """
 
     intent_schema: str
@@ -79,6 +80,8 @@ class GrantScope(StrictModel):
     receipt_revision: str | None
     candidate_identity: str | None
     branch: str | None
+    gate_run: str | None
+    gate_head: str | None
 
 
 def scope_of(intent: RunIntent | PublishIntent) -> GrantScope:
@@ -92,6 +95,8 @@ def scope_of(intent: RunIntent | PublishIntent) -> GrantScope:
             receipt_revision=None,
             candidate_identity=None,
             branch=None,
+            gate_run=None,
+            gate_head=None,
         )
     return GrantScope(
         intent_schema=intent.schema_id,
@@ -101,6 +106,8 @@ def scope_of(intent: RunIntent | PublishIntent) -> GrantScope:
         receipt_revision=intent.receipt.revision,
         candidate_identity=intent.candidate.identity,
         branch=intent.branch,
+        gate_run=None if intent.gate is None else intent.gate.run,
+        gate_head=None if intent.gate is None else intent.gate.head,
     )
 
 

@@ -8,7 +8,10 @@ Two intents wait for a person's authority:
 * :class:`PublishIntent` (``factory.operator-publish-intent/1``) — from a completed,
   verified, non-rehearsal agent receipt whose candidate still re-derives from the live
   worktree: fixed operations ``[commit, push-with-lease, open-pull-request]``, effect
-  ``NONE`` until a grant is spent.
+  ``NONE`` until a grant is spent. It binds the accepted decision-gate run it stands on
+  (:class:`GateRef`: run, scenario spec hash, head, the review receipt when one was
+  relied on); :func:`require_accepted_gate` — the precondition the CLI always injects —
+  refuses without one (``gate-not-accepted``, SPEC X-1).
 
 Each intent's ``intent_revision`` is the domain-separated digest of its canonical body (the
 intent without that key). The branch a publication uses is *derived* from the revision, so
@@ -27,6 +30,7 @@ from pydantic import Field
 from factory.canonical import digest
 from factory.errors import Refused
 from factory.models import StrictModel
+from factory.operator.gateref import GateFinding, GateRef
 
 SNAPSHOT_SCHEMA: Final = "factory.forge-snapshot/1"
 RUN_INTENT_SCHEMA: Final = "factory.operator-intent/1"
@@ -55,6 +59,11 @@ CANDIDATE_CONVERSIONS_DIFFER = IntentRefused.define(
 )
 CANDIDATE_CHANGED = IntentRefused.define("candidate-changed", _AGENT_AGAIN)
 NO_READY_WORK = IntentRefused.define("no-ready-work", "label an open issue, then run again")
+GATE_NOT_ACCEPTED = IntentRefused.define(
+    "gate-not-accepted",
+    "run 'factory publish' on this receipt: it runs the decision gate and publishes only what "
+    "the gate accepts",
+)
 
 
 class IssueRecord(StrictModel):
@@ -191,7 +200,7 @@ class PullRequestPlan(StrictModel):
 
 
 class PublishIntent(StrictModel):
-    """``factory.operator-publish-intent/1`` (SPEC O-2)."""
+    """``factory.operator-publish-intent/1`` (SPEC O-2, X-1)."""
 
     schema_id: Literal["factory.operator-publish-intent/1"] = Field(
         default=PUBLISH_INTENT_SCHEMA, alias="schema"
@@ -209,6 +218,7 @@ class PublishIntent(StrictModel):
     remote: RemoteRef
     commit: CommitPlan
     pull_request: PullRequestPlan
+    gate: GateRef | None
     intent_revision: str
 
     def body_value(self) -> dict[str, Any]:
@@ -256,6 +266,7 @@ class PublishInputs:
     base_branch: str
     author_name: str
     author_email: str
+    gate: GateFinding | None = None
 
 
 #: A precondition the caller injects (the pipeline adds ``gate-not-accepted``): raise
@@ -296,6 +307,29 @@ def check_receipt(inputs: PublishInputs) -> Any:
     return candidate
 
 
+def require_accepted_gate(inputs: PublishInputs) -> None:
+    """The precondition of every CLI publication: an accepted, complete gate run for this
+    exact candidate tree (no flag skips it).
+
+    Raises:
+        IntentRefused: ``gate-not-accepted``.
+    """
+    finding = inputs.gate
+    if finding is None:
+        raise GATE_NOT_ACCEPTED("no decision gate run was looked up for this candidate")
+    ref = finding.ref
+    if ref is None:
+        raise GATE_NOT_ACCEPTED(finding.problem or "no accepted gate run for this candidate")
+    candidate = inputs.receipt.final_candidate()
+    tree = None if candidate is None else candidate.body.candidate_tree
+    if ref.candidate_tree != tree:
+        raise GATE_NOT_ACCEPTED(
+            f"gate run {ref.run} was accepted for another candidate tree than the receipt's"
+        )
+    if not ref.completed:
+        raise GATE_NOT_ACCEPTED(f"gate run {ref.run} has not completed its scenario")
+
+
 def _messages(inputs: PublishInputs, identity: str) -> tuple[str, str, str]:
     receipt = inputs.receipt
     title = (
@@ -303,9 +337,16 @@ def _messages(inputs: PublishInputs, identity: str) -> tuple[str, str, str]:
         if inputs.issue is not None
         else f"factory candidate {identity[7:19]}"
     )
+    gate = inputs.gate.ref if inputs.gate is not None else None
+    gate_line = (
+        f"Decision gate: run {gate.run} ({gate.scenario}) accepted at {gate.head}\n"
+        if gate is not None
+        else ""
+    )
     facts = (
         f"Agent receipt revision: {receipt.revision}\n"
         f"Candidate identity: {identity}\n"
+        f"{gate_line}"
         "Opened by 'factory operator publish' under a single-use operator grant; "
         "whether it lands is decided separately."
     )
@@ -367,6 +408,7 @@ def publish_intent(
             message=message,
         ),
         pull_request=PullRequestPlan(base=inputs.base_branch, title=title, body=pr_body),
+        gate=inputs.gate.ref if inputs.gate is not None else None,
         intent_revision="",
     )
     result: PublishIntent = _close(draft)

@@ -8,7 +8,13 @@ Observation (no effect): verify the agent receipt (evidence, revision, and the c
 re-derived from the live worktree), read the remote's URL and the git identity, the base
 branch, and what each publication step would find (:func:`factory.operator.adapter.observe`).
 The pure :func:`factory.operator.intent.publish_intent` builds the intent; injected
-preconditions (the pipeline's decision gate) run inside it.
+preconditions (the CLI always injects ``gate-not-accepted``) run inside it.
+
+The decision gate (SPEC X-1): an injected :class:`~factory.operator.gateref.GateLookup`
+finds the accepted run for the receipt's candidate at every observation; the first intent
+built pins the gate head (a later observation at another head is ``gate-head-stale``) and
+binds the run into the receipt, exporting its runpack beside OUT. ``factory publish``
+injects its gate step as ``before`` (the flow's admission, stage ``gate``).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from factory.display import inert
 from factory.errors import Code, FactoryError, Refused
 from factory.operator import adapter, dialog
 from factory.operator.forge import Forge
+from factory.operator.gateref import GateLookup
 from factory.operator.grant import SignedGrant
 from factory.operator.intent import (
     Precondition,
@@ -37,7 +44,13 @@ from factory.operator.intent import (
     RunIntent,
     publish_intent,
 )
-from factory.operator.receipt import Command, ErrorRecord, PublishResult, PullRequestRef
+from factory.operator.receipt import (
+    Command,
+    ErrorRecord,
+    GateRecord,
+    PublishResult,
+    PullRequestRef,
+)
 from factory.operator.session import INTENT_STALE, Outcome, StaleIntent
 from factory.operator.verify import integrity_ok, verify_operator_receipt
 
@@ -54,6 +67,11 @@ PUBLISH_RECEIPT_INVALID = SourceRefused.define("publish-receipt-invalid", _SOURC
 PUBLISH_RECEIPT_MISSING = SourceRefused.define("publish-receipt-missing", _SOURCE)
 RECEIPT_REPOSITORY_MISMATCH = SourceRefused.define(
     "receipt-repository-mismatch", "pass the --repository the run was for"
+)
+GATE_HEAD_STALE = StaleIntent.define(
+    "gate-head-stale",
+    "nothing was spent; someone accepted more on the gate run: review the new head and "
+    "authorize again",
 )
 
 
@@ -100,11 +118,19 @@ class PublishFlow:
     base: str | None
     preconditions: Sequence[Precondition] = ()
     verifier: Verifier = verify
+    gate: GateLookup | None = None
+    export_to: Path | None = None  # where the gate run's runpack is exported (beside OUT)
+    before: Callable[[], None] | None = None  # the flow's admission (factory publish: gate)
+    gate_head: str | None = None  # pinned once an intent was built (or by factory publish)
+    gate_record: GateRecord | None = None
     command: Command = "publish"
     stale_code: Code[StaleIntent] = INTENT_STALE
-    _seen: adapter.Observation | None = field(default=None, init=False)
     observation: adapter.Observation | None = field(default=None, init=False)
     root: Path | None = field(default=None, init=False)
+
+    def admit(self) -> None:
+        if self.before is not None:
+            self.before()
 
     def _inputs(self) -> PublishInputs:
         source = resolve_source(self.receipt, self.repository)
@@ -116,6 +142,15 @@ class PublishFlow:
         live = candidate.get("observed") if candidate.get("checked") else None
         name, email = adapter.git_identity(self.root)
         base = self.base if self.base is not None else self.forge.default_branch(self.repository)
+        finding = None
+        if self.gate is not None:
+            finding = self.gate.find(source.agent_path, receipt)
+            ref = finding.ref
+            if self.gate_head is not None and ref is not None and ref.head != self.gate_head:
+                raise GATE_HEAD_STALE(
+                    f"gate run {ref.run} moved on from the head that was accepted "
+                    "for this publication (someone accepted more evidence in between)"
+                )
         return PublishInputs(
             receipt=receipt,
             receipt_path=os.fspath(source.agent_path),
@@ -129,11 +164,16 @@ class PublishFlow:
             base_branch=base,
             author_name=name,
             author_email=email,
+            gate=finding,
         )
 
     def observe(self) -> PublishIntent:
         intent = publish_intent(self._inputs(), self.preconditions)
         assert self.root is not None
+        if intent.gate is not None and self.gate is not None:
+            self.gate_head = intent.gate.head
+            if self.gate_record is None or self.gate_record.head != intent.gate.head:
+                self.gate_record = self.gate.bind(intent.gate, self.export_to)
         seen = adapter.observe(self.root, intent, self.forge)
         if self.observation is not None and seen != self.observation:
             raise INTENT_STALE("the remote or the forge changed after the intent was shown")

@@ -6,14 +6,20 @@ then on every return path rewrites it as a terminal record:
 ==================  ====  ===========================================================
 status              exit  meaning
 ==================  ====  ===========================================================
-``refused``         2     nothing was spent; ``refusal`` names ``{stage, code}``
+``refused``         2     nothing was spent; ``refusal`` names ``{stage, code}`` (4 when
+                          a decision-gate condition failed: stage ``gate``)
+``held``            3     ``factory publish``: the decision gate did not accept the
+                          candidate (a verdict; ``refusal`` is ``{gate, gate-held}``)
 ``executed``        0     the grant was spent and the action ran to its end
 ``execution-failed`` 4    the grant was spent and the action failed (``error``)
 ``interrupted``     130   Ctrl-C or a signal outside a prompt (``grant`` says if spent)
 ==================  ====  ===========================================================
 
 (an internal error leaves ``refused`` or ``execution-failed`` with code ``internal`` and
-exit 1). The receipt is *redacted*: no token, no passphrase, no private key; error messages
+exit 1). ``gate`` (``factory publish`` and every CLI publication) records the decision-gate
+run the command stood on or stopped at — run, scenario, head, stage states — and the
+runpack exported beside OUT, so ``factory operator verify --deep`` can replay it. The
+receipt is *redacted*: no token, no passphrase, no private key; error messages
 carry no paths. ``revision`` is the domain-separated digest of the canonical body.
 """
 
@@ -25,14 +31,15 @@ from pydantic import Field
 
 from factory.canonical import digest
 from factory.models import StrictModel
+from factory.operator.gateref import GateRun
 from factory.operator.grant import SignedGrant
 from factory.operator.intent import PublishIntent, RunIntent
 
 RECEIPT_SCHEMA: Final = "factory.operator-receipt/1"
 RECEIPT_TAG: Final = "factory.operator-receipt/1"
 
-Status = Literal["reserved", "refused", "executed", "execution-failed", "interrupted"]
-Stage = Literal["admission", "observe", "intent", "confirm", "unlock", "grant"]
+Status = Literal["reserved", "refused", "held", "executed", "execution-failed", "interrupted"]
+Stage = Literal["gate", "admission", "observe", "intent", "confirm", "unlock", "grant"]
 Command = Literal["run", "publish"]
 
 RESIDUALS: tuple[str, ...] = (
@@ -108,6 +115,22 @@ class PublishResult(StrictModel):
     pull_request: PullRequestRef | None
 
 
+class GateExport(StrictModel):
+    """The runpack written beside OUT (``path`` relative to OUT's folder): its root hash and
+    the SHA-256 of its ``manifest.json`` bytes."""
+
+    path: str
+    root_hash: str
+    manifest_sha256: str
+
+
+class GateRecord(GateRun):
+    """The decision-gate run a publication stood on, or stopped at (SPEC X-1)."""
+
+    stages: dict[str, str]  # stage id -> completed | open | ready | not-ready
+    export: GateExport | None
+
+
 class Timings(StrictModel):
     started_at: str
     ended_at: str | None
@@ -130,6 +153,7 @@ class OperatorReceipt(StrictModel):
     publication: PublishResult | None
     residuals: list[str]
     timings: Timings
+    gate: GateRecord | None = None
     revision: str | None = None
 
     def body_value(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from factory.operator import dialog
 from factory.operator.forge import Forge, read_forge
 from factory.operator.grant import SignedGrant
 from factory.operator.intent import NO_READY_WORK, PublishIntent, RunIntent
-from factory.operator.receipt import AgentRunRef, Command, ErrorRecord
+from factory.operator.receipt import AgentRunRef, Command, ErrorRecord, GateRecord
 from factory.operator.session import SNAPSHOT_STALE, Outcome, StaleIntent
 
 #: Runs one agent cycle (in the request's worktree, or in the one it creates from the spec)
@@ -53,6 +53,10 @@ class RunFlow:
     stale_code: Code[StaleIntent] = SNAPSHOT_STALE
     #: ``operator run --repo``: the worktree to create (base pinned, folder and branch fixed).
     creation: WorktreeSpec | None = None
+    gate_record: GateRecord | None = None  # a run is authorized by its forge issue, no gate
+
+    def admit(self) -> None:
+        return None
 
     def observe(self) -> RunIntent:
         intent = read_forge(self.forge, self.repository, self.label)

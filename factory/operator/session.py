@@ -5,6 +5,8 @@ supplies what differs (how to observe and build the intent, the screen, the gran
 the action). The order is fixed:
 
 1. reserve ``--out`` (``O_EXCL``) — from here every return path rewrites it;
+   then the flow's own admission runs (stage ``gate``: ``factory publish`` runs the
+   decision gate there; a gate that holds ends the command ``held``, exit 3);
 2. observe and build the intent (stage ``observe`` / ``intent``);
 3. show every field, then the operator types the full intent revision (``confirm``);
 4. the passphrase unlocks the key (``unlock``);
@@ -22,7 +24,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -50,6 +52,7 @@ from factory.operator.receipt import (
     AgentRunRef,
     Command,
     ErrorRecord,
+    GateRecord,
     GrantRecord,
     LedgerRef,
     OperatorReceipt,
@@ -72,6 +75,18 @@ class _Stopped(Exception):
         super().__init__(error.code)
         self.stage = stage
         self.error = error
+
+
+class Held(Exception):
+    """The flow's admission found a verdict that stops it (the decision gate held the
+    candidate): not an error, an outcome — status ``held``, exit 3, nothing spent."""
+
+    def __init__(self, explanation: str) -> None:
+        super().__init__(explanation)
+        self.explanation = explanation
+
+
+GATE_HELD: str = "gate-held"  # the refusal code of a held receipt (an outcome, not an error)
 
 
 class StaleIntent(Refused):
@@ -109,6 +124,10 @@ class Flow(Protocol):
     command: Command
     repository: str
     stale_code: Code[StaleIntent]
+    gate_record: GateRecord | None
+
+    def admit(self) -> None:
+        """Runs right after the reservation (stage ``gate``); may raise :class:`Held`."""
 
     def observe(self) -> Intent: ...
 
@@ -147,7 +166,7 @@ class Recorder:
     started_at: str
     intent: Intent | None = None
     grant: GrantRecord | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    gate: Callable[[], GateRecord | None] = lambda: None
 
     def receipt(self, status: Status, exit_code: int | None, **kw: object) -> OperatorReceipt:
         return OperatorReceipt(
@@ -163,6 +182,7 @@ class Recorder:
             agent_run=kw.get("agent_run"),  # type: ignore[arg-type]
             publication=kw.get("publication"),  # type: ignore[arg-type]
             residuals=list(RESIDUALS),
+            gate=self.gate(),
             timings=Timings(
                 started_at=self.started_at,
                 ended_at=None if status == "reserved" else utc_text(_dt.datetime.now(_dt.UTC)),
@@ -250,8 +270,13 @@ def operate(out: Path, flow: Flow, prepare: Prepare) -> Result:
         BaseException: an internal error, after a terminal receipt (exit 1) was written.
     """
     rec = Recorder(out, flow.command, flow.repository, utc_text(_dt.datetime.now(_dt.UTC)))
+    rec.gate = lambda: flow.gate_record
     rec.reserve()
     try:
+        try:
+            flow.admit()
+        except FactoryError as exc:
+            raise _Stopped("gate", exc) from exc
         try:
             terminal, authority = prepare()
         except FactoryError as exc:
@@ -262,10 +287,17 @@ def operate(out: Path, flow: Flow, prepare: Prepare) -> Result:
     except KeyboardInterrupt:
         data = rec.finish(rec.receipt("interrupted", int(ExitCode.INTERRUPTED)))
         return Result(int(ExitCode.INTERRUPTED), data, "factory: interrupted")
+    except Held as held:
+        refusal = Refusal(stage="gate", code=GATE_HELD)
+        data = rec.finish(rec.receipt("held", int(ExitCode.REJECTED), refusal=refusal))
+        return Result(int(ExitCode.REJECTED), data, held.explanation)
     except _Stopped as stop:
         refusal = Refusal(stage=stop.stage, code=stop.error.code)
-        data = rec.finish(rec.receipt("refused", int(ExitCode.USAGE), refusal=refusal))
-        return Result(int(ExitCode.USAGE), data, inert(stop.error.diagnostics()))
+        # A gate condition that failed (a provider crash, a forged witness) is a typed
+        # failure (4), though nothing was spent; every other refusal here is a 2.
+        code = int(stop.error.exit_code) if stop.stage == "gate" else int(ExitCode.USAGE)
+        data = rec.finish(rec.receipt("refused", code, refusal=refusal))
+        return Result(code, data, inert(stop.error.diagnostics()))
     except FactoryError as exc:
         line = inert(exc.diagnostics())
         error = ErrorRecord(code=exc.code, message=exc.message)

@@ -44,7 +44,13 @@ from factory.operator.receipt import OperatorReceipt, receipt_bytes
 
 VERIFY_SCHEMA: Final = "factory.operator-receipt-verification/1"
 LIMIT: Final = 16 << 20
-_EXIT = {"refused": {1, 2}, "executed": {0}, "execution-failed": {1, 4}, "interrupted": {130}}
+_EXIT = {
+    "refused": {1, 2},
+    "held": {3},
+    "executed": {0},
+    "execution-failed": {1, 4},
+    "interrupted": {130},
+}
 
 
 class OperatorReceiptUnreadable(IntegrityFailure):
@@ -88,10 +94,18 @@ def _consistency(receipt: OperatorReceipt) -> list[str]:
     if receipt.status == "reserved":
         problems.append("not-terminal")
         return problems
-    if receipt.exit_code not in _EXIT[receipt.status]:
+    allowed = set(_EXIT[receipt.status])
+    gate_stop = receipt.refusal is not None and receipt.refusal.stage == "gate"
+    if receipt.status == "refused" and gate_stop:
+        allowed.add(4)  # a gate condition that failed: a typed failure, nothing spent
+    if receipt.exit_code not in allowed:
         problems.append("exit-code-does-not-match-status")
-    if receipt.status == "refused" and (receipt.refusal is None or receipt.grant is not None):
+    if receipt.status in ("refused", "held") and (
+        receipt.refusal is None or receipt.grant is not None
+    ):
         problems.append("refusal-without-stage-or-with-grant")
+    if receipt.status == "held" and (not gate_stop or receipt.gate is None):
+        problems.append("held-without-gate")
     if receipt.status in ("executed", "execution-failed") and receipt.grant is None:
         problems.append("action-without-grant")
     if receipt.status == "execution-failed" and receipt.error is None:
@@ -118,7 +132,7 @@ def check_grant(receipt: OperatorReceipt, public_key: Path | None) -> dict[str, 
     """The grant's signature and scope against the intent."""
     grant = receipt.grant
     if grant is None or receipt.intent is None:
-        return {"present": False, "ok": receipt.status in ("refused", "interrupted")}
+        return {"present": False, "ok": receipt.status in ("refused", "held", "interrupted")}
     key, anchor = _key(receipt, public_key)
     signed = grant.signed
     inner = signed.grant
@@ -151,7 +165,7 @@ def check_ledger(receipt: OperatorReceipt, ledger: Path | None) -> dict[str, Any
     """The ledger entry exists, hashes as recorded, and names this grant."""
     grant = receipt.grant
     if grant is None:
-        return {"present": False, "ok": receipt.status in ("refused", "interrupted")}
+        return {"present": False, "ok": receipt.status in ("refused", "held", "interrupted")}
     signed = grant.signed
     folder = ledger if ledger is not None else Path(grant.ledger.folder)
     path = folder / entry_name(signed.grant.grant_id)

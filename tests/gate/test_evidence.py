@@ -133,6 +133,27 @@ def test_scope_by_param_binds_the_run() -> None:
     assert resolved(sc, [rec], {"tree": "T2"}).resolution == "insufficient"
 
 
+def test_a_failed_acquisition_under_a_scope_policy_fails_rather_than_hides() -> None:
+    sc = sc_with({"scope": {"kind": "tree", "param": "tree"}}, params=["tree"])
+    crash = {"family": "operational", "code": "provider-crashed", "message": "m"}
+    failed = evidence(sc, "f", observation("c", failure=crash, observed_at="2026-01-01T00:01:00Z"))
+    outcome = resolved(sc, [failed], {"tree": "T1"})
+    assert (outcome.resolution, outcome.result) == ("failed", "failed")
+    assert outcome.failures[0].code == "provider-crashed"
+    # negative control: a newer observation of the right tree supersedes the failure, and a
+    # value for another tree is still refused by scope
+    good = evidence(
+        sc, "g", observation("c", 0, scope={"kind": "tree", "value": "T1"},
+                              observed_at="2026-01-01T00:02:00Z"),
+    )  # fmt: skip
+    assert resolved(sc, [failed, good], {"tree": "T1"}).result == "true"
+    other = evidence(
+        sc, "o", observation("c", 0, scope={"kind": "tree", "value": "T2"},
+                              observed_at="2026-01-01T00:02:00Z"),
+    )  # fmt: skip
+    assert resolved(sc, [other], {"tree": "T1"}).resolution == "insufficient"
+
+
 def test_independence_needs_another_actor_and_proof_for_submitted_evidence() -> None:
     sc = sc_with({"independent": True}, params=["actor"])
     params = {"actor": "worker"}

@@ -3,31 +3,16 @@ merge attempt) and a git ``http-backend`` remote."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.operator.helpers import REPO, World, make_world
-from tests.support.forge import LoopbackForge, serve_forge
-from tests.support.git_remote import HttpRemote, serve_http
+from tests.operator.helpers import World, make_world
+from tests.support.fixtures import forge, http_remote
+from tests.support.forge import LoopbackForge
+from tests.support.git_remote import HttpRemote
 
-
-@pytest.fixture
-def forge() -> Iterator[LoopbackForge]:
-    with serve_forge() as running:
-        running.state.repo(REPO)
-        yield running
-        assert running.state.merge_attempts == [], "a merge endpoint was called"
-        assert running.state.unexpected == [], "the forge got a request outside the emulation"
-
-
-@pytest.fixture
-def http_remote(tmp_path: Path) -> Iterator[HttpRemote]:
-    root = tmp_path / "remotes"
-    root.mkdir()
-    with serve_http(root) as running:
-        yield running
+__all__ = ["file_world", "forge", "http_remote", "world"]
 
 
 @pytest.fixture

@@ -3,26 +3,20 @@ the passphrase; the screen is checked. Plus the ways a pipe or a flag cannot aut
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import pexpect
 import pytest
 
 from tests.operator.helpers import PASSPHRASE, REPO, TOKEN, env_with, make_keys
+from tests.operator.pty import PASS_PROMPT, REV_PROMPT, REVISION, Screen, authorize  # noqa: F401
 from tests.support.cli import run_factory
 from tests.support.fake_cli import Fakes, install_fakes
 from tests.support.forge import LoopbackForge
 from tests.support.git import add_linked_worktree, git, init_repo
-
-REVISION = re.compile(rb"intent revision: (sha256:[0-9a-f]{64})")
-REV_PROMPT = "Type the full intent revision to authorize it: "
-PASS_PROMPT = "Passphrase (not shown): "
 
 
 @dataclass
@@ -62,43 +56,6 @@ def desk(tmp_path: Path, forge: LoopbackForge) -> Desk:
     private, public = make_keys(tmp_path / "keys")
     (tmp_path / "out").mkdir()
     return Desk(tmp_path, repo, wt, forge, install_fakes(tmp_path / "fakebin"), private, public)
-
-
-class Screen:
-    """A factory command on a pseudo-terminal; everything it shows is kept."""
-
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.log = io.BytesIO()
-        self.child = pexpect.spawn(
-            sys.executable, ["-m", "factory", *args], env=env, timeout=60, dimensions=(50, 250)
-        )
-        self.child.logfile_read = self.log
-
-    @property
-    def text(self) -> bytes:
-        return self.log.getvalue()
-
-    def expect(self, prompt: str) -> None:
-        self.child.expect_exact(prompt.encode())
-
-    def revision(self) -> str:
-        found: list[bytes] = REVISION.findall(self.text)
-        assert found, self.text
-        return found[-1].decode()
-
-    def finish(self) -> int:
-        self.child.expect(pexpect.EOF)
-        self.child.close()
-        status: int = self.child.exitstatus
-        return status
-
-
-def authorize(screen: Screen, passphrase: bytes = PASSPHRASE) -> int:
-    screen.expect(REV_PROMPT)
-    screen.child.sendline(screen.revision())
-    screen.expect(PASS_PROMPT)
-    screen.child.sendline(passphrase)
-    return screen.finish()
 
 
 def receipt(path: Path) -> dict[str, object]:
@@ -192,13 +149,24 @@ def test_run_at_a_terminal_then_publish_it(desk: Desk, tmp_path: Path) -> None:
     git(desk.repo, "remote", "add", "origin", bare.as_uri())
     desk.forge.state.repo(REPO).git_remote = bare
     pub_out = tmp_path / "out" / "publish.json"
+    store = tmp_path / "gate.sqlite3"
     args = [
         "operator", "publish", "--receipt", str(out), "--repository", REPO, "--remote",
         "origin", "--forge-url", desk.forge.url, "--private-key", str(desk.private),
-        "--public-key", str(desk.public), "--ledger", str(desk.ledger), "--out", str(pub_out),
+        "--public-key", str(desk.public), "--ledger", str(desk.ledger), "--store", str(store),
     ]  # fmt: skip
     status_before = git(desk.wt, "status", "--porcelain=v2", "-z", "--untracked-files=all")
-    screen = Screen(args, desk.env())
+    # Without an accepted decision-gate run the operator refuses before any prompt...
+    screen = Screen([*args, "--out", str(tmp_path / "out" / "no-gate.json")], desk.env())
+    assert screen.finish() == 2
+    refused = receipt(tmp_path / "out" / "no-gate.json")
+    assert refused["refusal"] == {"stage": "intent", "code": "gate-not-accepted"}
+    assert not store.exists()  # looking for a run created nothing
+    # ...and 'factory publish' runs the gate (the test command here: exit 0) and publishes.
+    args[1] = "publish"
+    del args[0]
+    test = ["--test", "--", sys.executable, "-c", "raise SystemExit(0)"]
+    screen = Screen([*args, "--out", str(pub_out), *test], desk.env())
     assert authorize(screen) == 0, screen.text.decode(errors="replace")
     pub = receipt(pub_out)["publication"]
     assert pub["branch"].startswith("factory/issue-12-")  # type: ignore[index]

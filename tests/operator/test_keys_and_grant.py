@@ -29,6 +29,8 @@ SCOPE = GrantScope(
     receipt_revision=None,
     candidate_identity=None,
     branch=None,
+    gate_run=None,
+    gate_head=None,
 )
 REV = "sha256:" + "2" * 64
 

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.review.conftest import edit_parser, review, reviewer_doc, snapshot_bytes, write_json
+from tests.review.cli_helpers import edit_parser, review, reviewer_doc, snapshot_bytes, write_json
 
 DRIVER = r"""
 import os, sys, time

@@ -89,7 +89,11 @@ def result(**kw):
 if MODE in ("ok", "not-logged-in-run"):
     out(init)
 if MODE == "ok":
-    Path("worker-was-here.txt").write_text("edited\n")
+    # mode.json may name the files the worker writes (path -> text); the default is one file.
+    edits = json.loads((HERE / "mode.json").read_text()).get("claude_files")
+    for rel, text in (edits or {"worker-was-here.txt": "edited\n"}).items():
+        Path(rel).parent.mkdir(parents=True, exist_ok=True)
+        Path(rel).write_text(text)
     out({"type": "assistant", "message": {"content": [{"type": "text", "text": "done"}]}})
     result(); sys.exit(0)
 if MODE in ("not-logged-in", "not-logged-in-run"):
@@ -253,8 +257,9 @@ class Fakes:
 
     bin: Path
 
-    def mode(self, **modes: str) -> None:
-        """Set behaviours, e.g. ``mode(claude="retry-storm", codex="ok")``."""
+    def mode(self, **modes: object) -> None:
+        """Set behaviours, e.g. ``mode(claude="retry-storm", codex="ok")``; ``claude_files``
+        (path → text) names the files the ``ok`` worker writes."""
         (self.bin / "mode.json").write_text(json.dumps(modes))
 
     def records(self, kind: str | None = None) -> list[dict[str, object]]:

@@ -1,6 +1,7 @@
 """``command``: run an argv under the project's supervision in a linked worktree.
 
-Arguments: ``argv`` (a list; never a shell), ``cwd`` (the worktree's top folder),
+Arguments: ``argv`` (a list; never a shell) or ``argv_json`` (a JSON array of strings,
+e.g. a run parameter holding the user's test command), ``cwd`` (the worktree's top folder),
 ``timeout_s`` (default 600), ``env`` (extra variable names allowed through besides the base
 allow-list). The worktree's candidate tree (untracked files included, through a temporary
 index) is measured before and after: the scope is the tree before, and a run that changed
@@ -13,6 +14,7 @@ stored content-addressed as artefacts, never inside the observation.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -41,15 +43,30 @@ def _tree(root: Path) -> str:
     return candidate_tree(wt, base or "HEAD")
 
 
+def _argv(args: Mapping[str, Any]) -> list[str] | None:
+    if "argv" in args:
+        return list(args["argv"])
+    try:
+        value = json.loads(str(args["argv_json"]))
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+        return None
+    return value
+
+
 async def acquire(args: Mapping[str, Any]) -> Observed:
     cwd = Path(args["cwd"])
+    argv = _argv(args)
+    if argv is None:
+        return operational("provider-refused", "argv_json is not a non-empty JSON array of strings")
     try:
         before = _tree(cwd)
     except FactoryError as exc:
         return operational("provider-refused", f"cwd is not a usable linked worktree ({exc.code})")
     env = pick(os.environ, (*BASE_ALLOW, *args.get("env", [])))
     spec = RunSpec(
-        argv=list(args["argv"]), env=env, cwd=cwd,
+        argv=argv, env=env, cwd=cwd,
         timeout_s=float(args.get("timeout_s", DEFAULT_TIMEOUT_S)),
         stdout_cap=CAP, stderr_cap=CAP,
     )  # fmt: skip

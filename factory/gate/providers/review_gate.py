@@ -9,6 +9,12 @@ The output must be one ``factory.review-gate-result/1`` object with exactly the 
 scope-changed, invalidated, escalated; ``allowed`` is a boolean that must agree with
 ``result == "allow"``; ``denial`` is null or ``{stage, code}``. Anything else is an
 operational failure (``observation-unparsable``), never an allow.
+
+The scope is the tree the gate derived as its live target (``context.live.candidate_tree``)
+when the result names one — so a policy can demand that the review allowed *this*
+candidate tree — and the repository folder otherwise. The exact stdout is kept as the
+``review-gate-result`` artefact (content-addressed), which is where the pipeline finds
+the review receipt the gate relied on (``context.receipt``).
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from factory.proc.runner import ProcessFailure, RunSpec, run
 
 RESULT_SCHEMA = "factory.review-gate-result/1"
 RESULTS = ("allow", "scope-changed", "invalidated", "escalated")
+HEX = frozenset("0123456789abcdef")
 FIELDS = {"schema", "result", "allowed", "action", "reason", "denial", "context"}
 Runner = Callable[[str, Path], Awaitable[tuple[int, bytes]]]
 
@@ -66,6 +73,15 @@ def parse_result(stdout: bytes) -> dict[str, Any]:
     return doc
 
 
+def live_tree(doc: Mapping[str, Any]) -> str | None:
+    """``context.live.candidate_tree`` when the result carries a 40/64-hex tree id."""
+    context = doc.get("context")
+    live = context.get("live") if isinstance(context, dict) else None
+    tree = live.get("candidate_tree") if isinstance(live, dict) else None
+    ok = isinstance(tree, str) and len(tree) in (40, 64) and all(c in HEX for c in tree)
+    return tree if ok else None
+
+
 def make(runner: Runner = default_runner) -> Callable[[Mapping[str, Any]], Awaitable[Observed]]:
     async def acquire(args: Mapping[str, Any]) -> Observed:
         repo = Path(args["repo"])
@@ -83,6 +99,15 @@ def make(runner: Runner = default_runner) -> Callable[[Mapping[str, Any]], Await
             doc = parse_result(stdout)
         except ValueError as exc:
             return operational("observation-unparsable", f"review gate exit {code}: {exc}")
-        return Observed(doc, scope_kind="repository", scope_value=os.fspath(repo.resolve()))
+        artefacts = (("review-gate-result", stdout),)
+        tree = live_tree(doc)
+        if tree is not None:
+            return Observed(doc, scope_kind="tree", scope_value=tree, artefacts=artefacts)
+        return Observed(
+            doc,
+            scope_kind="repository",
+            scope_value=os.fspath(repo.resolve()),
+            artefacts=artefacts,
+        )
 
     return acquire

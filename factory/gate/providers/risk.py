@@ -1,0 +1,89 @@
+"""``candidate-risk``: the review risk tier of an agent receipt's candidate, and the lenses
+it selects (SPEC R's classification, computed by the review subsystem's own pure rules).
+
+Argument: ``receipt`` (an agent receipt's path). The provider reads the receipt's final
+candidate (base tree → candidate tree), asks git for the changed paths with their modes
+and line counts (``diff-tree --raw --numstat`` between the two trees, in the receipt's
+worktree, no conversion or external program), and classifies them with
+:func:`factory.review.risk.classify` and :func:`factory.review.risk.select_lenses` under
+the default review policy (its golden globs) and the default focus lens — exactly what
+``factory review start`` freezes for the same candidate against the same base.
+
+The observation is ``{level, reasons, lenses, lens_count, changed_lines}``; the scope is
+the candidate tree. The receipt's own integrity is the ``agent-receipt`` provider's job; a
+receipt that does not even parse is an operational failure here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from factory.agent.verify import load_receipt
+from factory.errors import FactoryError
+from factory.gate.providers import Observed, operational
+from factory.gitio.run import run_git
+from factory.review.names import LensName
+from factory.review.policy import default_policy
+from factory.review.risk import ChangedPath, classify, select_lenses
+
+DEFAULT_FOCUS: LensName = "reliability"
+_DIFF = ("diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--full-index")
+
+
+def changed_paths(root: Path, base: str, cand: str) -> list[ChangedPath]:
+    """Every path that differs between two trees, with modes and numstat line counts."""
+    if base == cand:
+        return []
+    out = run_git(root, [*_DIFF, "-z", "--raw", "--numstat", base, cand], what="git diff-tree")
+    fields = out.split(b"\0")
+    modes: list[tuple[str, str, bytes]] = []
+    counts: dict[bytes, tuple[int, int, bool]] = {}
+    i = 0
+    while i < len(fields):
+        record = fields[i]
+        if record.startswith(b":"):
+            meta = record[1:].split(b" ")
+            modes.append((meta[0].decode("ascii"), meta[1].decode("ascii"), fields[i + 1]))
+            i += 2
+            continue
+        if record:
+            plus, minus, path = record.split(b"\t", 2)
+            binary = plus == b"-"
+            counts[path] = (0 if binary else int(plus), 0 if binary else int(minus), binary)
+        i += 1
+    policy = default_policy()
+    out_paths = []
+    for old_mode, new_mode, raw in modes:
+        added, deleted, binary = counts.get(raw, (0, 0, False))
+        text = raw.decode("utf-8", "surrogateescape")
+        golden = policy.is_golden(text)
+        out_paths.append(ChangedPath(text, old_mode, new_mode, added, deleted, binary, golden))
+    return out_paths
+
+
+async def acquire(args: Mapping[str, Any]) -> Observed:
+    path = Path(args["receipt"])
+    try:
+        receipt, _ = load_receipt(path)
+    except FactoryError as exc:
+        return operational("provider-unavailable", f"the receipt cannot be read ({exc.code})")
+    cand = receipt.final_candidate()
+    if cand is None:
+        return operational("provider-refused", "the receipt binds no candidate")
+    body = cand.body
+    try:
+        changes = changed_paths(Path(receipt.worktree), body.base_tree, body.candidate_tree)
+    except FactoryError as exc:
+        return operational("provider-crashed", f"git could not diff the trees ({exc.code})")
+    risk = classify(changes)
+    lenses = select_lenses(risk, DEFAULT_FOCUS)
+    document = {
+        "level": risk.level,
+        "reasons": [r.code for r in risk.reasons],
+        "lenses": list(lenses),
+        "lens_count": len(lenses),
+        "changed_lines": sum(c.lines for c in changes),
+    }
+    return Observed(document, scope_kind="tree", scope_value=body.candidate_tree)
