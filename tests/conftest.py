@@ -7,10 +7,18 @@ configuration or write into their home folder.
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+# A suite started in the background of a non-interactive shell (a CI runner, `cmd &`)
+# inherits SIGINT ignored, and every child would inherit that too: the Ctrl-C tests would
+# then test nothing. A Python-level handler here is reset to the default by each exec, so
+# every child the tests start gets SIGINT's ordinary behaviour.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True, scope="session")

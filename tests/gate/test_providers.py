@@ -233,8 +233,10 @@ async def test_acquire_records_select_absence_failures_and_artefacts(tmp_path: P
     assert by_id["review"]["result"] == "false"
 
 
-async def test_the_builtin_receipt_scenario_end_to_end(layout: Layout, tmp_path: Path) -> None:
+async def test_the_builtin_receipt_scenario_end_to_end(tmp_path: Path) -> None:
     from factory.gate.scenario import load_builtin
+
+    layout = make_layout(tmp_path)
 
     await run_agent(
         layout,

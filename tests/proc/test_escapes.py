@@ -49,10 +49,13 @@ def _spec(code: str, tag: str, timeout_s: float = 10.0) -> RunSpec:
 
 # Each link forks, the parent exits at once and the child starts a new session: at any
 # moment the "tree" is one or two short-lived processes in a session nobody has seen.
+# The chain ends by itself after two minutes, so a sweep that fails leaves a red test, not
+# a machine (or a CI runner) saturated by a fork loop for hours.
 FORK_CHAIN = r"""
-import os, signal
+import os, signal, time
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-while True:
+end = time.monotonic() + 120
+while time.monotonic() < end:
     if os.fork():
         os._exit(0)
     os.setsid()

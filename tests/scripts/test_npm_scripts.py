@@ -39,7 +39,7 @@ def test_the_banner_goes_to_stderr_and_stdout_is_the_command_output(tmp_path: Pa
     proc = npm(REPO, "factory:digest", "--", "--root", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("format=inventory-digest/1\n")
-    assert "> factory@" in proc.stderr  # npm still says what it runs, on stderr
+    assert "> factory:digest" in proc.stderr  # npm still says what it runs, on stderr
 
 
 def test_without_setup_the_scripts_say_run_setup_first(tmp_path: Path) -> None:
