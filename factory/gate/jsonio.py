@@ -73,6 +73,18 @@ def loads(data: bytes | str, *, limit: int, max_depth: int = MAX_DEPTH) -> Any:
     return value
 
 
+def plain_loads(data: bytes | str) -> Any:
+    """``json.loads`` for bytes the gate wrote itself (history, indexes, markers), where the
+    strict rules of :func:`loads` would change what was written; only nesting too deep for
+    Python's parser is turned into :class:`JsonRefused` (a ``ValueError``), so a hostile
+    document meets the caller's own "does not parse" handling instead of a
+    ``RecursionError`` escaping as an internal error."""
+    try:
+        return json.loads(data)
+    except RecursionError as exc:
+        raise JsonRefused("nested too deeply to parse") from exc
+
+
 def dumps(value: Any) -> bytes:
     """Compact JSON with sorted keys that writes ``Decimal`` and large ``int`` exactly.
 

@@ -18,7 +18,6 @@ The manifest is not signed: a runpack shows consistency, not authorship.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from factory.canonical import canonical_bytes, digest, sha256_hex
 from factory.fsio import claim_dir, fsync_dir, write_exclusive
 from factory.gate.errors import EXPORT_FAILED, StoreCorrupt
+from factory.gate.jsonio import plain_loads
 from factory.gate.service import Gate, LoadedRun
 from factory.gate.values import format_instant
 
@@ -90,7 +90,7 @@ def _add_evidence(gate: Gate, run: LoadedRun, files: dict[str, bytes]) -> None:
 
 def _artefacts(payload: bytes) -> list[str]:
     try:
-        doc = json.loads(payload)
+        doc = plain_loads(payload)
     except ValueError:
         return []
     items = doc.get("artefacts", []) if isinstance(doc, dict) else []

@@ -32,6 +32,7 @@ from factory.canonical import canonical_bytes, sha256_hex
 from factory.fsio import atomic_replace
 from factory.gate.errors import EvidenceConflict, RequestConflict, StoreCorrupt, StoreFailure
 from factory.gate.evidence import Evidence, Signature, load
+from factory.gate.jsonio import plain_loads
 from factory.gate.state import Entry
 
 SCHEMA_VERSION = "factory.gate-store/1"
@@ -174,7 +175,7 @@ class SqliteStore:
         out = []
         for seq, prev, digest, body in rows:
             try:
-                parsed = json.loads(bytes(body))
+                parsed = plain_loads(bytes(body))
             except ValueError as exc:
                 raise StoreCorrupt(f"run {run} entry {seq} does not parse") from exc
             out.append(Entry(run, int(seq), str(prev), parsed, str(digest)))
@@ -283,7 +284,7 @@ class SqliteStore:
         out = []
         for marker in sorted(folder.glob("*.json")):
             with contextlib.suppress(ValueError, OSError):
-                body = json.loads(marker.read_bytes())
+                body = plain_loads(marker.read_bytes())
                 if body.get("run") == run:
                     out.append({k: str(v) for k, v in body.items()})
         return out

@@ -17,7 +17,6 @@ separate properties — never one green tick for all (SPEC G).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +28,7 @@ from factory.errors import FactoryError
 from factory.gate import state as history
 from factory.gate.evaluate import EVALUATION_SCHEMA, candidate_id, evaluate
 from factory.gate.evidence import Evidence, load, parse_signature
+from factory.gate.jsonio import plain_loads
 from factory.gate.resolve import signature_ok
 from factory.gate.runpack import MANIFEST, MANIFEST_SCHEMA, root_hash
 from factory.gate.scenario import Scenario, load_bytes
@@ -51,7 +51,7 @@ class _Pack:
     def read(self) -> None:
         try:
             raw = read_nofollow(self.folder / MANIFEST, limit=MANIFEST_LIMIT)
-            manifest = json.loads(raw)
+            manifest = plain_loads(raw)
         except (OSError, ValueError):
             self.problems.append("manifest.json is missing or not JSON")
             return
@@ -173,7 +173,7 @@ def _scenario_and_history(
     entries = []
     for number, line in enumerate(_lines(pack.data.get("history.jsonl", b""))):
         try:
-            raw = json.loads(line)
+            raw = plain_loads(line)
             entries.append(
                 history.Entry(raw["run"], raw["seq"], raw["prev"], raw["body"], raw["hash"])
             )
@@ -197,7 +197,7 @@ def _evidence(pack: _Pack, problems: list[str]) -> dict[str, Evidence]:
     out: dict[str, Evidence] = {}
     for line in _lines(pack.data.get("evidence.jsonl", b"")):
         try:
-            row = json.loads(line)
+            row = plain_loads(line)
             sig = row["signature"]
             signature = None if sig is None else parse_signature(sig["key_id"], sig["ed25519"])
             payload = pack.data.get(f"evidence/{row['sha256']}")
@@ -257,7 +257,7 @@ def _replay_one(
         problems.append(f"{where}: the evaluation bytes are not the ones the history accepted")
         return
     try:
-        recorded = json.loads(line)
+        recorded = plain_loads(line)
         now = parse_instant(recorded["now"])
         refs = recorded["evidence"]
         used = [evidence[ref["id"]] for ref in refs]
