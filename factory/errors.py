@@ -207,6 +207,11 @@ INTERRUPTED = Interrupted.define(
     "interrupted", "rerun it on a clean worktree with a new --out", default=True
 )
 USAGE = UsageError.define("usage", "run the command with --help to see its flags", default=True)
+# One code for argv text that is not UTF-8, whichever command meets it (a CLI flag, the bus
+# smoke's request): what a command records is JSON text, which cannot hold lone surrogates.
+ARGUMENT_NOT_UTF8 = UsageError.define(
+    "argument-not-utf8", "pass it as UTF-8 (what a command records is JSON text)"
+)
 
 
 def exit_code_for(error: BaseException) -> ExitCode:

@@ -32,6 +32,7 @@ from factory.bus.smoke_report import (
 )
 from factory.bus.verify import BusVerification
 from factory.errors import (
+    ARGUMENT_NOT_UTF8,
     INTERNAL,
     INTERRUPTED,
     ExitCode,
@@ -62,7 +63,6 @@ class SmokeRefused(Refused):
 _define = SmokeRefused.define
 ARTIFACT_MISSING = _define("artifact-missing", "pass an existing regular file as --artifact")
 ARTIFACT_NOT_REGULAR = _define("artifact-not-regular", "pass a regular file as --artifact")
-NOT_UTF8 = _define("not-utf8", "the report is JSON text: use UTF-8 names and text")
 BAD_TASK = _define(
     "bad-task", f"pass a non-blank --task of at most {MAX_TASK_CHARS} characters (60 KiB as JSON)"
 )
@@ -118,7 +118,7 @@ def _check_text(req: SmokeRequest) -> None:
         try:
             value.encode("utf-8")  # argv bytes that are not UTF-8 arrive as lone surrogates
         except UnicodeEncodeError:
-            raise NOT_UTF8(f"{flag} is not valid UTF-8") from None
+            raise ARGUMENT_NOT_UTF8(f"{flag} is not valid UTF-8") from None
     try:
         ok = len(req.task) <= MAX_TASK_CHARS and bool(req.task.strip())
         text_fits_one_line(req.task)

@@ -22,13 +22,10 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from factory.crashlog import write_crash_log
-from factory.errors import USAGE, ExitCode, FactoryError, Failure, UsageError
+from factory.errors import ARGUMENT_NOT_UTF8, USAGE, ExitCode, FactoryError, Failure, UsageError
 
 _SEEN = "_factory_seen_options"
 DUPLICATE_FLAG = UsageError.define("duplicate-flag", "give each flag once")
-ARGUMENT_NOT_UTF8 = UsageError.define(
-    "argument-not-utf8", "pass it as UTF-8 (what a command records is JSON text)"
-)
 OUTPUT_WRITE_FAILED = Failure.define(
     "output-write-failed",
     "read the result where it is kept; do not rerun: the effect has already happened",

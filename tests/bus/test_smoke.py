@@ -142,11 +142,11 @@ def _refusal_cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         ),
         "task not UTF-8": (
             ["--data-dir", "d", "--artifact", readme, "--out", "r.json", "--task", "bad\udcffbyte"],
-            "not-utf8",
+            "argument-not-utf8",
         ),
         "artifact name not UTF-8": (
             ["--data-dir", "d", "--artifact", "a\udcff.md", "--out", "r.json"],
-            "not-utf8",
+            "argument-not-utf8",
         ),
         "report inside the data dir through ..": (
             ["--data-dir", "folder/../d", "--artifact", readme, "--out", "d/../d/r.json"],
