@@ -2,11 +2,14 @@
 
 :func:`run` spawns ``argv`` (a list, never a shell) in a new session with an environment
 given in full by the caller (nothing is inherited), feeds stdin (bytes written then
-closed, or ``/dev/null``), captures stdout and stderr up to a byte cap each, and enforces
-a wall-clock deadline. Whatever ends the run — the leader exiting, the deadline, a cap,
-trio cancellation or Ctrl-C — takes the same path: every process of the tree gets
-SIGTERM, then after a grace period SIGKILL, and :func:`run` returns or raises only once
-no descendant remains (see :mod:`factory.proc.tree`).
+closed, or ``/dev/null``), captures stdout and stderr up to a byte cap each (kept in
+memory or spooled to a file; past the cap a stream either stops the run or is drained and
+counted), and enforces a wall-clock deadline. Whatever ends the run — the leader exiting,
+the deadline, a cap, trio cancellation or Ctrl-C — ends in the same teardown
+(:meth:`factory.proc.tree.ProcessTree.terminate`): every descendant is frozen with
+SIGSTOP; only a leader the factory stopped while it still ran gets SIGTERM and the grace
+period; then SIGKILL rounds until nothing of the tree is left. :func:`run` returns or
+raises only once no descendant remains.
 """
 
 from __future__ import annotations

@@ -253,7 +253,7 @@ def test_survivor_check_sees_an_unsupervised_tree(fakes: Fakes, worktree: Path) 
         start_new_session=True,
     )
     try:
-        fakes.wait_records("stubborn1", 6)
+        fakes.wait_records("stubborn1", 6, timeout=60)
     finally:
         proc.kill()
         proc.wait()
@@ -270,3 +270,17 @@ def test_survivor_check_sees_an_unsupervised_tree(fakes: Fakes, worktree: Path) 
         for doc in left:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(int(doc["pid"]), os.WNOHANG)  # type: ignore[call-overload]
+
+
+def test_waiting_for_records_that_never_come_fails_loudly(fakes: Fakes) -> None:
+    with pytest.raises(AssertionError, match=r"0 'run' record\(s\) after 0.1 s, wanted 1"):
+        fakes.wait_records("run", 1, timeout=0.1)
+
+
+def test_twin_waiting_for_records_that_exist_returns(fakes: Fakes) -> None:
+    import json
+
+    folder = fakes.bin / "records"
+    folder.mkdir(exist_ok=True)
+    (folder / "1.json").write_text(json.dumps({"kind": "run", "pid": 1, "create_time": 0.0}))
+    fakes.wait_records("run", 1, timeout=0.1)

@@ -289,8 +289,16 @@ class Fakes:
         return alive
 
     def wait_records(self, kind: str, count: int, timeout: float = 5.0) -> None:
+        """Wait until at least ``count`` records of ``kind`` exist; fail the test (with what
+        was seen) when ``timeout`` seconds pass first, so a fake that never started is
+        reported here and not as a puzzling assertion later."""
         end = time.monotonic() + timeout
-        while len(self.records(kind)) < count and time.monotonic() < end:
+        while len(self.records(kind)) < count:
+            if time.monotonic() >= end:
+                seen = len(self.records(kind))
+                raise AssertionError(
+                    f"fake CLI: {seen} {kind!r} record(s) after {timeout:g} s, wanted {count}"
+                )
             time.sleep(0.02)
 
 
