@@ -1,29 +1,23 @@
 """``factory agent``: one worker, one read-only review, at most one repair and a fresh final
 review, in a clean linked git worktree (SPEC A-1…A-10).
 
-This module only parses flags and wires effects: the decisions live in
-:mod:`factory.agent`. Provider profiles, the rehearsal route and the progress/telemetry
-observers are imported by name inside the handler (``providers.claude_profile`` /
-``providers.codex_profile``, ``factory.rehearsal.open_rehearsal``,
-``factory.agent.progress.ProgressObserver``, ``factory.agent.telemetry``), so ``factory
---help`` stays fast and this layer is the only one that knows about ``providers/``.
+This module only parses and checks flags and prints the outcome; :mod:`factory.cli.agent_exec`
+turns them into a typed :class:`~factory.cli.agent_exec.AgentCall` and runs it (the demo and
+``factory operator run`` call it directly), and the decisions live in :mod:`factory.agent`.
+It is imported for ``factory --help``, so everything heavy is imported inside the handler.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import shutil
-import signal
-import sys
-import tempfile
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
-from factory.cli.framework import emit_stdout, refuse_non_utf8, say
+from factory.cli.framework import emit_stdout, say
 from factory.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from factory.cli.framework import Subcommands
 
 HELP = """\
 Run a coding agent on TASK in the linked git worktree W and write a receipt to R.
@@ -53,7 +47,7 @@ loopback model: that proves the control path, nothing about model judgement.
 """
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = sub.add_parser("agent", help="run worker → review → one repair → review", description=HELP)
     add_worktree_flags(p)
     p.add_argument("--task", required=True, metavar="T", help="what the worker should do")
@@ -74,7 +68,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def add_worktree_flags(p: Any) -> None:
+def add_worktree_flags(p: argparse.ArgumentParser) -> None:
     """``--worktree W`` or ``--repo REPO [--base] [--worktree-dir] [--branch]`` (exactly one
     of the two; see :func:`check_worktree_flags`). ``factory operator run`` takes them too."""
     p.add_argument("--worktree", metavar="W", help="a clean linked git worktree")
@@ -90,35 +84,6 @@ def add_worktree_flags(p: Any) -> None:
         metavar="NAME",
         help='with --repo: the new branch (default factory/run-<id>; "" detaches HEAD)',
     )
-
-
-def _observer(args: argparse.Namespace) -> tuple[Any, list[Callable[[], Any]], str | None]:
-    """The run's observer (progress + telemetry), the background tasks it needs, and the
-    trace id the receipt records (None without telemetry)."""
-    from factory.agent.observer import FanOut
-    from factory.agent.progress import ProgressObserver
-
-    progress = ProgressObserver(args.progress, sys.stderr, args.timeout_ms)
-    observers: list[Any] = [progress]
-    tasks: list[Callable[[], Any]] = [progress.heartbeat]
-    trace_id = None
-    if args.otel_endpoint is not None:
-        from factory.agent.telemetry import TelemetryObserver
-
-        telemetry = TelemetryObserver(args.otel_endpoint)
-        observers.append(telemetry)
-        trace_id = telemetry.trace_id
-    return FanOut(*observers), tasks, trace_id
-
-
-def load_profiles() -> tuple[Any, Any]:
-    """The two closed profiles: ``claude`` (worker, repair) and ``codex`` (reviewer).
-
-    The one place the CLI layer reaches into ``providers/``; tests swap fakes in here.
-    """
-    import providers
-
-    return providers.claude_profile(), providers.codex_profile()
 
 
 def check_endpoint(url: str | None) -> None:
@@ -140,12 +105,14 @@ def run(args: argparse.Namespace) -> int:
     # Human progress of a rehearsal reads exactly like a real run: say which it is, first
     # and last, so a scripted APPROVE is never mistaken for a model's; and say why a run
     # failed, not only "finished: failed". With --progress jsonl, stderr stays JSON lines.
+    from factory.cli.agent_exec import SIGNALS, AgentCall, execute
+
     SIGNALS.install()
     human = args.progress == "human"
     banner = human and args.rehearsal is not None
     if banner:
         say(REHEARSAL_BANNER)
-    exit_code, receipt = execute(args)
+    exit_code, receipt = execute(AgentCall.from_args(args))
     kept_in = f"the receipt {os.path.abspath(args.out)}" if receipt else None
     emit_stdout(receipt, kept_in=kept_in)
     line = error_line(receipt) if human else None
@@ -154,53 +121,6 @@ def run(args: argparse.Namespace) -> int:
     if banner:
         say(REHEARSAL_BANNER)
     return int(ExitCode.INTERRUPTED) if SIGNALS.seen else exit_code
-
-
-class Signals:
-    """SIGINT and SIGTERM for the whole of ``factory agent``, not only while the run is in
-    trio: a signal is noted, never allowed to end the process by itself.
-
-    During the run the handler also cancels the run (through the trio token, which is safe
-    from a signal handler), which writes its ``interrupted`` receipt; before the run starts
-    it is noted and cancels the run at once; after the run ended (the terminal receipt is
-    written: a Ctrl-C exactly at completion, a second SIGTERM while the receipt is printed)
-    it is noted too. Whenever one
-    was noted, the command exits 130 once the receipt is on stdout — the receipt says what
-    happened (``interrupted``, or the outcome the run had already reached).
-    """
-
-    def __init__(self) -> None:
-        self.seen = False
-        self.on_signal: Callable[[], object] | None = None
-
-    def note(self, signum: int, frame: object) -> None:
-        """The handler (Python runs it in the main thread between bytecodes, also while
-        trio waits: trio's wakeup fd interrupts the wait)."""
-        self.seen = True
-        act = self.on_signal
-        if act is not None:
-            with contextlib.suppress(RuntimeError):  # the run is finishing: noted is enough
-                act()
-
-    def install(self) -> list[Any]:
-        """Install :meth:`note` for SIGINT and SIGTERM; the previous handlers, to restore
-        (nothing is installed outside the main thread, where Python allows no handler)."""
-        previous = []
-        try:
-            for sig in _SIGNALS_NOTED:
-                previous.append((sig, signal.signal(sig, self.note)))
-        except ValueError:
-            pass
-        return previous
-
-    @staticmethod
-    def restore(previous: list[Any]) -> None:
-        for sig, handler in previous:
-            signal.signal(sig, handler)
-
-
-SIGNALS = Signals()
-_SIGNALS_NOTED = (signal.SIGINT, signal.SIGTERM)
 
 
 def error_line(receipt: bytes) -> str | None:
@@ -220,72 +140,22 @@ def error_line(receipt: bytes) -> str | None:
     return inert(f"factory: {error.get('code')}: {error.get('message')}")
 
 
-def execute(args: argparse.Namespace) -> tuple[int, bytes]:
-    """Admit, run and close one agent cycle; return the exit code and the receipt bytes.
-
-    Refusals raise :class:`~factory.errors.UsageError` (exit 2) before anything runs.
-    """
-    import trio
-
-    from factory.agent.admission import AgentRequest, admit
-
-    refuse_non_utf8(args, {dest: "--" + dest.replace("_", "-") for dest in _TEXT_FLAGS})
-    check_worktree_flags(args)
-    check_endpoint(args.otel_endpoint)
-    scenario = None
-    if args.rehearsal is not None:
-        from factory.rehearsal import load_scenario
-
-        scenario = load_scenario(Path(args.rehearsal))
-    request = AgentRequest(
-        worktree=Path(args.worktree if args.repo is None else args.repo),
-        task=args.task,
-        receipt=Path(args.out),
-        evidence=Path(args.evidence) if args.evidence is not None else None,
-        timeout_ms=args.timeout_ms,
+# The flags whose text a receipt records: each must be UTF-8 (refused with exit 2).
+TEXT_FLAGS = {
+    dest: "--" + dest.replace("_", "-")
+    for dest in (
+        "worktree",
+        "repo",
+        "base",
+        "worktree_dir",
+        "branch",
+        "task",
+        "out",
+        "evidence",
+        "rehearsal",
+        "otel_endpoint",
     )
-    prelude = None
-    if args.repo is not None:
-        # Every refusal of the creating form happens here, before anything is created.
-        prelude = _prepare_creation(args, request)
-        request, evidence = prelude.planned.request, prelude.planned.evidence
-    else:
-        evidence = admit(request).evidence  # refusals exit 2 before any provider is imported
-    agent, reviewer = load_profiles()
-    observer, tasks, trace_id = _observer(args)
-    # For the run only when called by another command (demo, operator): their own prompts
-    # after it must stay interruptible. 'factory agent' installed the handler already.
-    previous = SIGNALS.install()
-    try:
-        code, data = trio.run(
-            _main,
-            request,
-            agent,
-            reviewer,
-            observer,
-            tasks,
-            scenario,
-            evidence,
-            trace_id,
-            prelude,
-        )
-    finally:
-        SIGNALS.restore(previous)
-    return (int(ExitCode.INTERRUPTED) if SIGNALS.seen else code), data
-
-
-_TEXT_FLAGS = (
-    "worktree",
-    "repo",
-    "base",
-    "worktree_dir",
-    "branch",
-    "task",
-    "out",
-    "evidence",
-    "rehearsal",
-    "otel_endpoint",
-)
+}
 
 
 WORKTREE_OR_REPO = UsageError.define(
@@ -298,17 +168,25 @@ CREATION_FLAG_NEEDS_REPO = UsageError.define(
 _CREATION_FLAGS = (("base", "--base"), ("worktree_dir", "--worktree-dir"), ("branch", "--branch"))
 
 
-def check_worktree_flags(args: argparse.Namespace) -> None:
-    """Exactly one of --worktree and --repo; the creation flags only with --repo (exit 2).
+class WorktreeFlags(Protocol):
+    """The flags that say where the run happens: parsed flags or an
+    :class:`~factory.cli.agent_exec.AgentCall` (text or paths; ``""`` only from argv)."""
 
-    A caller that builds the namespace itself (the demo, the operator) may leave the
-    creation flags out: they default to absent.
-    """
+    @property
+    def worktree(self) -> object: ...
+    @property
+    def repo(self) -> object: ...
+    @property
+    def base(self) -> object: ...
+    @property
+    def worktree_dir(self) -> object: ...
+    @property
+    def branch(self) -> object: ...
+
+
+def check_worktree_flags(args: WorktreeFlags) -> None:
+    """Exactly one of --worktree and --repo; the creation flags only with --repo (exit 2)."""
     from factory.cli.digest_cmd import EMPTY_PATH
-
-    for dest in ("repo", "base", "worktree_dir", "branch"):
-        if not hasattr(args, dest):
-            setattr(args, dest, None)
 
     if (args.worktree is None) == (args.repo is None):
         raise WORKTREE_OR_REPO("give exactly one of --worktree and --repo")
@@ -319,123 +197,3 @@ def check_worktree_flags(args: argparse.Namespace) -> None:
         for dest, flag in _CREATION_FLAGS:
             if getattr(args, dest) is not None:
                 raise CREATION_FLAG_NEEDS_REPO(f"{flag} was given with --worktree")
-
-
-def _prepare_creation(args: argparse.Namespace, draft: Any) -> Any:
-    from factory.agent.creating import prepare
-    from factory.gitio.create import WorktreeSpec
-
-    spec = WorktreeSpec(
-        repo=Path(args.repo),
-        base=args.base,
-        path=Path(args.worktree_dir) if args.worktree_dir is not None else None,
-        branch=args.branch,
-    )
-    return prepare(spec, draft)
-
-
-def rehearsal_report(session: Any) -> Any:
-    """The rehearsal log (``factory.rehearsal-log/1``: every request the scripted model
-    served, SPEC P-5) as a route report, with ``rehearsal-scenario-unconsumed`` as its
-    problem when the CLIs did not follow the script exactly."""
-    from factory.agent.evidence import JSON
-    from factory.agent.run import RouteReport
-    from factory.rehearsal import SCENARIO_UNCONSUMED
-
-    problem = None
-    problems = session.problems()
-    if problems:
-        # The details (which may quote request paths) stay in the evidence, not the receipt.
-        problem = (
-            SCENARIO_UNCONSUMED,
-            f"the CLIs did not follow the rehearsal scenario ({len(problems)} problem(s))",
-        )
-    return RouteReport(
-        role="rehearsal-log",
-        data=session.evidence().canonical(),
-        media_type=JSON,
-        problem=problem,
-    )
-
-
-@contextlib.asynccontextmanager
-async def _route(scenario: Any, near: Path) -> AsyncIterator[tuple[Any, Any]]:
-    """The route and its report hook (``None`` on the subscription route)."""
-    from factory.provider_api import SubscriptionRoute
-
-    if scenario is None:
-        yield SubscriptionRoute(), None
-        return
-    from factory import rehearsal
-
-    root = Path(tempfile.mkdtemp(prefix="factory-rehearsal-", dir=os.fspath(near.parent)))
-    try:
-        async with rehearsal.open_rehearsal(scenario, root) as session:
-            yield session.route, lambda: rehearsal_report(session)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
-async def _main(
-    request: Any,
-    agent: Any,
-    reviewer: Any,
-    observer: Any,
-    tasks: list[Callable[[], Any]],
-    scenario: Any,
-    evidence: Path,
-    trace_id: str | None = None,
-    prelude: Any = None,
-) -> tuple[int, bytes]:
-    import trio
-
-    from factory.agent.faults import interrupted, typed_error
-    from factory.agent.run import AgentDeps, run_agent
-    from factory.errors import ExitCode
-
-    run_scope = trio.CancelScope()
-    outcome = None
-
-    async def watch_signals(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        token = trio.lowlevel.current_trio_token()
-        SIGNALS.on_signal = lambda: token.run_sync_soon(run_scope.cancel)
-        try:
-            if SIGNALS.seen:  # noted before the run began: cancel it before it starts
-                run_scope.cancel()
-            task_status.started()
-            await trio.sleep_forever()
-        finally:
-            SIGNALS.on_signal = None
-
-    try:
-        async with trio.open_nursery() as nursery:
-            await nursery.start(watch_signals)
-            for task in tasks:
-                nursery.start_soon(task)
-            with run_scope:
-                async with _route(scenario, evidence) as (route, report):
-                    deps = AgentDeps(
-                        agent=agent,
-                        reviewer=reviewer,
-                        route=route,
-                        observer=observer,
-                        route_report=report,
-                        trace_id=trace_id,
-                    )
-                    outcome = await run_agent(request, deps, prelude=prelude)
-            nursery.cancel_scope.cancel()
-    except BaseExceptionGroup as group:
-        # A refusal raised inside run_agent (e.g. worktree-busy) arrives wrapped by the
-        # nursery; unwrapped, it keeps its own exit code (2) instead of an internal error.
-        typed = None if interrupted(group) else typed_error(group)
-        if typed is None:
-            raise
-        raise typed from None
-    if outcome is None:
-        # Interrupted: run_agent wrote the terminal 'interrupted' receipt before unwinding.
-        receipt = Path(os.path.abspath(request.receipt))
-        data = b""
-        with contextlib.suppress(OSError):
-            data = receipt.read_bytes()
-        return int(ExitCode.INTERRUPTED), data
-    return outcome.exit_code, outcome.data

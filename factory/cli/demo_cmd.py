@@ -16,11 +16,15 @@ import argparse
 import datetime as _dt
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from factory.cli.framework import default_state_dir, emit_stdout, say
 from factory.display import inert
 from factory.usercmd import shown_path
+
+if TYPE_CHECKING:
+    from factory.cli.framework import Subcommands
+    from factory.demo.sample import Sample
 
 HELP = """\
 Run the whole agent cycle once, end to end, on a sample repository — as a REHEARSAL.
@@ -56,7 +60,7 @@ BANNER = (
 REPORT_NAME = "demo-report.json"
 
 
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     p = sub.add_parser(
         "demo", help="rehearse the agent cycle on a sample repository", description=HELP
     )
@@ -105,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
     from factory import fsio
     from factory.cli import agent_cmd
+    from factory.cli.agent_exec import AgentCall, execute
     from factory.demo.sample import DEMO_BRANCH, DEMO_TASK, create_sample
 
     agent_cmd.check_endpoint(args.otel_endpoint)  # refused (exit 2) before anything exists
@@ -120,28 +125,25 @@ def run(args: argparse.Namespace) -> int:
     sample = create_sample(root)
     receipt = root / "receipt.json"
     scenario = Path(str(files("factory.demo").joinpath("scenario.json")))
-    agent_args = argparse.Namespace(
-        worktree=None,
-        repo=str(sample.repo),
-        base=None,
-        worktree_dir=str(sample.worktree),
+    call = AgentCall(
+        repo=sample.repo,
+        worktree_dir=sample.worktree,
         branch=DEMO_BRANCH,
         task=DEMO_TASK,
-        out=str(receipt),
-        evidence=None,
+        out=receipt,
         timeout_ms=args.timeout_ms,
         progress=args.progress,
         otel_endpoint=args.otel_endpoint,
-        rehearsal=str(scenario),
+        rehearsal=scenario,
     )
-    exit_code, _ = agent_cmd.execute(agent_args)
+    exit_code, _ = execute(call)
     if args.pipeline:
         return _finish_pipeline(args, root, sample, receipt, exit_code)
     return _finish(args, root, receipt, exit_code)
 
 
 def _finish_pipeline(
-    args: argparse.Namespace, root: Path, sample: Any, receipt: Path, exit_code: int
+    args: argparse.Namespace, root: Path, sample: Sample, receipt: Path, exit_code: int
 ) -> int:
     """Review, gate, operator, deep verification, then the pipeline's last screen."""
     from rich.console import Console

@@ -17,9 +17,9 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from factory.crashlog import write_crash_log
 from factory.errors import ARGUMENT_NOT_UTF8, USAGE, ExitCode, FactoryError, Failure, UsageError
@@ -112,6 +112,12 @@ class StrictParser(argparse.ArgumentParser):
 
 Handler = Callable[[argparse.Namespace], int]
 
+if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    # What every command module's ``register(sub)`` receives from ``factory.cli.main``.
+    Subcommands: TypeAlias = argparse._SubParsersAction[StrictParser]
+
 
 def emit_stdout(data: bytes, *, kept_in: str | None = None) -> None:
     """Write the command's final machine output to stdout, exactly these bytes.
@@ -160,14 +166,17 @@ def say(message: str) -> None:
             print(message, file=sys.stderr, flush=True)
 
 
-def refuse_non_utf8(args: argparse.Namespace, flags: dict[str, str]) -> None:
+def refuse_non_utf8(args: object, flags: Mapping[str, str]) -> None:
     """Refuse (exit 2) a flag whose argv bytes are not UTF-8 (Python hands them over as lone
     surrogates): a receipt or report records it as JSON text, which cannot hold them.
 
-    ``flags`` maps an ``args`` attribute to the flag shown (``{"task": "--task"}``).
+    ``flags`` maps an attribute of ``args`` (parsed flags, or a typed call built from them)
+    to the flag shown (``{"task": "--task"}``); a path attribute is judged by its text.
     """
     for dest, flag in flags.items():
         value = getattr(args, dest, None)
+        if isinstance(value, os.PathLike):
+            value = os.fspath(value)
         if isinstance(value, str):
             try:
                 value.encode("utf-8")

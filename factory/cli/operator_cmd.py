@@ -9,15 +9,15 @@ from the controlling terminal only, so ``--passphrase`` is refused like any unkn
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
-import signal
-from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from factory.cli.framework import emit_stdout, say
+from factory.cli import operator_wiring as wiring
+from factory.cli.framework import say
+
+if TYPE_CHECKING:
+    from factory.cli.framework import Subcommands
 
 EXITS = """\
 Exit codes: 0 executed, 2 refused before anything was spent (every prompt refusal
@@ -81,27 +81,7 @@ pass, 4 not.
 """
 
 
-def _common(p: Any, *, forge: bool = True) -> None:
-    p.add_argument("--repository", required=True, metavar="OWNER/NAME", help="forge repository")
-    if forge:
-        p.add_argument(
-            "--forge-url",
-            metavar="URL",
-            help="API root (default https://api.github.com; GitHub Enterprise: .../api/v3)",
-        )
-
-
-def _authority_flags(p: Any) -> None:
-    p.add_argument("--private-key", required=True, metavar="P", help="encrypted PKCS#8 PEM")
-    p.add_argument("--public-key", required=True, metavar="Q", help="SPKI PEM")
-    p.add_argument("--ledger", required=True, metavar="DIR", help="grant ledger folder")
-    p.add_argument("--out", required=True, metavar="OUT", help="operator receipt (must not exist)")
-    p.add_argument(
-        "--ttl-seconds", type=int, default=120, metavar="N", help="grant lifetime, 1..900 (120)"
-    )
-
-
-def register(sub: Any) -> None:
+def register(sub: Subcommands) -> None:
     group = sub.add_parser(
         "operator", help="a person's single-use grant: run, commit, leased push, pull request"
     )
@@ -111,27 +91,27 @@ def register(sub: Any) -> None:
     p.add_argument("--public-key", required=True, metavar="Q", help="new SPKI PEM")
     p.set_defaults(handler=keygen)
     p = ops.add_parser("plan", help="print the intent waiting for authority", description=PLAN_HELP)
-    _common(p)
+    wiring.common_flags(p)
     p.add_argument("--label", default="factory", metavar="L", help="issue label (factory)")
     p.set_defaults(handler=plan)
     p = ops.add_parser("run", help="authorize and run one agent cycle", description=RUN_HELP)
-    _common(p)
+    wiring.common_flags(p)
     p.add_argument("--label", default="factory", metavar="L", help="issue label (factory)")
     from factory.cli.agent_cmd import add_worktree_flags
 
     add_worktree_flags(p)
-    _authority_flags(p)
+    wiring.authority_flags(p)
     p.add_argument(
         "--timeout-ms", type=int, default=600_000, metavar="N", help="per provider invocation"
     )
     p.set_defaults(handler=run)
     p = ops.add_parser("publish", help="authorize one publication", description=PUBLISH_HELP)
     p.add_argument("--receipt", required=True, metavar="R", help="agent or operator-run receipt")
-    _common(p)
+    wiring.common_flags(p)
     p.add_argument("--remote", required=True, metavar="NAME", help="git remote to push to")
     p.add_argument("--base", metavar="BRANCH", help="pull request base (default: the forge's)")
-    _authority_flags(p)
-    gate_flags(p)
+    wiring.authority_flags(p)
+    wiring.gate_flags(p)
     p.add_argument("--gate-run", metavar="RUN", help="the accepted gate run (default: found)")
     p.set_defaults(handler=publish)
     p = ops.add_parser("verify", help="check an operator receipt offline", description=VERIFY_HELP)
@@ -142,23 +122,6 @@ def register(sub: Any) -> None:
         "--deep", action="store_true", help="also re-verify the agent receipt and replay the gate"
     )
     p.set_defaults(handler=verify)
-
-
-def gate_flags(p: Any) -> None:
-    """``--scenario`` and ``--store``: which gate scenario a publication needs, and where."""
-    p.add_argument(
-        "--scenario",
-        default="publish-candidate",
-        metavar="S",
-        help="gate scenario: a built-in name or a .toml/.json file (publish-candidate)",
-    )
-    p.add_argument("--store", metavar="DB", help="gate store (default: STATE/gate.sqlite3)")
-
-
-def _print_json(value: Any) -> None:
-    from factory.canonical import canonical_bytes
-
-    emit_stdout(canonical_bytes(value) + b"\n")
 
 
 def keygen(args: argparse.Namespace) -> int:
@@ -183,7 +146,7 @@ def keygen(args: argparse.Namespace) -> int:
         print_ = keys.generate(pair, first)
     finally:
         terminal.close()
-    _print_json(
+    wiring.print_json(
         {
             "schema": "factory.operator-key/1",
             "private_key": os.path.abspath(pair.private),
@@ -195,138 +158,15 @@ def keygen(args: argparse.Namespace) -> int:
     return 0
 
 
-def _forge(args: argparse.Namespace, *, token_required: bool = False) -> Any:
-    from factory.operator.forge import (
-        DEFAULT_FORGE,
-        FORGE_TOKEN_MISSING,
-        Forge,
-        check_forge_url,
-        check_repository,
-        find_token,
-    )
-
-    check_repository(args.repository)
-    url = check_forge_url(args.forge_url if args.forge_url is not None else DEFAULT_FORGE)
-    token = find_token(url)
-    for name in ("GH_TOKEN", "GITHUB_TOKEN"):
-        os.environ.pop(name, None)  # no child process of ours can inherit it
-    if token is None and token_required:
-        raise FORGE_TOKEN_MISSING(
-            "no forge token: set GH_TOKEN (or GITHUB_TOKEN), or log in with 'gh auth login'"
-        )
-    if token is None:
-        say("factory operator: no forge token found; reading the forge anonymously")
-    return Forge(url, token)
-
-
 def plan(args: argparse.Namespace) -> int:
     from factory.operator.forge import check_label, read_forge
 
     check_label(args.label)
-    with _forge(args) as forge:
+    with wiring.forge_of(args) as forge:
         intent = read_forge(forge, args.repository, args.label)
     say(f"factory operator plan: {intent.state}")
-    _print_json(intent.to_json_value())
+    wiring.print_json(intent.to_json_value())
     return 0
-
-
-@contextlib.contextmanager
-def _term_as_interrupt() -> Iterator[None]:
-    def raise_interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, raise_interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _prepare(args: argparse.Namespace) -> Any:
-    """Admission after the reservation: the terminal, the keys, the ledger."""
-    from factory.operator import keys
-    from factory.operator.grant import check_ttl
-    from factory.operator.ledger import open_ledger
-    from factory.operator.session import Authority
-    from factory.operator.tty import open_terminal
-
-    def prepare() -> tuple[Any, Authority]:
-        check_ttl(args.ttl_seconds)
-        terminal = open_terminal()
-        public = keys.load_public(Path(args.public_key))
-        private = keys.read_private(Path(args.private_key))
-        ledger = open_ledger(Path(args.ledger))
-        return terminal, Authority(private, public, ledger, args.ttl_seconds)
-
-    return prepare
-
-
-def _finish(result: Any) -> int:
-    emit_stdout(result.data)
-    if result.diagnostic:
-        say(result.diagnostic)
-    return int(result.exit_code)
-
-
-def _check_out(out: Path, worktree: Path | None, *, to_create: bool = False) -> None:
-    """OUT is free, its folder exists, and it lies outside the worktree (``to_create``: the
-    folder factory will create, which does not exist yet)."""
-    from factory.agent.creating import inside_new_folder
-    from factory.fsio import OUTPUT_EXISTS, physically_inside
-    from factory.operator.session import OUT_INSIDE_WORKTREE, OUTPUT_FOLDER_MISSING
-    from factory.pipeline.publish import export_path
-
-    if worktree is not None and (
-        inside_new_folder(out, worktree)
-        if to_create
-        else worktree.is_dir() and physically_inside(out, worktree)
-    ):
-        raise OUT_INSIDE_WORKTREE("--out lies inside the worktree")
-    if os.path.lexists(out):
-        raise OUTPUT_EXISTS("--out already exists")
-    if os.path.lexists(export_path(out)):
-        raise OUTPUT_EXISTS("the gate export folder beside --out (OUT.gate) already exists")
-    if not out.parent.is_dir():
-        raise OUTPUT_FOLDER_MISSING("the folder of --out does not exist")
-
-
-def agent_runner(request: Any, creation: Any = None) -> tuple[int, bytes]:
-    """The real agent cycle (``factory agent``'s own execution path and profiles); with a
-    ``creation`` (a pinned :class:`~factory.gitio.create.WorktreeSpec`), its creating form."""
-    from factory.cli import agent_cmd
-
-    where: dict[str, str | None] = {"worktree": os.fspath(request.worktree)}
-    if creation is not None:
-        where = {
-            "worktree": None,
-            "repo": os.fspath(creation.repo),
-            "base": creation.base,
-            "worktree_dir": os.fspath(creation.path),
-            "branch": creation.branch,
-        }
-    ns = argparse.Namespace(
-        **where,
-        task=request.task,
-        out=os.fspath(request.receipt),
-        evidence=None,
-        timeout_ms=request.timeout_ms,
-        progress="human",
-        otel_endpoint=None,
-        rehearsal=None,
-    )
-    code, data = agent_cmd.execute(ns)
-    return int(code), data
-
-
-def _pinned_creation(args: argparse.Namespace) -> Any:
-    """``--repo``: the worktree to create, decided once (reads only; refusals exit 2)."""
-    if args.repo is None:
-        return None
-    from factory.agent.creating import pinned
-    from factory.gitio.create import WorktreeSpec
-
-    dir_ = Path(args.worktree_dir) if args.worktree_dir is not None else None
-    return pinned(WorktreeSpec(repo=Path(args.repo), base=args.base, path=dir_, branch=args.branch))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -339,44 +179,24 @@ def run(args: argparse.Namespace) -> int:
     check_label(args.label)
     check_worktree_flags(args)
     out = Path(os.path.abspath(args.out))
-    creation = _pinned_creation(args)
-    worktree = Path(args.worktree) if creation is None else creation.path
-    _check_out(out, worktree, to_create=creation is not None)
+    creation = wiring.pinned_creation(args)
+    if creation is None:
+        worktree = Path(args.worktree)
+    else:
+        assert creation.path is not None  # pinned: the folder is decided
+        worktree = creation.path
+    wiring.check_out(out, worktree, to_create=creation is not None)
     request = AgentRequest(
         worktree=worktree,
         task="(derived from the intent)",
         receipt=agent_receipt_path(out),
         timeout_ms=args.timeout_ms,
     )
-    with _forge(args) as forge, _term_as_interrupt():
-        flow = RunFlow(forge, args.repository, args.label, request, agent_runner, creation=creation)
-        return _finish(operate(out, flow, _prepare(args)))
-
-
-def publish_preconditions() -> Sequence[Any]:
-    """Checks injected into every publish intent the CLI builds: the decision gate."""
-    from factory.operator.intent import require_accepted_gate
-
-    return (require_accepted_gate,)
-
-
-def gate_store_path(args: argparse.Namespace) -> Path:
-    from factory.cli.framework import default_state_dir
-
-    return Path(os.path.abspath(args.store)) if args.store else default_state_dir() / "gate.sqlite3"
-
-
-def _receipt_worktree(path: Path) -> Path | None:
-    """The worktree an agent (or operator-run) receipt names, when it can be read."""
-    with contextlib.suppress(
-        OSError, ValueError, RecursionError, KeyError, TypeError, AttributeError
-    ):
-        value = json.loads(path.read_bytes())
-        if value.get("schema") == "factory.operator-receipt/1":
-            path = Path(os.path.abspath(path)).parent / value["agent_run"]["path"]
-            value = json.loads(path.read_bytes())
-        return Path(value["worktree"])
-    return None
+    with wiring.forge_of(args) as forge, wiring.term_as_interrupt():
+        flow = RunFlow(
+            forge, args.repository, args.label, request, wiring.agent_runner, creation=creation
+        )
+        return wiring.finish(operate(out, flow, wiring.prepare_authority(args)))
 
 
 def publish(args: argparse.Namespace) -> int:
@@ -386,25 +206,25 @@ def publish(args: argparse.Namespace) -> int:
 
     check_remote_name(args.remote)
     out = Path(os.path.abspath(args.out))
-    _check_out(out, _receipt_worktree(Path(args.receipt)))
+    wiring.check_out(out, wiring.receipt_worktree(Path(args.receipt)))
     from factory.cli.gate_cmd import resolve_scenario
     from factory.pipeline.binding import StoreGate
     from factory.pipeline.publish import export_path
 
     scenario = resolve_scenario(args.scenario)
-    lookup = StoreGate(gate_store_path(args), scenario, run=args.gate_run)
-    with _forge(args, token_required=True) as forge, _term_as_interrupt():
+    lookup = StoreGate(wiring.gate_store_path(args), scenario, run=args.gate_run)
+    with wiring.forge_of(args, token_required=True) as forge, wiring.term_as_interrupt():
         flow = PublishFlow(
             forge,
             args.repository,
             Path(args.receipt),
             args.remote,
             args.base,
-            preconditions=publish_preconditions(),
+            preconditions=wiring.publish_preconditions(),
             gate=lookup,
             export_to=export_path(out),
         )
-        return _finish(operate(out, flow, _prepare(args)))
+        return wiring.finish(operate(out, flow, wiring.prepare_authority(args)))
 
 
 def verify(args: argparse.Namespace) -> int:
@@ -419,7 +239,7 @@ def verify(args: argparse.Namespace) -> int:
         from factory.pipeline.deep import verify_chain
 
         report = verify_chain(Path(args.receipt), report)
-    _print_json(report)
+    wiring.print_json(report)
     failed = [
         name
         for name in ("grant", "ledger", "agent_receipt", "commit", "intent")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.cli import operator_cmd
+from factory.cli import operator_wiring as wiring
 from factory.cli.framework import say
 
 HELP = f"""\
@@ -49,11 +50,11 @@ def register(sub: Any) -> None:
         "publish", help="receipt → decision gate → one authorized pull request", description=HELP
     )
     p.add_argument("--receipt", required=True, metavar="R", help="agent or operator-run receipt")
-    operator_cmd._common(p)
+    wiring.common_flags(p)
     p.add_argument("--remote", required=True, metavar="NAME", help="git remote to push to")
     p.add_argument("--base", metavar="BRANCH", help="pull request base (default: the forge's)")
-    operator_cmd._authority_flags(p)
-    operator_cmd.gate_flags(p)
+    wiring.authority_flags(p)
+    wiring.gate_flags(p)
     p.add_argument("--test", action="store_true", help="the test command follows after --")
     p.add_argument("argv", nargs="*", metavar="-- ARGV", help="the test command (after --test)")
     p.set_defaults(handler=publish)
@@ -82,8 +83,8 @@ def publish(args: argparse.Namespace) -> int:
     out = Path(os.path.abspath(args.out))
     scenario = resolve_scenario(args.scenario)
     agent, _ = load_receipt(resolve_source(Path(args.receipt), args.repository).agent_path)
-    operator_cmd._check_out(out, Path(agent.worktree))
-    with operator_cmd._forge(args, token_required=True) as forge, operator_cmd._term_as_interrupt():
+    wiring.check_out(out, Path(agent.worktree))
+    with wiring.forge_of(args, token_required=True) as forge, wiring.term_as_interrupt():
         flow, _ = pipeline_flow(
             forge,
             args.repository,
@@ -91,10 +92,10 @@ def publish(args: argparse.Namespace) -> int:
             args.remote,
             out=out,
             scenario=scenario,
-            store=operator_cmd.gate_store_path(args),
+            store=wiring.gate_store_path(args),
             test_argv=test_argv,
             base=args.base,
             progress=say,
-            preconditions=operator_cmd.publish_preconditions(),
+            preconditions=wiring.publish_preconditions(),
         )
-        return operator_cmd._finish(operate(out, flow, operator_cmd._prepare(args)))
+        return wiring.finish(operate(out, flow, wiring.prepare_authority(args)))

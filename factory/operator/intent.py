@@ -10,8 +10,9 @@ Two intents wait for a person's authority:
   worktree: fixed operations ``[commit, push-with-lease, open-pull-request]``, effect
   ``NONE`` until a grant is spent. It binds the accepted decision-gate run it stands on
   (:class:`GateRef`: run, scenario spec hash, head, the review receipt when one was
-  relied on); :func:`require_accepted_gate` — the precondition the CLI always injects —
-  refuses without one (``gate-not-accepted``, SPEC X-1).
+  relied on). It is derived in :mod:`factory.operator.publication`, whose
+  ``require_accepted_gate`` — the precondition the CLI always injects — refuses without
+  one (``gate-not-accepted``, SPEC X-1).
 
 Each intent's ``intent_revision`` is the domain-separated digest of its canonical body (the
 intent without that key). The branch a publication uses is *derived* from the revision, so
@@ -21,16 +22,15 @@ it is never inside the hashed body. Nothing here reads the clock, the disk or th
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from collections.abc import Sequence
+from typing import Any, Final, Literal, TypeVar
 
 from pydantic import Field
 
 from factory.canonical import digest
 from factory.errors import Refused
 from factory.models import StrictModel
-from factory.operator.gateref import GateFinding, GateRef
+from factory.operator.gateref import GateRef
 
 SNAPSHOT_SCHEMA: Final = "factory.forge-snapshot/1"
 RUN_INTENT_SCHEMA: Final = "factory.operator-intent/1"
@@ -152,8 +152,7 @@ def run_intent(snap: ForgeSnapshot) -> RunIntent:
         snapshot_revision=snap.revision(),
         intent_revision="",
     )
-    result: RunIntent = _close(draft)
-    return result
+    return close_revision(draft)
 
 
 class ReceiptRef(StrictModel):
@@ -235,181 +234,14 @@ class PublishIntent(StrictModel):
         )
 
 
-def _close(draft: RunIntent | PublishIntent) -> Any:
+Intent = TypeVar("Intent", RunIntent, PublishIntent)
+
+
+def close_revision(draft: Intent) -> Intent:
+    """``draft`` with its ``intent_revision``: the digest of its body, tagged by its schema."""
     return draft.model_copy(update={"intent_revision": digest(draft.schema_id, draft.body_value())})
 
 
 def intent_revision_ok(intent: RunIntent | PublishIntent) -> bool:
     """Whether the intent's revision is the digest of its body."""
     return intent.intent_revision == digest(intent.schema_id, intent.body_value())
-
-
-@dataclass(frozen=True, slots=True)
-class PublishInputs:
-    """Everything the publish intent is derived from, observed by the caller.
-
-    ``receipt`` is the parsed :class:`~factory.agent.receipt.AgentReceipt` (typed ``Any``
-    so this module needs nothing above layer 0 at import). ``verified`` is the outcome of
-    ``factory receipt verify``; ``live_identity`` the identity re-derived from the live
-    worktree now (``None`` when it could not be derived).
-    """
-
-    receipt: Any
-    receipt_path: str
-    receipt_sha256: str
-    verified: bool
-    live_identity: str | None
-    forge: str
-    repository: str
-    issue: int | None
-    remote: RemoteRef
-    base_branch: str
-    author_name: str
-    author_email: str
-    gate: GateFinding | None = None
-
-
-#: A precondition the caller injects (the pipeline adds ``gate-not-accepted``): raise
-#: :class:`IntentRefused` to refuse.
-Precondition = Callable[[PublishInputs], None]
-
-
-def check_receipt(inputs: PublishInputs) -> Any:
-    """The receipt-side refusals of :func:`publish_intent`; returns the final candidate."""
-    receipt = inputs.receipt
-    if receipt.route == "rehearsal":
-        raise REHEARSAL_RECEIPT(
-            "the receipt comes from a rehearsal (scripted model); a rehearsal is never "
-            "published — run the agent on the subscription route",
-        )
-    if receipt.status != "completed" or receipt.verdict != "APPROVE":
-        raise RECEIPT_NOT_COMPLETED(
-            "the agent receipt is not 'completed' with a final APPROVE; only an approved "
-            "candidate can be published",
-        )
-    if not inputs.verified:
-        raise RECEIPT_NOT_VERIFIED(
-            "the agent receipt does not verify (run 'factory receipt verify' to see why)",
-        )
-    candidate = receipt.final_candidate()
-    if candidate is None or receipt.base is None:
-        raise CANDIDATE_MISSING("the agent receipt binds no candidate")
-    if candidate.conversions_differ:
-        raise CANDIDATE_CONVERSIONS_DIFFER(
-            "the receipt says the repository's conversions (filters, eol, attributes) make "
-            "the checked-out bytes differ from the committed ones; publish refused",
-        )
-    if inputs.live_identity != candidate.identity:
-        raise CANDIDATE_CHANGED(
-            "the worktree no longer re-derives the receipt's candidate (it changed after "
-            "the run); run the agent again",
-        )
-    return candidate
-
-
-def require_accepted_gate(inputs: PublishInputs) -> None:
-    """The precondition of every CLI publication: an accepted, complete gate run for this
-    exact candidate tree (no flag skips it).
-
-    Raises:
-        IntentRefused: ``gate-not-accepted``.
-    """
-    finding = inputs.gate
-    if finding is None:
-        raise GATE_NOT_ACCEPTED("no decision gate run was looked up for this candidate")
-    ref = finding.ref
-    if ref is None:
-        raise GATE_NOT_ACCEPTED(finding.problem or "no accepted gate run for this candidate")
-    candidate = inputs.receipt.final_candidate()
-    tree = None if candidate is None else candidate.body.candidate_tree
-    if ref.candidate_tree != tree:
-        raise GATE_NOT_ACCEPTED(
-            f"gate run {ref.run} was accepted for another candidate tree than the receipt's"
-        )
-    if not ref.completed:
-        raise GATE_NOT_ACCEPTED(f"gate run {ref.run} has not completed its scenario")
-
-
-def _messages(inputs: PublishInputs, identity: str) -> tuple[str, str, str]:
-    receipt = inputs.receipt
-    title = (
-        f"Resolve #{inputs.issue}"
-        if inputs.issue is not None
-        else f"factory candidate {identity[7:19]}"
-    )
-    gate = inputs.gate.ref if inputs.gate is not None else None
-    gate_line = (
-        f"Decision gate: run {gate.run} ({gate.scenario}) accepted at {gate.head}\n"
-        if gate is not None
-        else ""
-    )
-    facts = (
-        f"Agent receipt revision: {receipt.revision}\n"
-        f"Candidate identity: {identity}\n"
-        f"{gate_line}"
-        "Opened by 'factory operator publish' under a single-use operator grant; "
-        "whether it lands is decided separately."
-    )
-    closes = f"\n\nCloses #{inputs.issue}" if inputs.issue is not None else ""
-    return title, f"{title}\n\n{facts}\n", f"{facts}{closes}\n"
-
-
-def commit_date(receipt: Any) -> str:
-    """The commit's author/committer date: the receipt's end time, in git's raw form."""
-    import datetime as _dt
-
-    ended = receipt.timings.ended_at or receipt.timings.started_at
-    moment = _dt.datetime.fromisoformat(ended.replace("Z", "+00:00"))
-    return f"@{int(moment.timestamp())} +0000"
-
-
-def publish_intent(
-    inputs: PublishInputs, preconditions: Sequence[Precondition] = ()
-) -> PublishIntent:
-    """The publish intent (pure). Preconditions run after the receipt checks.
-
-    Raises:
-        IntentRefused: ``rehearsal-receipt``, ``receipt-not-completed``,
-            ``receipt-not-verified``, ``candidate-missing``, ``candidate-conversions-differ``,
-            ``candidate-changed``, or a precondition's own code.
-    """
-    candidate = check_receipt(inputs)
-    for check in preconditions:
-        check(inputs)
-    body = candidate.body
-    title, message, pr_body = _messages(inputs, candidate.identity)
-    draft = PublishIntent(
-        state="AWAITING_AUTHORITY",
-        action="PUBLISH_CANDIDATE",
-        required_authority="PUBLISH_CANDIDATE",
-        effect="NONE",
-        operations=list(OPERATIONS),
-        forge=inputs.forge,
-        repository=inputs.repository,
-        issue=inputs.issue,
-        receipt=ReceiptRef(
-            path=inputs.receipt_path,
-            sha256=inputs.receipt_sha256,
-            revision=inputs.receipt.revision,
-            task=inputs.receipt.task,
-        ),
-        candidate=CandidateRef(
-            identity=candidate.identity,
-            base_commit=body.base_commit,
-            base_tree=body.base_tree,
-            candidate_tree=body.candidate_tree,
-            files=len(body.files),
-        ),
-        remote=inputs.remote,
-        commit=CommitPlan(
-            author_name=inputs.author_name,
-            author_email=inputs.author_email,
-            date=commit_date(inputs.receipt),
-            message=message,
-        ),
-        pull_request=PullRequestPlan(base=inputs.base_branch, title=title, body=pr_body),
-        gate=inputs.gate.ref if inputs.gate is not None else None,
-        intent_revision="",
-    )
-    result: PublishIntent = _close(draft)
-    return result

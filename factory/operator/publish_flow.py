@@ -7,7 +7,7 @@ receipt it binds is published, and the pull request says ``Closes #N`` for its i
 Observation (no effect): verify the agent receipt (evidence, revision, and the candidate
 re-derived from the live worktree), read the remote's URL and the git identity, the base
 branch, and what each publication step would find (:func:`factory.operator.adapter.observe`).
-The pure :func:`factory.operator.intent.publish_intent` builds the intent; injected
+The pure :func:`factory.operator.publication.publish_intent` builds the intent; injected
 preconditions (the CLI always injects ``gate-not-accepted``) run inside it.
 
 The decision gate (SPEC X-1): an injected :class:`~factory.operator.gateref.GateLookup`
@@ -36,14 +36,8 @@ from factory.operator import adapter, dialog
 from factory.operator.forge import Forge
 from factory.operator.gateref import GateLookup
 from factory.operator.grant import SignedGrant
-from factory.operator.intent import (
-    Precondition,
-    PublishInputs,
-    PublishIntent,
-    RemoteRef,
-    RunIntent,
-    publish_intent,
-)
+from factory.operator.intent import PublishIntent, RemoteRef, RunIntent
+from factory.operator.publication import Precondition, PublishInputs, publish_intent
 from factory.operator.receipt import (
     Command,
     ErrorRecord,

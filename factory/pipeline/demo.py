@@ -181,7 +181,7 @@ def gate_and_operator(walk: Walk, sample: Sample, receipt: Path) -> None:
 
     from factory.gate.scenario import load_bytes
     from factory.operator.forge import Forge
-    from factory.operator.intent import require_accepted_gate
+    from factory.operator.publication import require_accepted_gate
     from factory.operator.session import Authority, operate
     from factory.operator.verify import verify_operator_receipt
     from factory.pipeline.deep import verify_chain

@@ -14,7 +14,7 @@ from factory.agent.verify import load_receipt
 from factory.gate.acquire import ProviderFn, default_providers
 from factory.gate.scenario import Scenario
 from factory.operator.forge import Forge
-from factory.operator.intent import Precondition, require_accepted_gate
+from factory.operator.publication import Precondition, require_accepted_gate
 from factory.operator.publish_flow import PublishFlow, resolve_source
 from factory.pipeline.binding import StoreGate
 from factory.pipeline.gatestep import GateStep, run_params

@@ -10,7 +10,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from factory.cli import agent_cmd
+from factory.cli import agent_exec
 from factory.cli.main import main
 from factory.provider_api import ProviderResult
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
@@ -68,5 +68,5 @@ SCENARIOS = {
 if __name__ == "__main__":
     name = sys.argv[1]
     rest = sys.argv[sys.argv.index("--") + 1 :]
-    agent_cmd.load_profiles = SCENARIOS[name]
+    agent_exec.load_profiles = SCENARIOS[name]
     sys.exit(main(rest))

@@ -17,8 +17,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from factory.agent.observer import FanOut, NullObserver, Outcome
-from factory.cli import agent_cmd
+from factory.agent.observer import FanOut, NullObserver, Outcome, RunObserver
+from factory.cli import agent_cmd, agent_exec
 from factory.cli.main import main
 from tests.agent.fake_factory import FIX, HoldingAgent
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step
@@ -51,14 +51,16 @@ if __name__ == "__main__":
     else:
         profiles = lambda: (FakeAgent([Step(effect=FIX)]), FakeReviewer([Step()]))  # noqa: E731
     if mode == "int-at-completion":
-        observer = agent_cmd._observer
+        observer = agent_exec._observer
 
-        def with_signal(args: Any) -> Any:
-            fan, *rest = observer(args)  # the observer, then what the CLI wires with it
-            return (FanOut(fan, SignalOnClose(signal.SIGINT)), *rest)
+        def with_signal(
+            call: agent_exec.AgentCall,
+        ) -> tuple[RunObserver, list[agent_exec.Task], str | None]:
+            fan, tasks, trace_id = observer(call)  # the observer, then what the CLI wires
+            return FanOut(fan, SignalOnClose(signal.SIGINT)), tasks, trace_id
 
-        agent_cmd._observer = with_signal
+        agent_exec._observer = with_signal
     if mode == "int-before-stdout":
         _signal_before(signal.SIGINT)
-    agent_cmd.load_profiles = profiles
+    agent_exec.load_profiles = profiles
     sys.exit(main(rest))

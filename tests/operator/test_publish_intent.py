@@ -12,11 +12,10 @@ from factory.agent.verify import load_receipt
 from factory.operator.intent import (
     RECEIPT_NOT_VERIFIED,
     IntentRefused,
-    PublishInputs,
     RemoteRef,
     intent_revision_ok,
-    publish_intent,
 )
+from factory.operator.publication import PublishInputs, publish_intent
 from tests.operator.helpers import REPO, World
 
 
@@ -95,6 +94,7 @@ def test_conversions_differ_is_refused(world: World) -> None:
     # refused, false accepted.
     base = _inputs(world)
     receipt = base.receipt
+    assert receipt.candidate.initial is not None
     for flag, refused in ((True, True), (False, False)):
         cand = receipt.candidate.initial.model_copy(update={"conversions_differ": flag})
         changed = receipt.model_copy(
