@@ -25,7 +25,7 @@ from typing import Any, Final
 from factory import __version__
 from factory.agent.receipt import AgentReceipt, CandidateRecord
 from factory.agent.receipt_facts import PatchText, ReceiptFacts
-from factory.agent.receipt_show import (
+from factory.agent.receipt_text import (
     MAX_DIFF_LINES,
     MAX_ROWS,
     evidence_file,

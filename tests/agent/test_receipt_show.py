@@ -13,13 +13,13 @@ from factory.agent.receipt import (
     Timings,
 )
 from factory.agent.receipt_facts import ReviewNote
-from factory.agent.receipt_show import (
+from factory.agent.receipt_show import parse_receipt
+from factory.agent.receipt_text import (
     MAX_ROWS,
     clean,
     evidence_file,
     format_bytes,
     format_ms,
-    parse_receipt,
     short_digest,
 )
 from factory.agent.verify import ReceiptInvalid
