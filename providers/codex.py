@@ -8,7 +8,8 @@ with the prompt on stdin then EOF (an open stdin hangs Codex; ``-`` also stops a
 equal to a subcommand name from being parsed as one).
 
 Result: the JSONL events must reach ``turn.completed``; the ``-o`` file must then hold a
-verdict that *we* validate against :data:`VERDICT_SCHEMA` (the CLI does not). Codex never
+verdict that *we* validate against the verdict schema (the CLI does not): both are read by
+the pure parsers of :mod:`providers.codex_output`. Codex never
 exits without network, so the deadline decides that case; repeated "Reconnecting" /
 "waiting for network" events turn a timeout into ``provider-network``.
 """
@@ -17,21 +18,17 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 import trio
-from pydantic import ValidationError
 
 from factory.errors import ProviderFailure
-from factory.models import StrictModel
 from factory.proc import MIB, ProcessFailure
 from factory.proc.runner import TIMEOUT
 from factory.provider_api import (
     PROVIDER_AUTH_REQUIRED,
-    PROVIDER_FAILED,
     PROVIDER_NETWORK,
     PROVIDER_PROTOCOL,
     ProviderResult,
@@ -40,12 +37,11 @@ from factory.provider_api import (
     Spool,
     Verdict,
 )
+from providers.codex_output import VERDICT_SCHEMA, classify, parse_events, parse_verdict
 from providers.common import (
     ClosedProfile,
     Invocation,
-    Problem,
     caller_base,
-    iter_json_lines,
     probe_version,
     problem_failure,
     process_failure,
@@ -53,7 +49,6 @@ from providers.common import (
     route_home,
     run_within_deadline,
     shape,
-    stderr_tail,
 )
 from providers.resolve import Resolved
 
@@ -64,20 +59,6 @@ GRACE_S = 3.0
 AUTHORITY = "read-only-sandbox"
 REHEARSAL_PROVIDER = "factory_rehearsal"
 REHEARSAL_KEY_VAR = "FACTORY_REHEARSAL_API_KEY"
-VERDICT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "verdict": {"type": "string", "enum": ["APPROVE", "REQUEST_CHANGES"]},
-        "summary": {"type": "string"},
-    },
-    "required": ["verdict", "summary"],
-    "additionalProperties": False,
-}
-
-
-class _VerdictDoc(StrictModel):
-    verdict: Literal["APPROVE", "REQUEST_CHANGES"]
-    summary: str
 
 
 def _toml(value: str) -> str:
@@ -151,111 +132,6 @@ def build_env(route: Route, environ: Mapping[str, str]) -> dict[str, str]:
         env["CODEX_HOME"] = str(rehearsal_home(route, "codex"))
         env[REHEARSAL_KEY_VAR] = route.api_key
     return env
-
-
-@dataclass(slots=True)
-class Events:
-    """What Codex's ``--json`` events said (pure parse of stdout)."""
-
-    terminal: Literal["completed", "failed"] | None = None
-    failure: str = ""
-    reconnects: int = 0
-    waiting_for_network: bool = False
-    events: int = 0
-    garbage_lines: int = 0
-
-
-def parse_events(stdout: bytes | Iterable[bytes]) -> Events:
-    """Parse Codex JSONL (bytes, or the lines of a spooled capture); the first
-    ``turn.completed``/``turn.failed`` is terminal. Only what decides is kept."""
-    out = Events()
-    garbage = [0]
-    for event in iter_json_lines(stdout, garbage):
-        out.events += 1
-        kind = event.get("type")
-        if kind == "error":
-            message = str(event.get("message", ""))
-            if message.startswith("Reconnecting"):
-                out.reconnects += 1
-                out.waiting_for_network |= "waiting for network" in message
-            elif not out.failure:
-                out.failure = message
-        elif kind in ("turn.completed", "turn.failed") and out.terminal is None:
-            out.terminal = "completed" if kind == "turn.completed" else "failed"
-            if kind == "turn.failed":
-                err = event.get("error")
-                msg = err.get("message") if isinstance(err, dict) else None
-                out.failure = str(msg or out.failure or "turn failed")
-    out.garbage_lines = garbage[0]
-    return out
-
-
-def parse_verdict(data: bytes) -> Verdict:
-    """Validate the ``-o`` file against :data:`VERDICT_SCHEMA` (exactly two keys).
-
-    Raises:
-        ProviderFailure: ``provider-protocol`` for empty, non-JSON or non-conforming data,
-            a duplicated key, or a summary that is not valid Unicode (lone surrogate).
-    """
-    if not data.strip():
-        raise PROVIDER_PROTOCOL("codex wrote no verdict (empty -o file)")
-    try:
-        doc = json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
-        parsed = _VerdictDoc.model_validate(doc)
-        parsed.summary.encode("utf-8")  # a lone surrogate (\ud800) is not text
-    except (ValueError, ValidationError, RecursionError) as exc:
-        if isinstance(exc, ValidationError):
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ()))
-            reason = f"{first.get('msg', 'invalid')} at {where}" if where else "not a JSON object"
-        elif isinstance(exc, _DuplicateKey):
-            reason = str(exc)
-        elif isinstance(exc, UnicodeEncodeError):
-            reason = "summary is not valid Unicode (lone surrogate)"
-        elif isinstance(exc, RecursionError):
-            reason = "nested too deeply"
-        else:
-            reason = "not JSON"
-        raise PROVIDER_PROTOCOL(f"codex verdict violates the verdict schema: {reason}") from exc
-    return Verdict(verdict=parsed.verdict, summary=parsed.summary)
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # Parsers disagree on which duplicate wins; the stored verdict bytes must mean one
-    # thing to anyone who re-reads them.
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(f"duplicate key {key!r}")
-        out[key] = value
-    return out
-
-
-def classify(events: Events, exit_code: int, stderr: bytes) -> Problem | None:
-    """None when the turn completed, else ``(P-4 code, one-line message)``."""
-    if events.terminal == "completed":
-        if exit_code != 0:
-            return PROVIDER_PROTOCOL, (
-                f"codex exited {exit_code} after turn.completed: {stderr_tail(stderr)}"
-            )
-        return None
-    if events.terminal == "failed":
-        msg = events.failure[:200]
-        low = msg.lower()
-        if "401" in msg or "403" in msg or "unauthorized" in low or "not logged in" in low:
-            return PROVIDER_AUTH_REQUIRED, (f"codex was refused by its API ({msg})")
-        if "connection" in low or "network" in low or "stream disconnected" in low:
-            return PROVIDER_NETWORK, f"codex could not reach its API: {msg}"
-        return PROVIDER_FAILED, f"codex turn failed: {msg}"
-    if b"Not logged in" in stderr:
-        return PROVIDER_AUTH_REQUIRED, "codex is not logged in"
-    if exit_code == 0:
-        return PROVIDER_PROTOCOL, "codex exited 0 without a turn.completed event"
-    return PROVIDER_FAILED, f"codex exited {exit_code}: {stderr_tail(stderr)}"
 
 
 class CodexProfile(ClosedProfile):

@@ -14,7 +14,7 @@ from factory.errors import ProviderFailure
 from factory.proc import Captured, ProcessFailure, RunResult, RunSpec, SweepReport
 from factory.proc.runner import TIMEOUT
 from factory.provider_api import SubscriptionRoute
-from providers import ClaudeProfile, CodexProfile, Effects, claude, codex
+from providers import ClaudeProfile, CodexProfile, Effects, claude, codex, codex_output
 
 
 def lines(*events: object) -> bytes:
@@ -117,7 +117,7 @@ def test_claude_no_result_with_nonzero_exit_names_stderr() -> None:
     ],
 )
 def test_codex_classification(events: list[object], rc: int, code: str | None) -> None:
-    got = codex.classify(codex.parse_events(lines(*events)), rc, b"")
+    got = codex_output.classify(codex_output.parse_events(lines(*events)), rc, b"")
     assert (got[0].name if got else None) == code
 
 
@@ -136,18 +136,18 @@ def test_codex_classification(events: list[object], rc: int, code: str | None) -
 )
 def test_verdicts_violating_the_schema(raw: bytes) -> None:
     with pytest.raises(ProviderFailure) as info:
-        codex.parse_verdict(raw)
+        codex_output.parse_verdict(raw)
     assert info.value.code == "provider-protocol"
 
 
 @pytest.mark.parametrize("value", ["APPROVE", "REQUEST_CHANGES"])
 def test_conforming_verdicts(value: str) -> None:
-    got = codex.parse_verdict(json.dumps({"verdict": value, "summary": "why"}).encode())
+    got = codex_output.parse_verdict(json.dumps({"verdict": value, "summary": "why"}).encode())
     assert got.verdict == value and got.summary == "why"
 
 
 def test_verdict_schema_is_strict() -> None:
-    schema = codex.VERDICT_SCHEMA
+    schema = codex_output.VERDICT_SCHEMA
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == set(schema["properties"]) == {"verdict", "summary"}
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from factory.errors import Code, ProviderFailure
-from providers import claude, codex
+from providers import claude, codex_output
 
 
 def _claude(**fields: object) -> tuple[Code[ProviderFailure], str] | None:
@@ -52,10 +52,10 @@ def test_claude_completed_twins_are_success() -> None:
 
 
 def test_codex_nonzero_exit_after_turn_completed_is_protocol() -> None:
-    events = codex.parse_events(b'{"type":"turn.completed"}\n')
-    got = codex.classify(events, 1, b"boom\n")
+    events = codex_output.parse_events(b'{"type":"turn.completed"}\n')
+    got = codex_output.classify(events, 1, b"boom\n")
     assert got is not None and got[0].name == "provider-protocol" and "boom" in got[1]
-    assert codex.classify(events, 0, b"") is None  # twin
+    assert codex_output.classify(events, 0, b"") is None  # twin
 
 
 @pytest.mark.parametrize(
@@ -69,23 +69,23 @@ def test_codex_nonzero_exit_after_turn_completed_is_protocol() -> None:
 )
 def test_ambiguous_or_non_text_verdicts_are_refused(raw: bytes, needle: str) -> None:
     with pytest.raises(ProviderFailure) as info:
-        codex.parse_verdict(raw)
+        codex_output.parse_verdict(raw)
     assert info.value.code == "provider-protocol" and needle in info.value.message
     assert "_VerdictDoc" not in info.value.message
 
 
 def test_verdict_with_an_astral_character_twin_is_accepted() -> None:
-    got = codex.parse_verdict(b'{"verdict":"APPROVE","summary":"\\ud83d\\ude00 ok"}')
+    got = codex_output.parse_verdict(b'{"verdict":"APPROVE","summary":"\\ud83d\\ude00 ok"}')
     assert got.summary == "\U0001f600 ok"
 
 
 def test_codex_truncated_last_line() -> None:
     done = b'{"type":"turn.started"}\n{"type":"turn.completed","usage":{}}\n'
     cut = done[:-8]  # killed mid-line: the terminal event itself is lost
-    got = codex.classify(codex.parse_events(cut), 0, b"")
+    got = codex_output.classify(codex_output.parse_events(cut), 0, b"")
     assert got is not None and got[0].name == "provider-protocol"
-    trailing = codex.parse_events(done + b'{"type":"item.comp')
-    assert trailing.garbage_lines == 1 and codex.classify(trailing, 0, b"") is None
+    trailing = codex_output.parse_events(done + b'{"type":"item.comp')
+    assert trailing.garbage_lines == 1 and codex_output.classify(trailing, 0, b"") is None
 
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -94,15 +94,15 @@ DEEP = b"[" * 100_000 + b"]" * 100_000
 def test_a_deeply_nested_verdict_is_protocol_not_a_crash() -> None:
     """Issue 8 §7: nesting past the parser's limit is a verdict-schema violation."""
     with pytest.raises(ProviderFailure) as info:
-        codex.parse_verdict(b'{"verdict":"APPROVE","summary":' + DEEP + b"}")
+        codex_output.parse_verdict(b'{"verdict":"APPROVE","summary":' + DEEP + b"}")
     assert info.value.code == "provider-protocol" and "nested too deeply" in info.value.message
 
 
 def test_a_deeply_nested_event_line_is_one_garbage_line_for_both_profiles() -> None:
     deep = b'{"type":"x","a":' + DEEP + b"}\n"
     done = b'{"type":"turn.started"}\n{"type":"turn.completed","usage":{}}\n'
-    events = codex.parse_events(deep + done)
-    assert events.garbage_lines == 1 and codex.classify(events, 0, b"") is None
+    events = codex_output.parse_events(deep + done)
+    assert events.garbage_lines == 1 and codex_output.classify(events, 0, b"") is None
     init = b'{"type":"system","subtype":"init"}\n'
     result = (
         b'{"type":"result","subtype":"success","is_error":false,"result":"ok",'

@@ -17,7 +17,7 @@ from pathlib import Path
 import trio
 
 from factory.provider_api import RehearsalRoute
-from providers import claude, codex
+from providers import claude, codex, codex_output
 from providers.common import Effects
 
 DEADLINE_S = 25
@@ -74,7 +74,7 @@ def codex_argv_env(
     binary = codex_profile().resolve().path
     scratch.mkdir(parents=True, exist_ok=True)
     schema, verdict = scratch / "verdict-schema.json", scratch / "verdict.json"
-    schema.write_text(json.dumps(codex.VERDICT_SCHEMA, sort_keys=True))
+    schema.write_text(json.dumps(codex_output.VERDICT_SCHEMA, sort_keys=True))
     argv = codex.build_argv(
         binary, worktree=worktree, schema_file=schema, verdict_file=verdict, route=route
     )
