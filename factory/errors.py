@@ -35,7 +35,10 @@ code  family           meaning
 
 A rejection is an *outcome*, so it is returned, not raised. Once a command has reserved
 its output (SPEC F-5), nothing is "before any effect" any more: a refusal found after the
-reservation is a :class:`Failure` (4) recorded in the terminal document, never a 2.
+reservation is a :class:`Failure` (4) recorded in the terminal document, never a 2 — with
+one declared exception, the operator session, whose receipt is reserved before its
+admission and which exits 2 for everything refused before its grant is spent (SPEC O;
+``design/ARCHITECTURE.md``, "Exit codes").
 """
 
 from __future__ import annotations
