@@ -9,6 +9,8 @@
   with ``sha256sum``; no tag is involved.
 
 Schema ids follow ``factory.<name>/<n>``; :func:`schema_id` checks the convention.
+Reading JSON that anyone else may read too, :func:`unique_keys` refuses an object that
+names a key twice (:class:`DuplicateKey`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,26 @@ from factory.errors import FactoryError
 SHA256_PREFIX = "sha256:"
 _SCHEMA_ID = re.compile(r"^factory\.[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*/[1-9][0-9]*$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice. Parsers disagree on which value wins, so the
+    document means no one thing; ``key`` is the repeated name."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"duplicate key {key!r}")
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for :func:`json.loads`: the object as a dict, or
+    :class:`DuplicateKey` (a ``ValueError``) when a key repeats."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def canonical_bytes(value: Any) -> bytes:

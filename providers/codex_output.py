@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from factory.canonical import DuplicateKey, unique_keys
 from factory.models import StrictModel
 from factory.provider_api import (
     PROVIDER_AUTH_REQUIRED,
@@ -87,7 +88,7 @@ def parse_verdict(data: bytes) -> Verdict:
     if not data.strip():
         raise PROVIDER_PROTOCOL("codex wrote no verdict (empty -o file)")
     try:
-        doc = json.loads(data, object_pairs_hook=_refuse_duplicate_keys)
+        doc = json.loads(data, object_pairs_hook=unique_keys)
         parsed = _VerdictDoc.model_validate(doc)
         parsed.summary.encode("utf-8")  # a lone surrogate (\ud800) is not text
     except (ValueError, ValidationError, RecursionError) as exc:
@@ -95,7 +96,7 @@ def parse_verdict(data: bytes) -> Verdict:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
             reason = f"{first.get('msg', 'invalid')} at {where}" if where else "not a JSON object"
-        elif isinstance(exc, _DuplicateKey):
+        elif isinstance(exc, DuplicateKey):
             reason = str(exc)
         elif isinstance(exc, UnicodeEncodeError):
             reason = "summary is not valid Unicode (lone surrogate)"
@@ -105,21 +106,6 @@ def parse_verdict(data: bytes) -> Verdict:
             reason = "not JSON"
         raise PROVIDER_PROTOCOL(f"codex verdict violates the verdict schema: {reason}") from exc
     return Verdict(verdict=parsed.verdict, summary=parsed.summary)
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _refuse_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # Parsers disagree on which duplicate wins; the stored verdict bytes must mean one
-    # thing to anyone who re-reads them.
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(f"duplicate key {key!r}")
-        out[key] = value
-    return out
 
 
 def classify(events: Events, exit_code: int, stderr: bytes) -> Problem | None:

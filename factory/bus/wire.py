@@ -35,6 +35,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, Final
 
+from factory.canonical import DuplicateKey, unique_keys
+
 MALFORMED_KEY: Final = "\x00factory-malformed-request"
 """Argument key that marks a refused call (see module doc): ``True`` for text that was not
 valid Unicode, else the reason (``duplicate-key``, ``request-too-deep``)."""
@@ -76,9 +78,9 @@ def screen_line(raw: bytes) -> bytes:
         text = raw.decode("utf-8", "surrogateescape")  # bad bytes become lone surrogates
         suspect = True
     try:
-        value: Any = json.loads(text, object_pairs_hook=_refuse_duplicates)
+        value: Any = json.loads(text, object_pairs_hook=unique_keys)
         reason = "request-too-deep" if _too_deep(value) else None
-    except _DuplicateKey:
+    except DuplicateKey:  # parsers disagree on which wins: it means no one thing
         reason, value = "duplicate-key", None
     except RecursionError:
         reason, value = "request-too-deep", None
@@ -129,20 +131,6 @@ def _tool_name(text: str, value: Any) -> str:
 MAX_DEPTH: Final = 64
 """Nesting no verb's input needs (a call is about five levels deep); deeper is refused, not
 handed to a parser whose own limit would drop it without an answer."""
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # Parsers disagree on which of two equal keys wins: the request means no one thing.
-    out: dict[str, Any] = {}
-    for key, item in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = item
-    return out
 
 
 def _too_deep(value: Any) -> bool:

@@ -13,20 +13,13 @@ import json
 from decimal import Decimal
 from typing import Any
 
+from factory.canonical import DuplicateKey, unique_keys
+
 MAX_DEPTH = 32
 
 
 class JsonRefused(ValueError):
     """The bytes are not a JSON document the gate accepts; ``str(self)`` says why."""
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise JsonRefused(f"key {key!r} appears twice in one object")
-        out[key] = value
-    return out
 
 
 def _constant(name: str) -> Any:
@@ -58,10 +51,12 @@ def loads(data: bytes | str, *, limit: int, max_depth: int = MAX_DEPTH) -> Any:
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
         value = json.loads(
-            text, parse_float=Decimal, parse_constant=_constant, object_pairs_hook=_pairs
+            text, parse_float=Decimal, parse_constant=_constant, object_pairs_hook=unique_keys
         )
     except JsonRefused:
         raise
+    except DuplicateKey as exc:
+        raise JsonRefused(f"key {exc.key!r} appears twice in one object") from exc
     except UnicodeDecodeError as exc:
         raise JsonRefused("not UTF-8 text") from exc
     except RecursionError as exc:

@@ -113,3 +113,18 @@ def test_schema_id_convention() -> None:
     for bad in ["factory.receipt", "factory.Receipt/1", "gaia.receipt/1", "factory.x/0"]:
         with pytest.raises(FactoryError):
             schema_id(bad)
+
+
+def test_unique_keys_refuses_a_repeated_key_and_names_it() -> None:
+    import json
+
+    from factory.canonical import DuplicateKey, unique_keys
+
+    with pytest.raises(DuplicateKey, match="duplicate key 'a'") as caught:
+        json.loads('{"b": 1, "a": 1, "a": 2}', object_pairs_hook=unique_keys)
+    assert caught.value.key == "a" and isinstance(caught.value, ValueError)
+    # twin: the same keys, each once, nested too
+    assert json.loads('{"a": {"a": 1}, "b": 2}', object_pairs_hook=unique_keys) == {
+        "a": {"a": 1},
+        "b": 2,
+    }
