@@ -34,13 +34,17 @@ import contextlib
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, Literal, TextIO, get_args
+from typing import TYPE_CHECKING, Final, Literal, TextIO, get_args
 
 import trio
 from pydantic import Field
 
 from factory.agent.observer import Outcome, Phase, Stage
 from factory.models import StrictModel
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.live import Live
 
 PROGRESS_SCHEMA: Final = "factory.agent-progress/1"
 BOUND_LABEL: Final = "(not an ETA)"
@@ -215,8 +219,8 @@ class ProgressObserver:
         self._stage: ProgressStage = "validating"
         self._closed = False
         self._terminal_written = False
-        self._live: Any = None
-        self._console: Any = None
+        self._live: Live | None = None
+        self._console: Console | None = None
         if mode == "human":
             self._setup_live(live)
 
@@ -308,7 +312,7 @@ class ProgressObserver:
             if self._mode == "jsonl":
                 self._write(render_jsonl(record))
             elif self._live is not None:
-                self._emit_live(record)
+                self._emit_live(self._live, record)
             else:
                 self._write(render_human(record))
         except Exception:
@@ -339,18 +343,18 @@ class ProgressObserver:
         except Exception:
             self._live = None
 
-    def _emit_live(self, record: ProgressRecord) -> None:
+    def _emit_live(self, live: Live, record: ProgressRecord) -> None:
         from rich.text import Text
 
         line = render_human(record)
-        if not self._live.is_started:
-            self._live.start()
+        if not live.is_started:
+            live.start()
         if record.event == "stage":
-            self._live.console.print(Text(line), soft_wrap=True)
+            live.console.print(Text(line), soft_wrap=True)
         if record.stage == "terminal_outcome":
-            self._live.stop()
+            live.stop()
             return
         status = Text(
             f"  ... {render_status(record)}", style="dim", no_wrap=True, overflow="ellipsis"
         )
-        self._live.update(status, refresh=True)
+        live.update(status, refresh=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from factory import __version__
 from factory.agent.receipt import AgentReceipt, CandidateRecord
@@ -39,6 +39,9 @@ from factory.agent.receipt_text import (
 )
 from factory.display import inert
 
+if TYPE_CHECKING:
+    import jinja2
+
 TEMPLATE: Final = "receipt.html.j2"
 
 
@@ -56,7 +59,7 @@ def _finalize(value: Any) -> Any:
     return inert(str(value), limit=2000)
 
 
-def environment() -> Any:
+def environment() -> jinja2.Environment:
     """The Jinja2 environment: package templates, autoescaping on, sanitising finalize."""
     import jinja2
 

@@ -35,11 +35,16 @@ import re
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 from urllib.parse import urlsplit
 
 from factory.agent.observer import Outcome, Phase, Stage
 from factory.errors import UsageError
+
+if TYPE_CHECKING:
+    import requests
+    from opentelemetry.sdk.trace.export import SpanExporter
+    from opentelemetry.trace import Span
 
 TRACES_PATH: Final = "/v1/traces"
 SERVICE_NAME: Final = "factory-agent"
@@ -183,7 +188,7 @@ def _token(text: str) -> str:
     return text if _TOKEN.fullmatch(text) else "unknown"
 
 
-def loopback_session(endpoint: str) -> Any:
+def loopback_session(endpoint: str) -> requests.Session:
     """A ``requests.Session`` for one endpoint: env proxies, ``.netrc`` and env headers ignored.
 
     ``trust_env = False`` makes requests skip ``HTTP(S)_PROXY``/``ALL_PROXY``/``NO_PROXY``,
@@ -243,7 +248,7 @@ class TelemetryObserver:
         *,
         export_timeout_s: float = 5.0,
         close_timeout_ms: int = 500,
-        exporter: Any = None,
+        exporter: SpanExporter | None = None,
     ) -> None:
         self.endpoint = parse_endpoint(endpoint)  # the only error this constructor raises
         self._close_timeout_ms = max(0, close_timeout_ms)
@@ -255,7 +260,7 @@ class TelemetryObserver:
         except Exception:  # a broken SDK or exporter disables telemetry, never the run
             self._closed = True
 
-    def _start(self, export_timeout_s: float, exporter: Any) -> None:
+    def _start(self, export_timeout_s: float, exporter: SpanExporter | None) -> None:
         from opentelemetry import trace
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
@@ -378,7 +383,7 @@ class TelemetryObserver:
         span.end()
 
 
-def _set_status(span: Any, status: StatusName, description: str | None) -> None:
+def _set_status(span: Span, status: StatusName, description: str | None) -> None:
     from opentelemetry.trace import Status, StatusCode
 
     if status != "UNSET":

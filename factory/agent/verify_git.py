@@ -14,12 +14,15 @@ Neither runs a program the repository names: both go through :mod:`factory.gitio
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, CandidateRecord
 from factory.agent.verification import CandidateCheck, PatchCheck
 from factory.errors import FactoryError
+
+if TYPE_CHECKING:
+    from factory.gitio.snapshot import Baseline
 
 
 def _labelled(receipt: AgentReceipt) -> list[tuple[str, CandidateRecord]]:
@@ -72,7 +75,7 @@ def check_patches(receipt: AgentReceipt, receipt_path: Path) -> list[PatchCheck]
 _CLAIMS_CANDIDATE = ("completed", "rejected")
 
 
-def _baseline(receipt: AgentReceipt, receipt_path: Path) -> Any:
+def _baseline(receipt: AgentReceipt, receipt_path: Path) -> Baseline | None:
     from factory.gitio.snapshot import Baseline, decode_divergence
 
     ref = receipt.base.entry_divergence if receipt.base is not None else None

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from factory.models import StrictModel
 
 if TYPE_CHECKING:
+    from factory.agent.receipt import AgentReceipt
     from factory.operator.receipt import GateRecord
 
 
@@ -64,7 +65,7 @@ class GateFinding:
 class GateLookup(Protocol):
     """How a publication finds and binds its gate run (implemented by the pipeline)."""
 
-    def find(self, agent_receipt: Path, receipt: Any) -> GateFinding:
+    def find(self, agent_receipt: Path, receipt: AgentReceipt) -> GateFinding:
         """The accepted run for ``receipt``'s candidate, or why there is none. Never raises
         for a missing or unfinished run: that is the ``problem``."""
         ...

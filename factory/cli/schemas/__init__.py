@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from importlib import import_module, resources
 from typing import Any
 
-from pydantic import TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -115,9 +115,10 @@ def shipped(doc: Published) -> bytes:
     return (resources.files(__package__) / f"{doc.name}.json").read_bytes()
 
 
-def _model(target: str) -> Any:
+def _model(target: str) -> type[BaseModel]:
     module, _, attr = target.partition(":")
-    return getattr(import_module(module), attr)
+    model: type[BaseModel] = getattr(import_module(module), attr)
+    return model
 
 
 def generate(doc: Published) -> bytes:
