@@ -216,15 +216,8 @@ class CodexProfile(ClosedProfile):
             verdict_file=verdict_file,
             route=route,
         )
-        replacements = {
-            str(resolved.path): NAME,
-            str(worktree): "<worktree>",
-            str(work): "<scratch>",
-        }
-        if isinstance(route, RehearsalRoute):
-            replacements[route.base_url.rstrip("/")] = "<rehearsal-base-url>"
-        call = Invocation(
-            NAME, "reviewer", shape(argv, replacements), AUTHORITY, env_names=tuple(sorted(env))
+        call = _invocation(
+            argv, env, route, {resolved.path: NAME, worktree: "<worktree>", work: "<scratch>"}
         )
         try:
             call.cli_version = await probe_version(resolved.path, env, self._fx.runner)
@@ -273,6 +266,19 @@ class CodexProfile(ClosedProfile):
                     "'Reconnecting' events)"
                 )
         return process_failure(exc, NAME)
+
+
+def _invocation(
+    argv: list[str], env: Mapping[str, str], route: Route, names: Mapping[Path, str]
+) -> Invocation:
+    """The reviewer invocation's record: its argv with paths (and the rehearsal URL) replaced
+    by stable names, and the names of its environment."""
+    replacements = {str(path): name for path, name in names.items()}
+    if isinstance(route, RehearsalRoute):
+        replacements[route.base_url.rstrip("/")] = "<rehearsal-base-url>"
+    return Invocation(
+        NAME, "reviewer", shape(argv, replacements), AUTHORITY, env_names=tuple(sorted(env))
+    )
 
 
 def _read_capped(path: Path) -> bytes:
