@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 import requests
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from factory.agent.observer import FanOut, Outcome, Phase, RunObserver
 from factory.agent.telemetry import (
@@ -250,16 +252,16 @@ def test_a_hung_collector_does_not_hold_the_exit() -> None:
     assert closing < 1.0, f"close took {closing:.3f}s"
 
 
-class ExplodingExporter:
+class ExplodingExporter(SpanExporter):
     """A span exporter whose every call raises."""
 
-    def export(self, spans: object) -> object:
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         raise RuntimeError("exporter exploded")
 
     def shutdown(self) -> None:
         raise RuntimeError("exporter exploded")
 
-    def force_flush(self, timeout_millis: int = 0) -> bool:
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
         raise RuntimeError("exporter exploded")
 
 
