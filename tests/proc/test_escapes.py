@@ -249,13 +249,13 @@ time.sleep(3)
 """
 
 
-def _our_zombies() -> int:
+def _our_zombies() -> set[int]:
     me = os.getpid()
-    count = 0
-    for proc in psutil.process_iter(["ppid", "status"]):
-        if proc.info["ppid"] == me and proc.info["status"] == psutil.STATUS_ZOMBIE:
-            count += 1
-    return count
+    return {
+        proc.pid
+        for proc in psutil.process_iter(["ppid", "status"])
+        if proc.info["ppid"] == me and proc.info["status"] == psutil.STATUS_ZOMBIE
+    }
 
 
 async def _zombies_while_running(tmp_path: Path, track_interval_s: float) -> int:
@@ -268,12 +268,15 @@ async def _zombies_while_running(tmp_path: Path, track_interval_s: float) -> int
         track_interval_s=track_interval_s,
     )
     seen: list[int] = []
+    # Zombies an earlier test of this session left (a killed CLI's children, a browser's
+    # crash handler) re-parent to this subreaper too; only this run's count.
+    before = _our_zombies()
 
     async def sample() -> None:
         while not marker.exists():
             await trio.sleep(0.05)
         await trio.sleep(1.5)  # several tracking scans (0.25 s) under any load
-        seen.append(_our_zombies())
+        seen.append(len(_our_zombies() - before))
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(sample)
