@@ -59,9 +59,10 @@ from factory.errors import Code, ExitCode, FactoryError, ProviderFailure
 from factory.fsio import atomic_replace, physically_inside, reserve
 from factory.gitio.candidate import DerivedCandidate, derive
 from factory.gitio.create import WORKTREE_CREATE_MISMATCH
+from factory.gitio.index_entries import index_entries_digest
 from factory.gitio.rawfs import StatCache
 from factory.gitio.snapshot import Baseline
-from factory.gitio.worktree import head_commit, head_ref, index_tree
+from factory.gitio.worktree import head_commit, head_ref
 from factory.proc import Captured
 from factory.proc.procfs import boot_id, read_stat
 from factory.provider_api import ProviderResult, Spool, partial_of
@@ -104,6 +105,7 @@ class _Run:
         self.derive_cache: StatCache | None = None
         self.first_verdict: dict[str, str] | None = None
         self.entry_ref: str | None = None
+        self.entry_index: str | None = None  # the index entries' digest at entry
         self.t0 = trio.current_time()
         self.route_problem: tuple[Code[FactoryError], str] | None = None
         self.route_reported = False
@@ -207,13 +209,15 @@ class _Run:
             self.store_outputs(ph, partial_result)
 
     async def entry_state_unchanged(self) -> bool:
-        """HEAD (commit and the branch it names) and the index tree equal their entry values."""
+        """HEAD (commit and the branch it names) and the index entries (mode, object id,
+        stage, intent-to-add and hide bits: :mod:`factory.gitio.index_entries`; so the
+        index tree too) equal their entry values."""
         base = self.rec.base
         assert base is not None
         head = await _io(partial(head_commit, self.wt))
         ref = await _io(partial(head_ref, self.wt))
-        index = await _io(partial(index_tree, self.wt))
-        return (head, ref, index) == (base.commit, self.entry_ref, base.index_tree)
+        index = await _io(partial(index_entries_digest, self.wt.root))
+        return (head, ref, index) == (base.commit, self.entry_ref, self.entry_index)
 
     async def derive(self, *, details: bool = True) -> tuple[DerivedCandidate, str]:
         base = self.rec.base
@@ -416,6 +420,7 @@ class _Run:
             base = base.model_copy(update={"isolation": "factory-created-linked-git-worktree"})
         self.rec.base, self.baseline = base, entry.baseline
         self.entry_ref = entry.record.branch
+        self.entry_index = await _io(partial(index_entries_digest, self.wt.root))
         self.git_state = await _io(partial(bind_control, self.wt))
         task = self.a.request.task
 
