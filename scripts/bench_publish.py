@@ -20,7 +20,10 @@ intent) and ``demo`` (the demo's own fix of ``stats.py``: medium risk, so the re
 ``factory review validate --gate pre-pr`` runs as a child process; with no review of the
 candidate it denies, the gate holds at review-approved (``stopped``: the code) and no
 intent is built — the figure
-is then the gate part up to the accepted hold, and the review gate's own time is shown).
+is then the gate part up to the accepted hold, and the review gate's own time is shown),
+and ``demo-reviewed`` (the same fix after an approved review transaction made on the CLI
+beforehand, untimed: the review gate allows, so this is the whole path to the intent of a
+medium-risk candidate).
 
 Usage: ``scripts/bench_publish [--reps N]``. One JSON object on stdout (medians, seconds).
 Everything runs on 127.0.0.1 in a temporary folder that is removed afterwards.
@@ -74,6 +77,8 @@ def demo_world(tmp: Path, forge: Any, edits: dict[str, str]) -> Any:
     git(sample.repo, "remote", "add", "origin", bare.as_uri())
     git(sample.repo, "config", "user.name", "Ada Operator")
     git(sample.repo, "config", "user.email", "ada@factory.invalid")
+    # The sample leaves the worktree to the run; this bench binds a caller-made one.
+    git(sample.repo, "worktree", "add", "-q", "-b", "demo/fix-median", str(sample.worktree))
     fakes = install_fakes(tmp / "fakebin")
     fakes.mode(claude="ok", codex="ok", claude_files=edits)
     (tmp / "out").mkdir()
@@ -88,6 +93,29 @@ def demo_world(tmp: Path, forge: Any, edits: dict[str, str]) -> Any:
     private, public = make_keys(tmp / "keys")
     return World(tmp, sample.repo, sample.worktree, bare, forge, fakes, private, public,
                  tmp / "ledger", receipt)  # fmt: skip
+
+
+CLEAN_LENS = {"findings": [], "evidence": ["read the whole diff of stats.py"]}
+
+
+def reviewed(world: Any) -> None:
+    """A review transaction of the world's candidate on the CLI, as a user runs it: start,
+    the reliability lens (the fake Codex answers with no finding), finalize with its
+    evidence run. Not timed: it is the user's step before ``factory publish``."""
+    from tests.operator.helpers import env_with
+    from tests.support.cli import run_factory
+
+    (world.fakes.bin / "canned.txt").write_text(json.dumps(CLEAN_LENS))
+    world.fakes.mode(claude="ok", codex="canned")
+    env = env_with(world.fakes, FACTORY_STATE_DIR=str(world.tmp))
+    for args in (
+        ["start"],
+        ["lens", "--lens", "reliability", "--timeout-ms", "120000"],
+        ["finalize", "--evidence-run", "--", "true"],
+    ):
+        proc = run_factory(["review", args[0], "--cwd", str(world.wt), *args[1:]], env=env)
+        assert proc.returncode == 0, (args, proc.stdout.decode(), proc.stderr.decode())
+    assert json.loads(proc.stdout)["state"] == "approved", proc.stdout.decode()
 
 
 def timed_providers(marks: dict[str, float]) -> Mapping[str, Any]:
@@ -150,8 +178,12 @@ def one_rep(world: Any, rep: int) -> dict[str, Any]:
     }
 
 
-def bench(tmp: Path, forge: Any, name: str, edits: dict[str, str], reps: int) -> dict[str, Any]:
+def bench(
+    tmp: Path, forge: Any, name: str, edits: dict[str, str], reps: int, *, review: bool = False
+) -> dict[str, Any]:
     world = demo_world(tmp / name, forge, edits)
+    if review:
+        reviewed(world)
     with world.client() as client:
         world.client = lambda: client  # one connection pool for every repetition
         runs = [one_rep(world, rep) for rep in range(reps)]
@@ -188,6 +220,7 @@ def measure(reps: int) -> dict[str, Any]:
             results = [
                 bench(tmp, forge, "docs", DOCS, reps),
                 bench(tmp, forge, "demo", DEMO_FIX, reps),
+                bench(tmp, forge, "demo-reviewed", DEMO_FIX, reps, review=True),
             ]
     return {"benchmark": "factory publish, non-interactive part (issue 15)", "results": results}
 

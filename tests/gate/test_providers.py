@@ -18,7 +18,7 @@ from tests.agent.helpers import run as run_agent
 from tests.gate.helpers import condition, new_gate, scenario_doc
 from tests.support.git import add_linked_worktree, init_repo
 from tests.support.git import git as sh_git
-from tests.support.layout import Layout, make_layout
+from tests.support.layout import make_layout
 
 
 async def test_file_digest_and_pointer(tmp_path: Path) -> None:
