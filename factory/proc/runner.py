@@ -292,7 +292,8 @@ def _raise_for(spec: RunSpec, result: RunResult, spool_error: OSError | None) ->
     name = Path(spec.argv[0]).name
     if result.sweep.survivors:
         raise ProcessFailure(
-            f"{name}: {len(result.sweep.survivors)} process(es) survived SIGKILL",
+            f"{name}: {len(result.sweep.survivors)} process(es) survived SIGKILL (the "
+            "factory's guard stops what it recorded of them when the factory exits)",
             code=SWEEP_INCOMPLETE,
             result=result,
         )
