@@ -170,8 +170,9 @@ def test_descend_finds_what_the_full_scan_finds() -> None:
         assert set(walked) == set(full) and len(full) == 2  # the leader and the orphan
         assert any(m.ppid == os.getpid() and m.pid != leader.pid for m in walked.values())
     finally:
-        assert len(tagged(tag)) == 2  # killed (and counted) independently of the runner
+        killed = tagged(tag)  # killed (and counted) independently of the runner
         leader.wait()
-        for pid in _zombie_children():
+        for pid in killed:  # the orphan is our child: reap it, leave no zombie behind
             with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, os.WNOHANG)
+                os.waitpid(pid, 0)
+    assert len(killed) == 2
