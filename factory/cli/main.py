@@ -7,7 +7,7 @@ heavy imports inside the handler, so ``factory --help`` and fast commands stay f
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from importlib import import_module
 
 from factory import __version__
@@ -41,19 +41,37 @@ stderr. Exit codes: 0 success, 1 internal error, 2 usage or refused precondition
 """
 
 
-def build_parser() -> StrictParser:
-    """The full argument parser (every subcommand registered)."""
+def build_parser(only: str | None = None) -> StrictParser:
+    """The argument parser: every subcommand registered, or with ``only`` (a command
+    module's name) just that module's (see :func:`main`)."""
+    return _build(COMMAND_MODULES if only is None else (only,))[0]
+
+
+def _build(modules: Sequence[str]) -> tuple[StrictParser, Collection[str]]:
     parser = StrictParser(prog="factory", description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"factory {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=StrictParser)
-    for name in COMMAND_MODULES:
+    for name in modules:
         import_module(f"factory.cli.{name}").register(sub)
-    return parser
+    return parser, sub.choices.keys()
+
+
+def _parser_for(argv: Sequence[str]) -> StrictParser:
+    """The parser for ``argv``: when its first word is command ``X`` registered by module
+    ``X_cmd``, only that module is imported (a git hook's ``factory review validate``
+    does not pay for the other thirteen); anything else gets the full parser."""
+    first = argv[0] if argv else ""
+    if f"{first}_cmd" in COMMAND_MODULES:
+        parser, names = _build((f"{first}_cmd",))
+        if first in names:
+            return parser
+    return build_parser()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``factory`` console script and ``python -m factory``."""
-    return run_command(build_parser(), sys.argv[1:] if argv is None else argv)
+    args = sys.argv[1:] if argv is None else argv
+    return run_command(_parser_for(args), args)
 
 
 if __name__ == "__main__":

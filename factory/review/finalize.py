@@ -34,6 +34,7 @@ from factory.review.errors import (
     NOTHING_APPLIES,
     RESULT_COUNT,
     VALUE_INVALID,
+    ReviewCasConflict,
     ReviewInputInvalid,
     ReviewRefused,
 )
@@ -49,7 +50,7 @@ from factory.review.results import LensResult, LensSource, build_lens_result
 from factory.review.service import Context, lineage_policy, resolve_lineage
 from factory.review.snapshot import live_target, measure_fix
 from factory.review.state import FinalEvidence, ReviewState
-from factory.review.store import Loaded
+from factory.review.store import Loaded, revision_of
 from factory.review.views import finalize_view
 
 EVIDENCE_LIMIT = 64 << 20
@@ -389,15 +390,26 @@ def commit(
     ctx: Context, loaded: Loaded, steps: list[tuple[str, ReviewState, dict[str, bytes]]]
 ) -> Loaded:
     """Persist each simulated successor in order, each by compare-and-swap on the previous
-    one (the chain starts at ``loaded``'s revision, so a concurrent move is a conflict)."""
-    current = loaded
-    for name, new, blobs in steps:
-        for role, data in blobs.items():
-            ctx.store.put_blob(current.lineage_id, role, data)
-        committed = ctx.store.replace(
-            current.revision, new, command=f"review/{name}", previous=current.state
-        )
-        current = committed.loaded
+    one (the chain starts at ``loaded``'s revision, so a concurrent move is a conflict).
+
+    A conflict where the lineage already stands at one of this chain's own later steps (an
+    identical call got there first) is that step's idempotent success; any other conflict
+    is raised, nothing of this call written.
+    """
+    current, i = loaded, 0
+    while i < len(steps):
+        name, new, blobs = steps[i]
+        try:
+            current = ctx.store.replace(
+                current.revision, new, command=f"review/{name}", blobs=blobs, previous=current.state
+            ).loaded
+        except ReviewCasConflict:
+            there = ctx.store.load(current.lineage_id)
+            ahead = [j for j in range(i, len(steps)) if revision_of(steps[j][1]) == there.revision]
+            if not ahead:
+                raise
+            current, i = there, ahead[0]
+        i += 1
     return current
 
 

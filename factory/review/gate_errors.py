@@ -51,7 +51,7 @@ CEREMONY_NOT_UNIQUE = ReviewRefused.define(
 )
 HOOK_NOT_OWNED = ReviewRefused.define(
     "review-hook-not-owned",
-    "move your own hook aside (or chain it from a hook manager), then rerun install-hooks",
+    "free the entry it names (a folder or device, or a taken .factory-previous name), rerun",
 )
 GATE_USAGE = ReviewInputInvalid.define(
     "review-gate-usage", "see 'factory review validate --help' for which flag fits which gate"

@@ -6,14 +6,21 @@ Two hooks, ``pre-commit`` and ``pre-push``, in the folder git runs hooks from
 (``core.hooksPath`` when a configuration file sets it, else ``<common-dir>/hooks``: linked
 worktrees share it). Ownership is recorded in ``<common-dir>/factory/review/hooks.json``
 (``factory.review-hooks/1``): for each hook the SHA-256 of what was installed and of what
-was there before (always nothing: see below). The rules:
+was there before. The rules:
 
-* a hook file factory does not own is never overwritten: install refuses before writing
-  anything (``review-hook-not-owned``), naming the file;
+* a hook factory does not own is never overwritten: it is moved aside byte-for-byte (a
+  rename: same bytes, mode and inode) to ``<hook>.factory-previous`` in the same folder,
+  its digest, kind and mode recorded as ``previous_*``, and factory's hook *chains* it:
+  factory's gate runs first (a denial stops there, so the gate can still deny), then the
+  previous hook runs with the same arguments and standard input;
 * a hook factory installed and the user edited since is left alone and reported, by
   install and by uninstall alike;
-* ``--uninstall`` removes exactly the files whose bytes are still what was installed, so
-  the folder is as it was before (nothing), and forgets them.
+* ``--uninstall`` removes exactly the files whose bytes are still what was installed and
+  renames each previous hook back (its recorded mode restored), so the folder is as it
+  was before, and forgets them.
+
+Install writes the manifest (the intent, previous digests included) before it moves or
+writes anything, so a crash at any point is finished by rerunning the same command.
 
 Each hook runs ``<this python> -m factory review validate --gate G``; the pre-push hook
 passes the remote name and every pushed commit (``--remote``, ``--pushed-commit``), and
@@ -41,29 +48,53 @@ from factory.review.store import STORE_PARTS
 MANIFEST_SCHEMA: Final = "factory.review-hooks/1"
 MARKER: Final = "# factory-review-hook/1"
 HOOKS: Final = ("pre-commit", "pre-push")
+ASIDE: Final = ".factory-previous"
+_PREVIOUS_KEYS: Final = ("previous_sha256", "previous_kind", "previous_mode", "previous_path")
 
 
-def hook_script(name: str, python: str) -> bytes:
-    """The bytes of hook ``name`` for the interpreter ``python``."""
+def hook_script(name: str, python: str, previous: str | None = None) -> bytes:
+    """The bytes of hook ``name`` for the interpreter ``python``; with ``previous`` (the
+    path of the hook that was there before), factory's gate runs first and then it."""
     head = [
         "#!/bin/sh",
         f"{MARKER} {name}",
         "# Installed by 'factory review install-hooks'; 'factory review install-hooks",
         "# --uninstall' removes it. Denials print the reason and the next legal command.",
     ]
-    run = f"exec {shlex.quote(python)} -m factory review validate --gate {name}"
-    if name == "pre-commit":
-        body = [run]
-    else:
-        body = [
-            'remote="$1"',
-            "set --",
-            "while read -r local_ref local_oid remote_ref remote_oid; do",
-            '  case "$local_oid" in *[!0]*) set -- "$@" --pushed-commit "$local_oid" ;; esac',
-            "done",
-            '[ "$#" -eq 0 ] && exit 0  # only deletions: nothing is delivered',
-            f'{run} --remote "$remote" "$@"',
+    gate = f"{shlex.quote(python)} -m factory review validate --gate {name}"
+    if previous is not None:
+        head += [
+            "# The hook that was here before is kept byte-for-byte and runs after the gate",
+            "# allows; uninstall puts it back.",
+            f"previous={shlex.quote(previous)}",
         ]
+    if name == "pre-commit":
+        if previous is None:
+            return _lines(head, [f"exec {gate}"])
+        return _lines(
+            head,
+            [f"{gate} || exit $?", 'if [ -x "$previous" ]; then exec "$previous" "$@"; fi'],
+        )
+    scan = [
+        "while read -r local_ref local_oid remote_ref remote_oid; do",
+        '  case "$local_oid" in *[!0]*) set -- "$@" --pushed-commit "$local_oid" ;; esac',
+    ]
+    if previous is None:
+        body = ['remote="$1"', "set --", *scan, "done"]
+        body += ['[ "$#" -eq 0 ] && exit 0  # only deletions: nothing is delivered']
+        return _lines(head, [*body, f'exec {gate} --remote "$remote" "$@"'])
+    body = ['remote="$1"', 'url="$2"', 'input="$(cat)"', "set --", *scan]
+    body += ["done <<FACTORY_PUSH_INPUT", "$input", "FACTORY_PUSH_INPUT"]
+    body += [f'if [ "$#" -gt 0 ]; then {gate} --remote "$remote" "$@" || exit $?; fi']
+    body += [
+        'if [ -x "$previous" ]; then',
+        '  { [ -n "$input" ] && printf \'%s\\n\' "$input"; } | exec "$previous" "$remote" "$url"',
+        "fi",
+    ]
+    return _lines(head, body)
+
+
+def _lines(head: list[str], body: list[str]) -> bytes:
     return ("\n".join(head + body) + "\n").encode()
 
 
@@ -112,66 +143,114 @@ def _save(wt: Worktree, doc: dict[str, Any]) -> None:
 
 
 def _read(path: Path) -> bytes | None:
+    """The bytes at ``path`` for ownership checks (``None``: nothing there); a symlink or
+    other non-regular entry reads as a tagged description, never as a hook of ours."""
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return None
+    if stat.S_ISLNK(st.st_mode):
+        return b"\0symlink\0" + os.fsencode(os.readlink(path))
     if not stat.S_ISREG(st.st_mode):
         return b"\0not a regular file"
     return path.read_bytes()
 
 
-def _plan(wt: Worktree, folder: Path, doc: dict[str, Any], python: str) -> list[dict[str, Any]]:
-    plan = []
-    for name in HOOKS:
-        path, want = folder / name, hook_script(name, python)
-        have = _read(path)
-        owned = doc["hooks"].get(name, {}).get("installed_sha256")
-        entry = {"hook": name, "path": str(path)}
-        if have is None:
-            plan.append({**entry, "action": "install", "bytes": want})
-        elif owned is not None and sha256_hex(have) == owned:
-            action = "already-installed" if have == want else "update"
-            plan.append({**entry, "action": action, "bytes": want})
-        elif owned is not None or have.startswith(b"#!/bin/sh\n" + MARKER.encode()):
-            plan.append({**entry, "action": "left-alone", "reason": "edited after install"})
-        else:
-            plan.append({**entry, "action": "refuse", "reason": "not installed by factory"})
-    return plan
+def _previous(path: Path, have: bytes) -> dict[str, Any]:
+    """What is recorded of a foreign hook before it is moved aside."""
+    st = os.lstat(path)
+    kind = "symlink" if stat.S_ISLNK(st.st_mode) else "file"
+    return {
+        "previous_sha256": sha256_hex(have),
+        "previous_kind": kind,
+        "previous_mode": stat.S_IMODE(st.st_mode),
+        "previous_path": str(path.with_name(path.name + ASIDE)),
+    }
+
+
+def _plan_one(name: str, folder: Path, rec: dict[str, Any], python: str) -> dict[str, Any]:
+    path = folder / name
+    have, owned, prev = _read(path), rec.get("installed_sha256"), rec.get("previous_path")
+    entry: dict[str, Any] = {"hook": name, "path": str(path)}
+    kept = {k: rec.get(k) for k in _PREVIOUS_KEYS}
+    if have is None:
+        if prev is None or _read(Path(prev)) is None:
+            prev, kept = None, dict.fromkeys(_PREVIOUS_KEYS)
+        want = hook_script(name, python, prev)
+        return {**entry, "action": "install", "bytes": want, "previous": kept}
+    if owned is not None and sha256_hex(have) == owned:
+        want = hook_script(name, python, prev)
+        action = "already-installed" if have == want else "update"
+        return {**entry, "action": action, "bytes": want, "previous": kept}
+    if rec.get("previous_sha256") == sha256_hex(have) and _read(Path(prev or path)) is None:
+        return {**entry, "action": "chain", "previous": kept}  # resume a crashed install
+    if owned is not None or have.startswith(b"#!/bin/sh\n" + MARKER.encode()):
+        return {**entry, "action": "left-alone", "reason": "edited after install"}
+    if have.startswith(b"\0not a regular file"):
+        return {**entry, "action": "refuse", "reason": "not a regular file or symlink"}
+    previous = _previous(path, have)
+    if _read(Path(previous["previous_path"])) is not None:
+        return {**entry, "action": "refuse", "reason": f"{previous['previous_path']} exists"}
+    return {**entry, "action": "chain", "previous": previous}
 
 
 def install(wt: Worktree, python: str = sys.executable) -> dict[str, Any]:
-    """Install both hooks (see the module docstring).
+    """Install both hooks, chaining any foreign hook (see the module docstring).
 
     Raises:
-        ReviewRefused: ``review-hook-not-owned`` when a hook file is someone else's
-            (nothing was written).
+        ReviewRefused: ``review-hook-not-owned`` when a hook cannot be kept byte-for-byte
+            (a folder or device where a hook goes, or its aside name taken); nothing was
+            written.
     """
     folder, doc = hooks_dir(wt), load_manifest(wt)
-    plan = _plan(wt, folder, doc, python)
+    plan = [_plan_one(n, folder, doc["hooks"].get(n, {}), python) for n in HOOKS]
     foreign = [p for p in plan if p["action"] == "refuse"]
     if foreign:
         raise HOOK_NOT_OWNED(
-            f"{foreign[0]['path']} exists and was not installed by factory; it is left as it is"
+            f"{foreign[0]['path']} is not factory's and cannot be kept aside "
+            f"({foreign[0]['reason']}); it is left as it is"
         )
+    for p in plan:
+        if p["action"] == "chain":
+            p["bytes"] = hook_script(p["hook"], python, p["previous"]["previous_path"])
+        if p["action"] in ("install", "update", "chain"):
+            doc["hooks"][p["hook"]] = {
+                **p["previous"],
+                "path": p["path"],
+                "installed_sha256": sha256_hex(p["bytes"]),
+            }
+    _save(wt, doc)  # the intent first: a crash below is finished by a rerun
     folder.mkdir(parents=True, exist_ok=True)
     for p in plan:
-        if p["action"] == "install":
+        if p["action"] == "chain":
+            os.rename(p["path"], p["previous"]["previous_path"])
+        if p["action"] in ("install", "chain"):
             write_exclusive(Path(p["path"]), p["bytes"], mode=0o755)
         elif p["action"] == "update":
             atomic_replace(Path(p["path"]), p["bytes"], mode=0o755)
-        if p["action"] in ("install", "update"):
-            doc["hooks"][p["hook"]] = {
-                "path": p["path"],
-                "installed_sha256": sha256_hex(p["bytes"]),
-                "previous_sha256": None,
-            }
-    _save(wt, doc)
     return _report("review/install-hooks", folder, plan)
 
 
+def _restore(rec: dict[str, Any], path: Path, entry: dict[str, Any]) -> dict[str, Any]:
+    """Put the previous hook back at ``path`` (a rename over factory's hook)."""
+    prev = rec.get("previous_path")
+    if prev is None:
+        if _read(path) is not None:
+            path.unlink()
+        return {**entry, "action": "removed"}
+    have = _read(Path(prev))
+    if have is None:
+        return {**entry, "action": "removed", "previous": "missing", "previous_path": prev}
+    os.rename(prev, path)
+    if rec.get("previous_kind") == "file" and rec.get("previous_mode") is not None:
+        os.chmod(path, rec["previous_mode"])
+    intact = sha256_hex(have) == rec.get("previous_sha256")
+    return {**entry, "action": "restored", "previous": "intact" if intact else "edited"}
+
+
 def uninstall(wt: Worktree) -> dict[str, Any]:
-    """Remove the hooks factory installed and nobody edited since; report the rest."""
+    """Remove the hooks factory installed and nobody edited since, putting back what was
+    there before; report the rest."""
     folder, doc = hooks_dir(wt), load_manifest(wt)
     plan = []
     for name in HOOKS:
@@ -181,15 +260,17 @@ def uninstall(wt: Worktree) -> dict[str, Any]:
         entry: dict[str, Any] = {"hook": name, "path": str(path)}
         if rec is None:
             plan.append({**entry, "action": "not-installed"})
-        elif have is None:
-            plan.append({**entry, "action": "already-absent"})
+        elif have is None or sha256_hex(have) == rec["installed_sha256"]:
+            plan.append(_restore(rec, path, entry))
             del doc["hooks"][name]
-        elif sha256_hex(have) == rec["installed_sha256"]:
-            path.unlink()
-            plan.append({**entry, "action": "removed"})
-            del doc["hooks"][name]
+        elif sha256_hex(have) == rec.get("previous_sha256"):
+            plan.append({**entry, "action": "restored", "previous": "intact"})
+            del doc["hooks"][name]  # a crashed install never moved it
         else:
-            plan.append({**entry, "action": "left-alone", "reason": "edited after install"})
+            reason = "edited after install"
+            if rec.get("previous_path"):
+                reason += f"; the previous hook stays at {rec['previous_path']}"
+            plan.append({**entry, "action": "left-alone", "reason": reason})
     _save(wt, doc)
     return _report("review/install-hooks --uninstall", folder, plan)
 

@@ -143,9 +143,11 @@ def capture(
         order, binding = s.binding(lens)
         result = build_lens_result(reviewer, lens=lens, order=order, binding=binding, source=source)
         new = machine.apply(s, machine.RecordLens(result))
-        ctx.store.put_blob(lineage_id, LENS_ROLE_PREFIX + lens, raw)
+        blobs = {LENS_ROLE_PREFIX + lens: raw}
         try:
-            return ctx.store.replace(loaded.revision, new, command="review/lens").loaded
+            return ctx.store.replace(
+                loaded.revision, new, command="review/lens", blobs=blobs
+            ).loaded
         except ReviewCasConflict:
             if attempt:
                 raise

@@ -272,13 +272,16 @@ class ReviewStore:
         *,
         command: str = "review",
         seed_blobs: Mapping[str, bytes] | None = None,
+        blobs: Mapping[str, bytes] | None = None,
         previous: ReviewState | None = None,
     ) -> Committed:
         """Compare-and-swap ``new`` in for the lineage's current record.
 
         ``expected_revision`` is the revision the caller derived ``new`` from (``None`` to
         create the lineage). An identical current state is an idempotent success.
-        ``seed_blobs`` (role → bytes) are stored with a new lineage, in the same rename.
+        ``seed_blobs`` (role → bytes) are stored with a new lineage, in the same rename;
+        ``blobs`` (role → bytes) with an existing one, under the lock and only once the
+        compare succeeded, so a caller that loses the race leaves nothing behind.
         ``previous``: the validated state at ``expected_revision``, if the caller holds it
         (saves re-decoding it under the lock for the successor rules).
 
@@ -310,6 +313,8 @@ class ReviewStore:
                 problem = successor_problem(previous, new)
                 if problem is not None:
                     raise AssertionError(f"refusing an illegal successor: {problem}")
+                for role, blob in (blobs or {}).items():
+                    self.put_blob(new.lineage_id, role, blob)
                 path = self.root / new.lineage_id / STATE_FILE
                 write_hook("replace:before")
                 atomic_replace(path, data, mode=0o600)

@@ -55,6 +55,8 @@ from factory.cli.main import main
 code = main(sys.argv[1:])
 heavy = sorted({m.split(".")[0] for m in sys.modules} & {"trio", "httpx", "rich", "jinja2"})
 sys.stderr.write("heavy-modules=" + ",".join(heavy) + "\\n")
+other = sorted(m for m in sys.modules if m.startswith("factory.cli.") and m.endswith("_cmd"))
+sys.stderr.write("command-modules=" + ",".join(other) + "\\n")
 sys.exit(code)
 """
 
@@ -69,6 +71,9 @@ def test_the_gate_cli_loads_no_provider_machinery(repo: Path, tmp_path: Path) ->
         out = subprocess.run(argv, cwd=repo, capture_output=True, text=True, check=False)
         assert out.returncode == 0, out.stderr
         assert "heavy-modules=\n" in out.stderr, out.stderr
+        # only review's own command modules: not the other commands nor their schemas
+        mods = "command-modules=factory.cli.review_cmd,factory.cli.review_gates_cmd\n"
+        assert mods in out.stderr, out.stderr
 
 
 def test_help_answers() -> None:

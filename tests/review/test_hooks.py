@@ -1,6 +1,6 @@
 """``factory review install-hooks`` with real git hooks (issue 13): git itself runs the
-gates at commit and push; a hook factory does not own is never overwritten; an edited hook
-is left alone and reported; ``--uninstall`` restores exactly what was there."""
+gates at commit and push; an edited hook is left alone and reported; ``--uninstall``
+restores exactly what was there. Foreign hooks (kept and chained): test_hooks_chain.py."""
 
 from __future__ import annotations
 
@@ -106,17 +106,6 @@ def test_first_publication_to_an_empty_remote_needs_the_whole_history_reviewed(
     git(clean, "remote", "add", "origin", str(empty))
     ok = _git_run(clean, "push", "-q", "origin", "main")
     assert ok.returncode == 0, ok.stderr
-
-
-def test_a_foreign_hook_is_never_overwritten_and_nothing_is_written(repo: Path) -> None:
-    hooks = _hooks(repo)
-    hooks.mkdir(exist_ok=True)
-    mine = b"#!/bin/sh\necho my own hook\n"
-    (hooks / "pre-push").write_bytes(mine)
-    ran = review("install-hooks", "--cwd", str(repo), cwd=repo)
-    assert ran.code == 2 and ran.doc["error"]["code"] == "review-hook-not-owned"
-    assert (hooks / "pre-push").read_bytes() == mine
-    assert not (hooks / "pre-commit").exists()
 
 
 def test_an_edited_hook_is_left_alone_and_uninstall_restores_exactly(repo: Path) -> None:
