@@ -246,6 +246,7 @@ def snapshot(
     *,
     cache: StatCache | None = None,
     ignored_folders: set[bytes] | None = None,
+    with_patch: bool = True,
 ) -> Snapshot:
     """The raw-bytes tree of the worktree at ``root`` against ``base_tree``.
 
@@ -257,6 +258,8 @@ def snapshot(
         cache: the stat cache of the previous snapshot of this worktree.
         ignored_folders: the worktree's ignored folders when the caller already listed
             them (:func:`factory.gitio.gitdata.status_and_ignored`).
+        with_patch: ``False`` when the caller has no use for the patch: the cross-check
+            of the written tree then reads ``diff-tree --raw`` only (``patch`` is empty).
 
     Raises:
         GitFailure: a git query failed.
@@ -280,7 +283,7 @@ def snapshot(
     changes = tuple(cmp.changes)
     tree, patch = base_tree, b""
     if changes and not cmp.problems:
-        tree, patch = _write_tree(root, base_tree, changes, gitdata.null_oid(fmt))
+        tree, patch = _write_tree(root, base_tree, changes, gitdata.null_oid(fmt), with_patch)
     return Snapshot(
         base_tree,
         tree,
@@ -380,7 +383,7 @@ def _read_raw(root: Path, path: bytes, limit: int) -> bytes:
 
 
 def _write_tree(
-    root: Path, base_tree: str, changes: tuple[Change, ...], null: str
+    root: Path, base_tree: str, changes: tuple[Change, ...], null: str, with_patch: bool = True
 ) -> tuple[str, bytes]:
     _write_blobs(root, changes)
     records = [b"0 %s\t%s\0" % (null.encode(), c.path) for c in changes if c.state == "deleted"]
@@ -399,7 +402,7 @@ def _write_tree(
             gitdata.private_index_copy(real, index)
             try:
                 tree = _apply(root, index, b"".join(records))
-                patch = _patch_if_matching(root, base_tree, tree, changes)
+                patch = _patch_if_matching(root, base_tree, tree, changes, with_patch)
                 if patch is not None:
                     return tree, patch
             except GitFailure:
@@ -408,7 +411,7 @@ def _write_tree(
         env = {"GIT_INDEX_FILE": index}
         run_git(root, ["read-tree", base_tree], env_extra=env, what="git read-tree")
         tree = _apply(root, index, b"".join(records))
-    patch = _patch_if_matching(root, base_tree, tree, changes)
+    patch = _patch_if_matching(root, base_tree, tree, changes, with_patch)
     if patch is None:
         raise SNAPSHOT_MISMATCH("the tree git wrote does not match the files read")
     return tree, patch
@@ -429,11 +432,14 @@ def _apply(root: Path, index: str, records: bytes) -> str:
 
 
 def _patch_if_matching(
-    root: Path, base_tree: str, tree: str, changes: tuple[Change, ...]
+    root: Path, base_tree: str, tree: str, changes: tuple[Change, ...], with_patch: bool = True
 ) -> bytes | None:
-    """The patch, when git's own diff of the two trees names exactly our changes (same
-    entries); ``None`` when it does not."""
-    seen, patch = gitdata.diff_with_patch(root, base_tree, tree)
+    """The patch (empty without ``with_patch``), when git's own diff of the two trees names
+    exactly our changes (same entries); ``None`` when it does not."""
+    if with_patch:
+        seen, patch = gitdata.diff_with_patch(root, base_tree, tree)
+    else:
+        seen, patch = gitdata.diff_entries(root, base_tree, tree), b""
     return patch if seen == {c.path: (c.mode, c.oid or None) for c in changes} else None
 
 

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from factory.gitio import gitdata
 from factory.gitio import snapshot as snap
 from factory.gitio.rawfs import RawChanged
+from factory.gitio.run import GitFailure
 from tests.support.git import git, init_repo
 
 N = snap.PACK_FROM_BLOBS + 20
@@ -95,3 +97,16 @@ def test_a_symlink_swapped_in_before_packing_is_not_followed(
     monkeypatch.setattr(snap, "_pack_blobs", swap_then_pack)
     with pytest.raises(RawChanged):
         snap.snapshot(repo, _head_tree(repo))
+
+
+def test_without_the_patch_the_tree_is_the_same_and_still_cross_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _repo(tmp_path, "nopatch")
+    full = snap.snapshot(repo, _head_tree(repo))
+    lean = snap.snapshot(repo, _head_tree(repo), with_patch=False)
+    assert lean.tree == full.tree and lean.changes == full.changes
+    assert lean.patch == b"" and full.patch.startswith(b"diff --git")
+    monkeypatch.setattr(gitdata, "diff_entries", lambda *_: {})  # git names nothing
+    with pytest.raises(GitFailure, match="does not match"):
+        snap.snapshot(repo, _head_tree(repo), with_patch=False)
