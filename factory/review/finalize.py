@@ -302,19 +302,28 @@ def commit(
     is raised, nothing of this call written.
     """
     current, i = loaded, 0
-    while i < len(steps):
-        name, new, blobs = steps[i]
-        try:
-            current = ctx.store.replace(
-                current.revision, new, command=f"review/{name}", blobs=blobs, previous=current.state
-            ).loaded
-        except ReviewCasConflict:
-            there = ctx.store.load(current.lineage_id)
-            ahead = [j for j in range(i, len(steps)) if revision_of(steps[j][1]) == there.revision]
-            if not ahead:
-                raise
-            current, i = there, ahead[0]
-        i += 1
+    if not steps:
+        return current
+    with ctx.store.locked("review/finalize"):  # one acquisition for the whole chain
+        while i < len(steps):
+            name, new, blobs = steps[i]
+            try:
+                current = ctx.store.replace(
+                    current.revision,
+                    new,
+                    command=f"review/{name}",
+                    blobs=blobs,
+                    previous=current.state,
+                ).loaded
+            except ReviewCasConflict:
+                there = ctx.store.load(current.lineage_id)
+                ahead = [
+                    j for j in range(i, len(steps)) if revision_of(steps[j][1]) == there.revision
+                ]
+                if not ahead:
+                    raise
+                current, i = there, ahead[0]
+            i += 1
     return current
 
 
