@@ -17,7 +17,7 @@ from factory.agent.verify import verify_json as verify
 from factory.errors import Code
 from factory.provider_api import SubscriptionRoute
 from factory.rehearsal import SCENARIO_UNCONSUMED
-from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
+from tests.agent.fakes import FakeAgent, FakeReviewer, Step, chain, write
 from tests.agent.helpers import request
 from tests.support.layout import Layout
 
@@ -143,13 +143,15 @@ async def test_the_hook_is_called_once_even_when_interrupted(
         calls.append(1)
         return RouteReport("rehearsal-log", LOG, "application/json", problem)
 
-    deps = AgentDeps(
-        agent=FakeAgent([Step(effect=FIX, hang=True)]),
-        reviewer=FakeReviewer([]),
-        route=SubscriptionRoute(),
-        route_report=hook,
-    )
-    with trio.move_on_after(0.5):
+    # Interrupted once the worker has made its edit (a readiness signal, not a 0.5 s
+    # guess that a loaded machine turns into an interruption during admission).
+    with trio.CancelScope() as scope:
+        deps = AgentDeps(
+            agent=FakeAgent([Step(effect=chain(FIX, lambda _: scope.cancel()), hang=True)]),
+            reviewer=FakeReviewer([]),
+            route=SubscriptionRoute(),
+            route_report=hook,
+        )
         await run_agent(request(layout), deps)
     r = AgentReceipt.model_validate(json.loads(layout.receipt.read_bytes()))
     assert (r.status, r.exit_code, calls) == ("interrupted", 130, [1])
