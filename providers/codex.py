@@ -2,7 +2,8 @@
 
 argv (fixed; verified flags of Codex 0.171.0, ``reference/provider-clis.md`` §3, §4):
 ``exec --sandbox read-only -c approval_policy="never" -c
-shell_environment_policy.inherit="core" --json --ephemeral --color never
+shell_environment_policy.inherit="core" -c
+shell_environment_policy.set.GIT_OPTIONAL_LOCKS="0" --json --ephemeral --color never
 --ignore-user-config --ignore-rules -C <worktree> --output-schema <file> -o <file> -``
 with the prompt on stdin then EOF (an open stdin hangs Codex; ``-`` also stops a prompt
 equal to a subcommand name from being parsed as one).
@@ -64,6 +65,11 @@ GRACE_S = 3.0
 AUTHORITY = "read-only-sandbox"
 REHEARSAL_PROVIDER = "factory_rehearsal"
 REHEARSAL_KEY_VAR = "FACTORY_REHEARSAL_API_KEY"
+READ_ONLY_GIT = ("GIT_OPTIONAL_LOCKS", "0")
+"""The reviewer's git never takes optional locks: a read command (``git status``,
+``git diff``) then does not write the refreshed index back (SPEC P-3; design/agent.md).
+Set in the CLI's own environment and, since ``inherit="core"`` drops it, in its shell
+tools' (``shell_environment_policy.set``)."""
 VERDICT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -121,6 +127,8 @@ def build_argv(
         'approval_policy="never"',
         "-c",
         'shell_environment_policy.inherit="core"',
+        "-c",
+        f"shell_environment_policy.set.{READ_ONLY_GIT[0]}={_toml(READ_ONLY_GIT[1])}",
         "--json",
         "--ephemeral",
         "--color",
@@ -146,6 +154,7 @@ def build_env(route: Route, environ: Mapping[str, str]) -> dict[str, str]:
     :data:`REHEARSAL_KEY_VAR`. Subscription: the caller's ``HOME`` (``~/.codex`` login).
     """
     env = caller_base(environ)
+    env[READ_ONLY_GIT[0]] = READ_ONLY_GIT[1]
     route_home(route, env)
     if isinstance(route, RehearsalRoute):
         env["CODEX_HOME"] = str(rehearsal_home(route, "codex"))

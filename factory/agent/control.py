@@ -30,8 +30,8 @@ submodules' repositories):
 The worktree's own index *is* bound. A reviewer runs read-only, so any write to it is a
 mutation; the worker and the repair legitimately refresh it with their own ``git
 status``, so :func:`editor_ignores` leaves it (but not a left ``index.lock``) out of their
-comparison — HEAD and the index *tree* are checked instead (and the index's hide-bits by
-the candidate derivation).
+comparison — HEAD and the index *entries* are checked instead
+(:mod:`factory.gitio.index_entries`: modes, ids, stages, intent-to-add and hide-bits).
 """
 
 from __future__ import annotations

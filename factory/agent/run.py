@@ -11,20 +11,13 @@ Local git and filesystem work runs in worker threads so observers' timers keep t
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import re
 import shutil
-import tempfile
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import TypeVar
 
 import trio
 
-from factory.agent import evidence as ev
 from factory.agent import phases
 from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
 from factory.agent.binding import Bound, bind_tree, changed_paths
@@ -32,213 +25,19 @@ from factory.agent.control import bind_control, editor_ignores
 from factory.agent.creating import Prelude
 from factory.agent.deps import AgentDeps, RouteReport, RunOutcome, utc_now
 from factory.agent.entry import record_entry
-from factory.agent.faults import (
-    ROUTE_EVIDENCE_FAILED,
-    SCRATCH_UNAVAILABLE,
-    failure_code,
-    interrupted,
-    typed_error,
-)
-from factory.agent.identity import candidate_body
-from factory.agent.observer import Stage, safely
+from factory.agent.faults import failure_code, interrupted, typed_error
+from factory.agent.observer import safely
 from factory.agent.prompts import repair_prompt, review_prompt, worker_prompt
-from factory.agent.receipt import (
-    AgentReceipt,
-    Binding,
-    CandidateRecord,
-    FactoryProcess,
-    PathCollision,
-    PhaseName,
-    RoleName,
-    VerdictName,
-    WorktreeCreation,
-    receipt_bytes,
-)
-from factory.agent.record import Candidate, OpenPhase, RunRecord
-from factory.errors import Code, ExitCode, FactoryError, ProviderFailure
-from factory.fsio import atomic_replace, physically_inside, reserve
-from factory.gitio.candidate import DerivedCandidate, derive
-from factory.gitio.create import WORKTREE_CREATE_MISMATCH
-from factory.gitio.rawfs import StatCache
-from factory.gitio.snapshot import Baseline
-from factory.gitio.worktree import head_commit, head_ref, index_tree
-from factory.proc import Captured
-from factory.proc.procfs import boot_id, read_stat
-from factory.provider_api import ProviderResult, Spool, partial_of
-
-T = TypeVar("T")
+from factory.agent.receipt import Binding, PhaseName, VerdictName, receipt_bytes
+from factory.agent.record import Candidate, OpenPhase
+from factory.agent.run_state import RunState, in_thread
+from factory.errors import ExitCode, ProviderFailure
+from factory.fsio import reserve
+from factory.gitio.index_entries import index_entries_digest
 
 
-_MEDIA = {"stdout": ev.JSONL, "stderr": ev.TEXT, "verdict": ev.JSON}
-_EVIDENCE_PREFIX = {
-    "worker": "worker",
-    "initial_review": "initial-review",
-    "repair": "repair",
-    "final_review": "final-review",
-}
-
-
-async def _io(fn: Callable[[], T]) -> T:
-    return await trio.to_thread.run_sync(fn)
-
-
-class _Run:
-    """One admitted run: the effects, the observer calls and the receipt writer."""
-
-    def __init__(
-        self, admitted: Admitted, deps: AgentDeps, creation: WorktreeCreation | None = None
-    ) -> None:
-        self.a = admitted
-        self.wt = admitted.worktree
-        self.deps = deps
-        self.store = ev.EvidenceStore(admitted.evidence, admitted.receipt.parent)
-        # creation: set when factory created the worktree (--repo), in every receipt
-        self.rec = RunRecord(
-            admitted, deps.route, deps.utc_now(), trace_id=deps.trace_id, creation=creation
-        )
-        self.rec.factory_process = _this_process()
-        self.remaining = phases.MAX_INVOCATIONS
-        self.last_tree: Bound | None = None
-        self.baseline: Baseline | None = None
-        self.git_state: Bound | None = None  # the git directories after the last phase
-        self.derive_cache: StatCache | None = None
-        self.first_verdict: dict[str, str] | None = None
-        self.entry_ref: str | None = None
-        self.t0 = trio.current_time()
-        self.route_problem: tuple[Code[FactoryError], str] | None = None
-        self.route_reported = False
-
-    # -- observation and the terminal receipt ----------------------------------------------
-    def stage(self, stage: Stage, *, verdict: VerdictName | None = None) -> None:
-        # The bound never increases (A-9), whatever the table says.
-        self.remaining = min(self.remaining, phases.remaining(stage, verdict))
-        observe = self.deps.observer.stage
-        safely(partial(observe, stage, remaining_invocations=self.remaining, verdict=verdict))
-
-    def _ms_since(self, t0: float) -> int:
-        return max(0, round((trio.current_time() - t0) * 1000))
-
-    def running_receipt(self) -> AgentReceipt:
-        return self.rec.receipt("running", None, None, ended_at=None, duration_ms=None)
-
-    def adopt(self, admitted: Admitted) -> None:
-        """Take over the admission of the worktree created after the reservation; its HEAD
-        must be the base pinned before creation."""
-        if admitted.base_commit != self.a.base_commit or admitted.receipt != self.a.receipt:
-            raise WORKTREE_CREATE_MISMATCH("the created worktree's HEAD is not the pinned base")
-        self.a, self.wt, self.rec.admitted = admitted, admitted.worktree, admitted
-
-    def report_route(self) -> None:
-        """Store the route's own record once (see :class:`RouteReport`); never raises."""
-        if self.route_reported or self.deps.route_report is None:
-            return
-        self.route_reported = True
-        try:
-            report = self.deps.route_report()
-            if report is not None:
-                self.route_problem = report.problem
-                put = self.store.put(report.role, report.data, report.media_type)
-                self.rec.route_evidence = put
-        except Exception:  # the terminal receipt must still be written
-            self.route_problem = self.route_problem or (
-                ROUTE_EVIDENCE_FAILED,
-                "the route's own record could not be stored as evidence",
-            )
-
-    def finish(self, end: phases.Terminal) -> RunOutcome:
-        self.report_route()
-        end = phases.with_route_problem(end, self.route_problem)
-        receipt = self.rec.receipt(
-            end.status,
-            end.exit_code,
-            end.error,
-            ended_at=self.deps.utc_now(),
-            duration_ms=self._ms_since(self.t0),
-        )
-        data = receipt_bytes(receipt)
-        atomic_replace(self.a.receipt, data)
-        observe = self.deps.observer
-        safely(
-            partial(observe.stage, "terminal_outcome", remaining_invocations=0, outcome=end.status)
-        )
-        error_code = end.error.code if end.error is not None else None
-        close = partial(
-            observe.close, outcome=end.status, exit_code=end.exit_code, error_code=error_code
-        )
-        safely(close)
-        return RunOutcome(receipt, data, end.exit_code)
-
-    # -- phases ----------------------------------------------------------------------------
-    def open_phase(self, phase: PhaseName, role: RoleName, profile: str) -> OpenPhase:
-        safely(partial(self.deps.observer.phase_started, phase))
-        return OpenPhase(phase, role, profile, self.deps.utc_now(), trio.current_time())
-
-    def close_phase(self, ph: OpenPhase) -> None:
-        duration = self._ms_since(ph.t0)
-        self.rec.close(ph, ended_at=self.deps.utc_now(), duration_ms=duration)
-        observe = self.deps.observer.phase_ended
-        safely(partial(observe, ph.phase, outcome=ph.outcome, duration_ms=duration))
-
-    def spool(self, ph: OpenPhase) -> Spool:
-        """Where the phase's CLI streams its stdout/stderr as they arrive (evidence folder)."""
-        return Spool(self.a.evidence, _EVIDENCE_PREFIX[ph.phase])
-
-    def store_outputs(self, ph: OpenPhase, result: ProviderResult) -> None:
-        ph.result = result
-        prefix = _EVIDENCE_PREFIX[ph.phase]
-        named: list[tuple[str, bytes | Captured]] = [*result.streams.items()]
-        named += result.outputs.items()
-        for name, output in sorted(named, key=lambda item: item[0]):
-            media = _MEDIA.get(name, "application/octet-stream")
-            role = f"{prefix}-" + re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-            if isinstance(output, bytes):
-                ph.evidence.append(self.store.put(role, output, media))
-            else:
-                ph.evidence.append(self.store.adopt(role, output, media))
-
-    def keep_partial(self, ph: OpenPhase, failure: BaseException | None) -> None:
-        """A failed invocation still leaves its CLI version, argv shape and captured
-        streams in the phase record (SPEC A-7); storing them never hides the failure."""
-        partial_result = partial_of(failure)
-        if partial_result is None:
-            return
-        ph.result = partial_result
-        with contextlib.suppress(ev.EvidenceFailure):
-            self.store_outputs(ph, partial_result)
-
-    async def entry_state_unchanged(self) -> bool:
-        """HEAD (commit and the branch it names) and the index tree equal their entry values."""
-        base = self.rec.base
-        assert base is not None
-        head = await _io(partial(head_commit, self.wt))
-        ref = await _io(partial(head_ref, self.wt))
-        index = await _io(partial(index_tree, self.wt))
-        return (head, ref, index) == (base.commit, self.entry_ref, base.index_tree)
-
-    async def derive(self, *, details: bool = True) -> tuple[DerivedCandidate, str]:
-        base = self.rec.base
-        assert base is not None
-        cache = self.derive_cache
-        d = await _io(
-            partial(
-                derive, self.wt, base.commit, base.tree, self.baseline, cache=cache, details=details
-            )
-        )
-        self.derive_cache = d.cache
-        return d, candidate_body(d).identity()
-
-    def bind_candidate(self, label: str, d: DerivedCandidate) -> Candidate:
-        """Store the status bytes and patch as evidence and bind them to the identity."""
-        body = candidate_body(d)
-        record = CandidateRecord(
-            identity=body.identity(),
-            body=body,
-            status_evidence=self.store.put(f"{label}-candidate-status", d.status, ev.STATUS),
-            patch_evidence=self.store.put(f"{label}-candidate-patch", d.patch, ev.PATCH),
-            conversions_differ=d.conversions_differ,
-            collisions=[PathCollision(kind=g.kind, paths=list(g.paths)) for g in d.collisions],
-        )
-        return Candidate(record, d.patch)
+class _Run(RunState):
+    """The cycle over one admitted run: the editors, the reviews, the one repair."""
 
     async def run_editor(self, role: phases.Editor, prompt: str) -> Candidate:
         """Worker or repair: run, store evidence, judge HEAD/index and the candidate."""
@@ -310,25 +109,11 @@ class _Run:
         self.store_outputs(ph, result)
         return None
 
-    async def git_moved(self, ignore: Callable[[bytes], bool] | None = None) -> list[bytes]:
-        """Bind the git directories again; the labels changed since the last binding."""
-        before = self.git_state
-        after = await _io(partial(bind_control, self.wt, before))
-        self.git_state = after
-        return changed_paths(before, after, ignore) if before is not None else []
-
-    def store_mutation(self, ph: OpenPhase, paths: list[bytes]) -> None:
-        """The sorted changed paths as evidence ``<phase>-mutation-paths`` (each path's
-        bytes + NUL; ``worktree/…``, ``git-dir/…``, ``common-dir/…``)."""
-        data = b"".join(p + b"\0" for p in sorted(paths))
-        role = f"{_EVIDENCE_PREFIX[ph.phase]}-mutation-paths"
-        ph.evidence.append(self.store.put(role, data, ev.PATHS))
-
     async def mutated(self, ph: OpenPhase, tree0: Bound, cand: Candidate) -> bool:
         """Did the worktree tree, the git directories or the candidate identity change?
         Any change is stored as evidence (the identity alone: an empty list)."""
         moved = await self.git_moved()
-        tree1 = await _io(partial(bind_tree, self.wt.root, tree0))
+        tree1 = await in_thread(partial(bind_tree, self.wt.root, tree0))
         self.last_tree = tree1
         moved += [b"worktree/" + p for p in changed_paths(tree0, tree1)]
         if not moved:
@@ -345,12 +130,12 @@ class _Run:
         scratch = self.scratch_dir()
         try:
             # The last review's after-binding seeds the stat cache (old, unchanged files only).
-            tree0: Bound = await _io(partial(bind_tree, self.wt.root, self.last_tree))
+            tree0: Bound = await in_thread(partial(bind_tree, self.wt.root, self.last_tree))
             # The git directories as the editor's check left them: a change since is the
             # review's (nothing else runs in between).
             ctl0 = self.git_state
             if ctl0 is None:
-                ctl0 = self.git_state = await _io(partial(bind_control, self.wt))
+                ctl0 = self.git_state = await in_thread(partial(bind_control, self.wt))
             ph.binding = Binding(
                 worktree_tree=tree0.digest, git_control=ctl0.digest, entries=len(tree0.entries)
             )
@@ -376,28 +161,6 @@ class _Run:
             shutil.rmtree(scratch, ignore_errors=True)
             self.close_phase(ph)
 
-    def scratch_dir(self) -> Path:
-        """A private folder for the reviewer's schema/verdict files, outside the worktree."""
-        for parent in (None, os.fspath(self.a.evidence.parent)):
-            path = Path(tempfile.mkdtemp(prefix="factory-review-", dir=parent))
-            if not any(
-                physically_inside(path, f)
-                for f in (self.wt.root, self.wt.git_dir, self.wt.common_dir)
-            ):
-                return path
-            shutil.rmtree(path, ignore_errors=True)
-        raise SCRATCH_UNAVAILABLE("no private scratch folder outside the worktree")
-
-    def reviewer_output(self) -> str:
-        """The exact output of the initial reviewer, for the repair prompt (as data)."""
-        first = self.rec.first_review()
-        for ref in first.evidence if first else []:
-            if ref.role.endswith("-verdict"):
-                path = ev.resolve_evidence_path(ref, self.a.receipt)
-                return ev.read_nofollow(path).decode("utf-8", "replace")
-        # No verdict file was produced: the validated verdict is all the reviewer said.
-        return json.dumps(self.first_verdict or {}, ensure_ascii=False)
-
     # -- the cycle -------------------------------------------------------------------------
     async def review(self, phase: PhaseName, cand: Candidate) -> phases.Next:
         running, judged = phases.REVIEW_STAGES[phase]
@@ -407,8 +170,8 @@ class _Run:
         return phases.AFTER_REVIEW[(phase, verdict)]
 
     async def cycle(self) -> RunOutcome:
-        await _io(self.store.claim)
-        entry = await _io(
+        await in_thread(self.store.claim)
+        entry = await in_thread(
             partial(record_entry, self.wt, self.a.base_commit, self.a.base_tree, self.store)
         )
         base = entry.record
@@ -416,7 +179,8 @@ class _Run:
             base = base.model_copy(update={"isolation": "factory-created-linked-git-worktree"})
         self.rec.base, self.baseline = base, entry.baseline
         self.entry_ref = entry.record.branch
-        self.git_state = await _io(partial(bind_control, self.wt))
+        self.entry_index = await in_thread(partial(index_entries_digest, self.wt.root))
+        self.git_state = await in_thread(partial(bind_control, self.wt))
         task = self.a.request.task
 
         self.stage("worker_running")
@@ -433,16 +197,6 @@ class _Run:
         self.stage("repair_completed")
         after = await self.review("final_review", repaired)
         return self.finish(phases.ended("completed" if after == "completed" else "rejected"))
-
-
-def _this_process() -> FactoryProcess | None:
-    """This process's identity for the receipt (None where ``/proc`` is missing), so a
-    reservation left by a killed factory reads as abandoned."""
-    st = read_stat(os.getpid())
-    boot = boot_id()
-    if st is None or not boot:
-        return None
-    return FactoryProcess(pid=st.pid, start_ticks=st.starttime, boot_id=boot)
 
 
 async def run_agent(

@@ -117,6 +117,42 @@ def all_pids() -> list[int]:
     return [int(n) for n in names if n.isdigit()]
 
 
+def children_of(pid: int) -> set[int]:
+    """Direct children of ``pid`` (all of its threads), via ``/proc/<pid>/task/*/children``.
+
+    Cost grows with the process's threads and children, not with the system; a task or
+    process gone meanwhile contributes nothing. Falls back to a full scan only when the
+    kernel lacks the file (``CONFIG_PROC_CHILDREN``, see :func:`children_supported`).
+    """
+    if not children_supported():
+        return {s.pid for s in scan() if s.ppid == pid}
+    out: set[int] = set()
+    task_dir = f"{PROC}/{pid}/task"
+    try:
+        tids = os.listdir(task_dir)
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"{task_dir}/{tid}/children", "rb") as fh:
+                text = fh.read()
+        except OSError:
+            continue
+        out.update(int(c) for c in text.split())
+    return out
+
+
+_children_state: bool | None = None
+
+
+def children_supported() -> bool:
+    """Whether this kernel lists children in ``/proc/<pid>/task/<tid>/children``."""
+    global _children_state
+    if _children_state is None:
+        _children_state = os.path.exists(f"{PROC}/self/task/{os.getpid()}/children")
+    return _children_state
+
+
 #: Pids past the highest listed one that :func:`scan` also tries.
 PROBE_AHEAD = 64
 

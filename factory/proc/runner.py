@@ -11,103 +11,27 @@ no descendant remains (see :mod:`factory.proc.tree`).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
 import trio
 
 from factory.errors import Code, Failure, IntegrityFailure
-from factory.proc.capture import Captured, Overflow, Sink, SpoolError
+from factory.proc.capture import Sink, SpoolError
 from factory.proc.procfs import Stat, become_subreaper, read_stat
 from factory.proc.spawn import Child, LaunchError, spawn
+from factory.proc.spec import (
+    DEFAULT_CAP_BYTES,
+    DEFAULT_GRACE_S,
+    MIB,
+    RunResult,
+    RunSpec,
+    StopReason,
+    bad_limits,
+)
 from factory.proc.tree import ProcessTree, SweepReport
 
-MIB = 1024 * 1024
-DEFAULT_CAP_BYTES = MIB
-DEFAULT_GRACE_S = 2.0
 _CHUNK = 64 * 1024
-
-StopReason = Literal["timeout", "output-limit", "spool-failed"]
-
-
-@dataclass(frozen=True, slots=True)
-class RunSpec:
-    """One child to supervise.
-
-    Attributes:
-        argv: program and arguments; ``argv[0]`` is an absolute path or a name looked up
-            on ``env["PATH"]`` (never a shell).
-        env: the complete child environment (build it from an allow-list; see
-            :func:`factory.proc.env.pick`).
-        timeout_s: wall-clock deadline in seconds from spawn.
-        cwd: working folder, or None for the factory's own.
-        stdin: bytes written to stdin and then closed; None means ``/dev/null``.
-        grace_s: seconds the leader gets between SIGTERM and SIGKILL once the factory
-            stops a run (its descendants are frozen meanwhile).
-        stdout_cap / stderr_cap: bytes kept per stream.
-        stdout_overflow / stderr_overflow: ``stop`` — one byte over the cap is
-            ``output-limit`` and the tree is taken down; ``drain`` — the run goes on, the
-            rest is counted but not kept (the capture says ``truncated``).
-        stdout_spool / stderr_spool: a file to create (``O_EXCL``, 0600) and write the kept
-            bytes into as they arrive, instead of holding them in memory.
-        track_interval_s: how often the tree is re-scanned while the child runs.
-    """
-
-    argv: Sequence[str]
-    env: Mapping[str, str]
-    timeout_s: float
-    cwd: Path | None = None
-    stdin: bytes | None = None
-    grace_s: float = DEFAULT_GRACE_S
-    stdout_cap: int = DEFAULT_CAP_BYTES
-    stderr_cap: int = DEFAULT_CAP_BYTES
-    stdout_overflow: Overflow = "stop"
-    stderr_overflow: Overflow = "stop"
-    stdout_spool: Path | None = None
-    stderr_spool: Path | None = None
-    track_interval_s: float = 0.25
-
-
-@dataclass(frozen=True, slots=True)
-class RunResult:
-    """A finished supervision: the leader is reaped and no descendant is left.
-
-    Attributes:
-        exit_code: the leader's status (negative: killed by that signal number).
-        out / err: the captured streams (:class:`~factory.proc.capture.Captured`).
-        duration_ms: from spawn until the last process of the tree was gone.
-        stopped: why the factory ended the run, or None when the leader exited itself.
-        sweep: what termination had to do (leftover descendants are frozen and killed
-            even after a normal exit; ``sweep.swept`` counts them).
-    """
-
-    exit_code: int
-    out: Captured
-    err: Captured
-    duration_ms: int
-    stopped: StopReason | None
-    sweep: SweepReport
-
-    @property
-    def stdout(self) -> bytes:
-        """The kept stdout bytes (read from the spool file when spooled)."""
-        return self.out.read()
-
-    @property
-    def stderr(self) -> bytes:
-        """The kept stderr bytes (read from the spool file when spooled)."""
-        return self.err.read()
-
-    @property
-    def stdout_truncated(self) -> bool:
-        return self.out.truncated
-
-    @property
-    def stderr_truncated(self) -> bool:
-        return self.err.truncated
 
 
 class ProcessFailure(Failure):
@@ -231,21 +155,7 @@ async def _teardown(
 
 def _check_limits(spec: RunSpec) -> None:
     """P-1 wants a real deadline: NaN, infinite or non-positive limits are refused."""
-    bad = [
-        name
-        for name, value in (
-            ("timeout_s", spec.timeout_s),
-            ("track_interval_s", spec.track_interval_s),
-        )
-        if not (math.isfinite(value) and value > 0)
-    ]
-    if not (math.isfinite(spec.grace_s) and spec.grace_s >= 0):
-        bad.append("grace_s")
-    bad += [
-        name
-        for name, cap in (("stdout_cap", spec.stdout_cap), ("stderr_cap", spec.stderr_cap))
-        if cap < 0
-    ]
+    bad = bad_limits(spec)
     if bad:
         raise ProcessFailure(
             f"invalid run limits: {', '.join(bad)} (seconds must be finite and positive, "
@@ -292,7 +202,8 @@ def _raise_for(spec: RunSpec, result: RunResult, spool_error: OSError | None) ->
     name = Path(spec.argv[0]).name
     if result.sweep.survivors:
         raise ProcessFailure(
-            f"{name}: {len(result.sweep.survivors)} process(es) survived SIGKILL",
+            f"{name}: {len(result.sweep.survivors)} process(es) survived SIGKILL (the "
+            "factory's guard stops what it recorded of them when the factory exits)",
             code=SWEEP_INCOMPLETE,
             result=result,
         )
@@ -315,6 +226,54 @@ def _raise_for(spec: RunSpec, result: RunResult, spool_error: OSError | None) ->
             code=OUTPUT_LIMIT,
             result=result,
         )
+
+
+@dataclass(slots=True)
+class _Ended:
+    """How the supervised wait ended (see :func:`_supervise`)."""
+
+    stopped: list[StopReason] = field(default_factory=list)
+    sweep: SweepReport | None = None
+    pending: BaseException | None = None  # Cancelled or KeyboardInterrupt, re-raised later
+    launch: LaunchError | None = None
+    interrupted: bool = False
+
+
+@trio.lowlevel.enable_ki_protection
+async def _supervise(
+    spec: RunSpec, child: Child, tree: ProcessTree, sinks: tuple[Sink, Sink], started: float
+) -> _Ended:
+    """Pump both streams, feed stdin and track the tree while waiting for the leader (or
+    the deadline, a cap, a cancellation), then take the tree down, shielded."""
+    out, err = sinks
+    end = _Ended()
+    async with trio.open_nursery() as nursery:
+        wait_scope = trio.CancelScope(deadline=started + spec.timeout_s)
+        overflow = _Callback(end.stopped, wait_scope)
+        nursery.start_soon(_pump, child.stdout, out, overflow)
+        nursery.start_soon(_pump, child.stderr, err, overflow)
+        if child.stdin is not None:
+            nursery.start_soon(_feed, child.stdin, spec.stdin or b"")
+        nursery.start_soon(_track, tree, spec.track_interval_s)
+        try:
+            with wait_scope:
+                try:
+                    await child.started()
+                except LaunchError as exc:
+                    end.launch = exc
+                await child.wait()
+            if wait_scope.cancelled_caught and not end.stopped:
+                end.stopped.append("timeout")
+        except BaseException as exc:  # Cancelled or KeyboardInterrupt: clean up first
+            end.pending = exc
+        end.sweep, end.interrupted = await _teardown(
+            child, tree, spec.grace_s, leader_running=child.returncode is None
+        )
+        with trio.CancelScope(shield=True), trio.move_on_after(1.0):
+            await out.done.wait()
+            await err.done.wait()
+        nursery.cancel_scope.cancel()
+    return end
 
 
 @trio.lowlevel.enable_ki_protection
@@ -346,60 +305,50 @@ async def run(spec: RunSpec) -> RunResult:
     started = trio.current_time()
     child = _start(spec, out, err)
     leader = read_stat(child.pid) or Stat(child.pid, "R", 0, child.pid, child.pid, 0)
-    stopped: list[StopReason] = []
-    pending: BaseException | None = None
-    launch: LaunchError | None = None
-    interrupted = False
     with ProcessTree(leader) as tree:
         try:
-            async with trio.open_nursery() as nursery:
-                wait_scope = trio.CancelScope(deadline=started + spec.timeout_s)
-                overflow = _Callback(stopped, wait_scope)
-                nursery.start_soon(_pump, child.stdout, out, overflow)
-                nursery.start_soon(_pump, child.stderr, err, overflow)
-                if child.stdin is not None:
-                    nursery.start_soon(_feed, child.stdin, spec.stdin or b"")
-                nursery.start_soon(_track, tree, spec.track_interval_s)
-                try:
-                    with wait_scope:
-                        try:
-                            await child.started()
-                        except LaunchError as exc:
-                            launch = exc
-                        await child.wait()
-                    if wait_scope.cancelled_caught and not stopped:
-                        stopped.append("timeout")
-                except BaseException as exc:  # Cancelled or KeyboardInterrupt: clean up first
-                    pending = exc
-                sweep, interrupted = await _teardown(
-                    child, tree, spec.grace_s, leader_running=child.returncode is None
-                )
-                with trio.CancelScope(shield=True), trio.move_on_after(1.0):
-                    await out.done.wait()
-                    await err.done.wait()
-                nursery.cancel_scope.cancel()
+            end = await _supervise(spec, child, tree, (out, err), started)
         finally:
             with trio.CancelScope(shield=True):
                 for stream in (child.stdin, child.stdout, child.stderr, child.status):
                     if stream is not None:
                         await stream.aclose()
             captured = out.close(), err.close()
-    if pending is not None:
-        raise pending
-    if interrupted:
+    if end.pending is not None:
+        raise end.pending
+    if end.interrupted:
         raise KeyboardInterrupt
-    if launch is not None:
+    if end.launch is not None:
         raise ProcessFailure(
-            f"could not start {spec.argv[0]!r}: {launch.strerror}",
+            f"could not start {spec.argv[0]!r}: {end.launch.strerror}",
             code=LAUNCH_FAILED,
-        ) from launch
+        ) from end.launch
+    assert end.sweep is not None
     result = RunResult(
         exit_code=child.returncode if child.returncode is not None else -9,
         out=captured[0],
         err=captured[1],
         duration_ms=round((trio.current_time() - started) * 1000),
-        stopped=stopped[0] if stopped else None,
-        sweep=sweep,
+        stopped=end.stopped[0] if end.stopped else None,
+        sweep=end.sweep,
     )
     _raise_for(spec, result, out.error or err.error)
     return result
+
+
+__all__ = [
+    "DEFAULT_CAP_BYTES",
+    "DEFAULT_GRACE_S",
+    "LAUNCH_FAILED",
+    "MIB",
+    "OUTPUT_LIMIT",
+    "OUTPUT_SPOOL_FAILED",
+    "SWEEP_INCOMPLETE",
+    "TIMEOUT",
+    "ProcessFailure",
+    "RunResult",
+    "RunSpec",
+    "SpoolFailure",
+    "StopReason",
+    "run",
+]

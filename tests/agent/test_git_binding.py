@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from factory.agent.receipt import AgentReceipt, PhaseRecord
+from factory.agent.receipt import AgentReceipt
 from tests.agent.fakes import Step, chain, write
+from tests.agent.git_state import evidence_paths, git_dir, git_status_refreshing_the_index
 from tests.agent.helpers import run
 from tests.gitio.plant import common_dir
 from tests.support.cli import run_factory
@@ -27,10 +28,6 @@ from tests.support.layout import Layout
 
 FIX = write("src/app.py", "def add(a, b):\n    return a + b\n")
 Plant = Callable[[Path], object]
-
-
-def git_dir(wt: Path) -> Path:
-    return Path(git(wt, "rev-parse", "--path-format=absolute", "--git-dir").strip())
 
 
 def head(wt: Path) -> str:
@@ -120,12 +117,6 @@ MUTATIONS: dict[str, tuple[Plant, list[str]]] = {
 }
 
 
-def evidence_paths(layout: Layout, phase: PhaseRecord) -> list[str]:
-    (ref,) = [e for e in phase.evidence if e.role.endswith("-mutation-paths")]
-    data = (layout.out / ref.path).read_bytes()
-    return [p.decode() for p in data.split(b"\0")[:-1]]
-
-
 def matches(found: list[str], wanted: list[str]) -> bool:
     """Every wanted label is listed (a trailing ``/`` wants any label below it)."""
     return all(
@@ -169,16 +160,6 @@ async def test_a_repair_adding_a_hook_fails_without_a_second_review(layout: Layo
     assert r.error is not None and r.error.code == "repair-git-mutation"
     assert len(ran.reviewer.calls) == 1
     assert matches(evidence_paths(layout, r.phases[-1]), ["common-dir/hooks/pre-commit"])
-
-
-def git_status_refreshing_the_index(wt: Path) -> None:
-    """A worker's own plain `git status`/`git diff`: git rewrites the index's stat data."""
-    index = git_dir(wt) / "index"
-    before = index.read_bytes()
-    os.utime(wt / "README.md")  # stat data changes, content does not
-    subprocess.run(["git", "status"], cwd=wt, capture_output=True, check=True)
-    subprocess.run(["git", "diff"], cwd=wt, capture_output=True, check=True)
-    assert index.read_bytes() != before  # the refresh really wrote the index
 
 
 async def test_twin_a_worker_refreshing_its_own_index_is_reviewed(layout: Layout) -> None:

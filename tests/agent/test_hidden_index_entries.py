@@ -39,6 +39,8 @@ async def test_twin_clearing_the_bit_shows_the_dirt_and_a_clean_file_is_admitted
 async def test_a_worker_that_hides_its_own_edit_fails_instead_of_completing(
     layout: Layout,
 ) -> None:
+    """Setting the bit is itself an index change, so a git mutation (no reviewer runs)."""
+
     def hide(wt: Path) -> None:
         git(wt, "update-index", "--assume-unchanged", "README.md")
         (wt / "README.md").write_text("unbound edit\n")
@@ -46,6 +48,6 @@ async def test_a_worker_that_hides_its_own_edit_fails_instead_of_completing(
     ran = await run(layout, [Step(effect=chain(FIX, hide))], [Step()])
     r = ran.outcome.receipt
     assert (ran.outcome.exit_code, r.status) == (4, "failed")
-    assert r.error is not None and r.error.code == "index-hides-changes"
+    assert r.error is not None and r.error.code == "worker-git-mutation"
     assert ran.reviewer.calls == []  # nothing unbound is ever reviewed
     assert verify(layout.receipt)["ok"] is True  # a consistent record of a failed run

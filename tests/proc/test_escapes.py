@@ -21,21 +21,9 @@ import trio
 
 from factory.proc import ProcessFailure, RunSpec, run
 from tests.proc.helpers import PY, recorded, survivors
+from tests.support.proc_tree import FORK_CHAIN, tagged
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _tagged(tag: str) -> list[int]:
-    """Pids carrying ``tag``; they are killed as well, so a failing test leaks nothing."""
-    found = []
-    for proc in psutil.process_iter():
-        try:
-            if proc.environ().get("QA_TAG") == tag:
-                found.append(proc.pid)
-                proc.kill()
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
 
 
 def _spec(code: str, tag: str, timeout_s: float = 10.0) -> RunSpec:
@@ -46,20 +34,6 @@ def _spec(code: str, tag: str, timeout_s: float = 10.0) -> RunSpec:
         grace_s=0.3,
     )
 
-
-# Each link forks, the parent exits at once and the child starts a new session: at any
-# moment the "tree" is one or two short-lived processes in a session nobody has seen.
-# The chain ends by itself after two minutes, so a sweep that fails leaves a red test, not
-# a machine (or a CI runner) saturated by a fork loop for hours.
-FORK_CHAIN = r"""
-import os, signal, time
-signal.signal(signal.SIGTERM, signal.SIG_IGN)
-end = time.monotonic() + 120
-while time.monotonic() < end:
-    if os.fork():
-        os._exit(0)
-    os.setsid()
-"""
 
 # The leader exits at once; its grandchild starts a new session only later, after the
 # intermediate parent is gone (so no periodic scan ever saw it as the leader's).
@@ -83,14 +57,14 @@ async def test_fork_chain_in_new_sessions_is_caught() -> None:
     tag = uuid.uuid4().hex
     res = await run(_spec(FORK_CHAIN, tag))
     assert res.exit_code == 0 and res.sweep.killed
-    assert _tagged(tag) == []
+    assert tagged(tag) == []
 
 
 async def test_late_setsid_after_the_leader_exited_is_caught() -> None:
     tag = uuid.uuid4().hex
     res = await run(_spec(LATE_ESCAPE, tag))
     assert res.exit_code == 0 and res.sweep.signalled
-    assert _tagged(tag) == []
+    assert tagged(tag) == []
 
 
 # Ctrl-C delivered in the synchronous code between the spawn and the supervised wait
@@ -134,7 +108,7 @@ def test_ctrl_c_right_after_spawn_still_sweeps(mode: str, sleep: str, rc: int, o
         check=False,
     )
     assert (done.returncode, done.stdout) == (rc, out), done.stderr
-    assert _tagged(tag) == []
+    assert tagged(tag) == []
 
 
 @pytest.mark.parametrize(
@@ -259,6 +233,9 @@ def _our_zombies() -> int:
 
 
 async def _zombies_while_running(tmp_path: Path, track_interval_s: float) -> int:
+    """Zombie children of ours that appeared while this tree ran (earlier tests of the
+    same process may have left their own, which no tree of this run claims)."""
+    before = _our_zombies()
     marker = tmp_path / "made"
     spec = RunSpec(
         argv=[PY, "-c", ORPHANS, str(marker)],
@@ -273,7 +250,7 @@ async def _zombies_while_running(tmp_path: Path, track_interval_s: float) -> int
         while not marker.exists():
             await trio.sleep(0.05)
         await trio.sleep(1.5)  # several tracking scans (0.25 s) under any load
-        seen.append(_our_zombies())
+        seen.append(_our_zombies() - before)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(sample)

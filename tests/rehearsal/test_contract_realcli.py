@@ -404,6 +404,9 @@ async def test_no_sentinel_or_key_reaches_codex_tool_processes(
     assert f"HOME={route.config_root / 'home'}" in output  # positive control
     assert not [v for v in SENTINELS if v in output]
     assert route.api_key not in output
+    # The reviewer's git takes no optional locks, so its read commands never write the
+    # refreshed index back (design/agent.md, P-3).
+    assert "GIT_OPTIONAL_LOCKS=0" in output.splitlines()
 
 
 async def test_worker_bash_outside_the_allow_list_is_denied_and_inside_runs(

@@ -15,6 +15,7 @@ SCRIPTS = (
     "bench_digest",
     "bench_bus",
     "bench_supervise",
+    "bench_fork_chain",
     "bench_agent",
     "bench_observers",
     "bench_worktree",

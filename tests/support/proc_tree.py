@@ -77,3 +77,31 @@ def survivors(ids: list[tuple[int, float]]) -> list[int]:
         except psutil.NoSuchProcess:
             continue
     return out
+
+
+def tagged(tag: str) -> list[int]:
+    """Pids carrying ``tag``; they are killed as well, so a failing test leaks nothing."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if proc.environ().get("QA_TAG") == tag:
+                found.append(proc.pid)
+                proc.kill()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+# Each link forks, the parent exits at once and the child starts a new session: at any
+# moment the "tree" is one or two short-lived processes in a session nobody has seen.
+# The chain ends by itself after two minutes, so a sweep that fails leaves a red test, not
+# a machine (or a CI runner) saturated by a fork loop for hours.
+FORK_CHAIN = r"""
+import os, signal, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+end = time.monotonic() + 120
+while time.monotonic() < end:
+    if os.fork():
+        os._exit(0)
+    os.setsid()
+"""

@@ -1,0 +1,63 @@
+"""The index's entries as git means them, without their stat data (issue 8 §1).
+
+The worker and the repair may refresh their worktree's index (their own ``git status``
+rewrites its stat data), so the raw index bytes cannot be compared across their phases.
+The tree ``git write-tree`` builds is not enough either: it leaves out intent-to-add
+entries (``git add -N``) and ignores the assume-unchanged and skip-worktree bits, so a
+worker could stage a path or hide one from every later ``git status`` unseen.
+
+:func:`index_entries_digest` digests, for every entry in path order, its mode, object id,
+stage, path and the flag bits that change what git does with it — assume-unchanged
+(``CE_VALID``), intent-to-add and skip-worktree — read with ``git ls-files -s --debug``,
+which expands a sparse index and resolves a split index, and runs no program (our git
+options turn off fsmonitor). Stat data, in-memory bookkeeping bits and the extensions
+(cache tree, untracked cache, resolve-undo, split-index link) are left out: git rewrites
+them as a side effect of reads.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from factory.canonical import tagged_sha256
+from factory.gitio.run import run_git
+
+INDEX_ENTRIES_TAG = "factory.index-entries/1"
+CE_STAGEMASK = 0x3000
+CE_VALID = 0x8000  # assume-unchanged
+CE_INTENT_TO_ADD = 1 << 29
+CE_SKIP_WORKTREE = 1 << 30
+MEANINGFUL_FLAGS = CE_STAGEMASK | CE_VALID | CE_INTENT_TO_ADD | CE_SKIP_WORKTREE
+
+_RECORD = re.compile(
+    rb"([0-7]+) ([0-9a-f]+) ([0-3])\t([^\0]*)\0"
+    rb"(?:  [a-z]+: [^\n]*\n)*?  size: \d+\tflags: ([0-9a-f]+)\n"
+)
+
+
+def parse_entries(out: bytes) -> list[tuple[bytes, bytes, bytes, bytes, int]]:
+    """``(path, mode, oid, stage, flags)`` per record of ``git ls-files -s --debug -z``
+    output, flags masked to :data:`MEANINGFUL_FLAGS` (pure)."""
+    rows = []
+    for m in _RECORD.finditer(out):
+        mode, oid, stage, path, flags = m.groups()
+        rows.append((path, mode, oid, stage, int(flags, 16) & MEANINGFUL_FLAGS))
+    return rows
+
+
+def entries_record(rows: list[tuple[bytes, bytes, bytes, bytes, int]]) -> bytes:
+    """The digested bytes: per entry in (path, stage) order, its fields each + NUL (pure)."""
+    ordered = sorted(rows, key=lambda r: (r[0], r[3]))
+    return b"".join(b"%s\0%s\0%s\0%s\0%x\0" % row for row in ordered)
+
+
+def index_entries_digest(root: Path) -> str:
+    """``sha256:<hex>`` over the index entries of the checkout at ``root`` (see the module
+    docstring); an empty or missing index digests as no entries.
+
+    Raises:
+        GitFailure: git could not read the index.
+    """
+    out = run_git(root, ["ls-files", "-s", "--debug", "-z"], what="git ls-files --debug")
+    return tagged_sha256(INDEX_ENTRIES_TAG, entries_record(parse_entries(out)))
