@@ -146,6 +146,8 @@ def strict_json_plain(data: bytes, *, what: str, limit: int) -> tuple[Any, bool]
         return value, plain[0]
     except _Duplicate as exc:
         raise ReviewInputInvalid(f"{what} is not strict JSON: {exc}") from None
+    except RecursionError:  # hostile nesting: the decoder gives up at the recursion limit
+        raise ReviewInputInvalid(f"{what} is not strict JSON: nested too deeply") from None
     except ValueError as exc:
         reason = str(exc).split(":")[0]
         raise ReviewInputInvalid(f"{what} is not one JSON value ({reason})") from None

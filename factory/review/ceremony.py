@@ -182,9 +182,9 @@ def pending(store: ReviewStore, lineage_id: str) -> Path | None:
             continue
         try:
             doc = json.loads(intent.read_bytes())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        if doc.get("lineage_id") == lineage_id:
+        if isinstance(doc, dict) and doc.get("lineage_id") == lineage_id:
             return folder
     return None
 

@@ -16,16 +16,13 @@ commands. A terminal state (re)writes its derived receipt.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from factory.canonical import sha256_hex, tagged_sha256
+from factory.canonical import sha256_hex
 from factory.errors import ExitCode
 from factory.review import machine
-from factory.review.canon import EVIDENCE_TAG
 from factory.review.errors import (
     BINDING_MISMATCH,
     FORECAST_AFTER_EDIT,
@@ -33,28 +30,26 @@ from factory.review.errors import (
     INPUT_CONFLICT,
     NOTHING_APPLIES,
     RESULT_COUNT,
-    VALUE_INVALID,
     ReviewCasConflict,
     ReviewInputInvalid,
     ReviewRefused,
 )
-from factory.review.incident import load_preserved
+from factory.review.finalize_inputs import FinalizeArgs, Inputs, parse_args
 from factory.review.judgement import (
-    RefuterInput,
     ReviewerInput,
     ValidatorInput,
-    parse_input,
 )
 from factory.review.names import LENS_ROLE_PREFIX, RECEIPTED, TERMINAL, LensName
 from factory.review.results import LensResult, LensSource, build_lens_result
 from factory.review.service import Context, lineage_policy, resolve_lineage
 from factory.review.snapshot import live_target, measure_fix
-from factory.review.state import FinalEvidence, ReviewState
+from factory.review.state import ReviewState
 from factory.review.store import Loaded, revision_of
 from factory.review.views import finalize_view
 
-EVIDENCE_LIMIT = 64 << 20
 EVIDENCE_ROLE = "final-evidence"
+
+__all__ = ["FinalizeArgs", "commit", "finalize", "plan_hook"]
 
 
 def _no_hook() -> None:
@@ -63,96 +58,6 @@ def _no_hook() -> None:
 
 #: Race-test seam: called after the transitions are simulated, before the first commit.
 plan_hook: Callable[[], None] = _no_hook
-
-
-@dataclass(frozen=True)
-class FinalizeArgs:
-    """The flags of ``factory review finalize`` (files not read yet)."""
-
-    lineage: str | None = None
-    results: tuple[Path, ...] = ()
-    refuter: Path | None = None
-    validation: Path | None = None
-    evidence: str | None = None  # a path, or "-" for stdin
-    evidence_run: tuple[str, ...] | None = None
-    correction_lines: int | None = None
-    failed: bool = False
-    replay: Path | None = None
-
-
-@dataclass
-class Inputs:
-    """Parsed inputs: malformed ones never get this far."""
-
-    results: list[tuple[bytes, ReviewerInput]]
-    refuter: RefuterInput | None
-    validation: ValidatorInput | None
-    evidence: FinalEvidence | None
-    evidence_bytes: bytes
-    replay: tuple[LensName, bytes, ReviewerInput, str] | None
-
-
-def _read(path: Path, what: str, limit: int) -> bytes:
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(limit + 1)
-    except OSError as exc:
-        raise ReviewInputInvalid(
-            f"cannot read {what} {path}: {exc.strerror}", code=VALUE_INVALID
-        ) from None
-    if len(data) > limit:
-        raise ReviewInputInvalid(f"{what} {path} is larger than {limit} bytes", code=VALUE_INVALID)
-    return data
-
-
-def parse_args(args: FinalizeArgs) -> Inputs:
-    """Read and strictly parse every input file (nothing is written).
-
-    Raises:
-        ReviewInputInvalid: the first malformed input.
-    """
-    results = []
-    for i, path in enumerate(args.results, 1):
-        raw = _read(path, f"--result #{i}", 1 << 20)
-        results.append((raw, parse_input(ReviewerInput, raw, what=f"--result #{i} ({path.name})")))
-    refuter = None
-    if args.refuter is not None:
-        refuter = parse_input(
-            RefuterInput, _read(args.refuter, "--refuter", 1 << 20), what="--refuter"
-        )
-    validation = None
-    if args.validation is not None:
-        data = _read(args.validation, "--validation", 1 << 20)
-        validation = parse_input(ValidatorInput, data, what="--validation")
-    evidence, data = None, b""
-    if args.evidence is not None:
-        if args.evidence == "-":
-            data = sys.stdin.buffer.read(EVIDENCE_LIMIT + 1) if sys.stdin else b""
-            source = "stdin"
-        else:
-            data, source = _read(Path(args.evidence), "--evidence", EVIDENCE_LIMIT), "file"
-        if not data:
-            raise ReviewInputInvalid(
-                "final evidence is empty; it must be non-empty bytes", code=VALUE_INVALID
-            )
-        if len(data) > EVIDENCE_LIMIT:
-            raise ReviewInputInvalid(
-                f"final evidence is larger than {EVIDENCE_LIMIT} bytes", code=VALUE_INVALID
-            )
-        evidence = FinalEvidence(
-            evidence_hash=tagged_sha256(EVIDENCE_TAG, data),
-            sha256=sha256_hex(data),
-            bytes=len(data),
-            source=source,  # type: ignore[arg-type]
-            run=None,
-            declared_failed=args.failed,
-        )
-    replay = None
-    if args.replay is not None:
-        doc, payload = load_preserved(args.replay)
-        reviewer = parse_input(ReviewerInput, payload, what="the preserved payload")
-        replay = (doc.lens, payload, reviewer, doc.lineage_id)
-    return Inputs(results, refuter, validation, evidence, data, replay)
 
 
 @dataclass
@@ -397,19 +302,28 @@ def commit(
     is raised, nothing of this call written.
     """
     current, i = loaded, 0
-    while i < len(steps):
-        name, new, blobs = steps[i]
-        try:
-            current = ctx.store.replace(
-                current.revision, new, command=f"review/{name}", blobs=blobs, previous=current.state
-            ).loaded
-        except ReviewCasConflict:
-            there = ctx.store.load(current.lineage_id)
-            ahead = [j for j in range(i, len(steps)) if revision_of(steps[j][1]) == there.revision]
-            if not ahead:
-                raise
-            current, i = there, ahead[0]
-        i += 1
+    if not steps:
+        return current
+    with ctx.store.locked("review/finalize"):  # one acquisition for the whole chain
+        while i < len(steps):
+            name, new, blobs = steps[i]
+            try:
+                current = ctx.store.replace(
+                    current.revision,
+                    new,
+                    command=f"review/{name}",
+                    blobs=blobs,
+                    previous=current.state,
+                ).loaded
+            except ReviewCasConflict:
+                there = ctx.store.load(current.lineage_id)
+                ahead = [
+                    j for j in range(i, len(steps)) if revision_of(steps[j][1]) == there.revision
+                ]
+                if not ahead:
+                    raise
+                current, i = there, ahead[0]
+            i += 1
     return current
 
 

@@ -128,11 +128,17 @@ def load_manifest(wt: Worktree) -> dict[str, Any]:
         doc = json.loads(path.read_bytes())
     except FileNotFoundError:
         return {"schema": MANIFEST_SCHEMA, "hooks": {}}
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ReviewRecordCorrupt(f"{path} is not JSON (kept as it is)") from None
-    if not isinstance(doc, dict) or doc.get("schema") != MANIFEST_SCHEMA:
+    hooks = doc.get("hooks") if isinstance(doc, dict) else None
+    if (
+        not isinstance(hooks, dict)
+        or doc.get("schema") != MANIFEST_SCHEMA
+        or not all(isinstance(v, dict) for v in hooks.values())
+    ):
         raise ReviewRecordCorrupt(f"{path} is not a {MANIFEST_SCHEMA} document (kept as it is)")
-    return doc
+    manifest: dict[str, Any] = doc
+    return manifest
 
 
 def _save(wt: Worktree, doc: dict[str, Any]) -> None:

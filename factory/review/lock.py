@@ -30,13 +30,15 @@ _POLL_S = 0.02
 
 
 def _owner(path: Path) -> str:
+    """Who holds the lock, from its metadata; anything unreadable (truncated, not JSON,
+    hostile nesting that exhausts the decoder's recursion) is an unknown owner."""
     try:
         doc = json.loads(path.read_bytes()[:4096] or b"{}")
         return (
             f"pid {int(doc['pid'])} on {str(doc['host'])[:64]!r} since "
             f"{str(doc['acquired_at'])[:40]} ({str(doc['command'])[:40]})"
         )
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return "an unknown owner (no readable owner metadata)"
 
 
@@ -96,7 +98,8 @@ class StoreLock:
         data = json.dumps(doc, sort_keys=True).encode() + b"\n"
         os.ftruncate(fd, 0)
         os.pwrite(fd, data, 0)
-        os.fsync(fd)
+        # Not fsynced: the metadata only names the holder in a busy message, and the kernel
+        # lock alone decides; a crash that loses it leaves "an unknown owner", which is true.
 
     def __exit__(
         self,

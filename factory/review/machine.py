@@ -2,7 +2,9 @@
 
 :func:`apply` takes the current state (``None`` before start) and one operation and returns
 the successor, or raises :class:`ReviewRefused` naming the legal next commands
-(:func:`next_commands`). Legal edges (:data:`~factory.review.successor.EDGES`)::
+(:func:`~factory.review.legal.next_commands`; the operations are in
+:mod:`factory.review.operations`, both re-exported here). Legal edges
+(:data:`~factory.review.successor.EDGES`)::
 
     reviewing ──complete-review──► correction_required | validating | escalated
     reviewing ──record-lens──► reviewing           (one result per selected lens, once)
@@ -17,14 +19,11 @@ successor that breaks an invariant is a bug (``AssertionError``), never a record
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from factory.display import inert
-from factory.errors import Code
-from factory.review import nextcmd
 from factory.review.admission import FollowUp, NeedsRefuter, admit
-from factory.review.canon import EMPTY_HASH, STATE_TAG, digest_of
+from factory.review.canon import EMPTY_HASH
 from factory.review.errors import (
     BINDING_MISMATCH,
     FIX_DELTA_MISMATCH,
@@ -40,177 +39,58 @@ from factory.review.errors import (
     VALUE_INVALID,
     WRONG_STATE,
     ReviewInputInvalid,
-    ReviewRefused,
 )
 from factory.review.gate_errors import NOT_PRISTINE
 from factory.review.invariants import check_hash, state_problems, validation_hash
-from factory.review.judgement import CheckInput, RefuterInput, ValidatorInput
-from factory.review.names import MAX_FAILED_ATTEMPTS, EscalationReason, LensName, StateName
-from factory.review.results import LensResult
-from factory.review.risk import Risk, correction_budget, select_lenses
+from factory.review.judgement import CheckInput
+from factory.review.legal import (
+    admit_pending,
+    next_commands,
+    pristine,
+    refuse,
+)
+from factory.review.names import MAX_FAILED_ATTEMPTS, EscalationReason, StateName
+from factory.review.operations import (
+    OPERATION_NAMES,
+    Abandon,
+    CompleteFix,
+    CompleteReview,
+    Create,
+    Finish,
+    Forecast,
+    Invalidate,
+    Operation,
+    RecordLens,
+)
+from factory.review.risk import correction_budget, select_lenses
 from factory.review.state import (
     STATE_SCHEMA,
     Attempt,
     Check,
     Correction,
     Escalation,
-    FinalEvidence,
     Invalidation,
-    Predecessor,
     ReviewState,
-    Snapshot,
 )
 from factory.review.successor import EDGES
 
-
-@dataclass(frozen=True, slots=True)
-class Create:
-    """``review start``: a new lineage in ``reviewing``."""
-
-    lineage_id: str
-    policy_hash: str
-    focus: LensName
-    snapshot: Snapshot
-    risk: Risk
-    changed_lines: int
-    #: A recovered successor (issue 13): generation + 1 and the predecessor it replaces.
-    generation: int = 1
-    predecessor: Predecessor | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Invalidate:
-    """``review invalidate``: a pristine reviewing lineage ends invalidated (issue 13)."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class RecordLens:
-    """Capture one selected lens's result (from a lens run, a file or a replay)."""
-
-    result: LensResult
-
-
-@dataclass(frozen=True, slots=True)
-class CompleteReview:
-    """Admit the findings of all lens results (with the one refuter batch, if needed)."""
-
-    refuter: RefuterInput | None
-
-
-@dataclass(frozen=True, slots=True)
-class Forecast:
-    """``--correction-lines N``: the size of the correction, before editing."""
-
-    lines: int
-
-
-@dataclass(frozen=True, slots=True)
-class CompleteFix:
-    """``--validation``: the measured fix delta and the targeted validator's checks."""
-
-    fix: Snapshot
-    candidate: Snapshot
-    actual_lines: int
-    validation: ValidatorInput
-
-
-@dataclass(frozen=True, slots=True)
-class Finish:
-    """``--evidence`` / ``--evidence-run`` (or ``--failed``) in ``validating``."""
-
-    evidence: FinalEvidence
-
-
-@dataclass(frozen=True, slots=True)
-class Abandon:
-    """``--failed`` before validating: stop the lineage as escalated."""
-
-    evidence: FinalEvidence | None
-
-
-Operation = (
-    Create | RecordLens | CompleteReview | Forecast | CompleteFix | Finish | Abandon | Invalidate
-)
-OPERATION_NAMES: dict[type, str] = {
-    Invalidate: "invalidate",
-    Create: "start",
-    RecordLens: "record-lens",
-    CompleteReview: "complete-review",
-    Forecast: "forecast",
-    CompleteFix: "complete-fix",
-    Finish: "finish",
-    Abandon: "abandon",
-}
-
-
-def _cmd(state: ReviewState, rest: str) -> str:
-    return f"factory review finalize --lineage {state.lineage_id} {rest}"
-
-
-def next_commands(state: ReviewState | None) -> tuple[str, ...]:
-    """The legal next commands for ``state`` (templates; most useful first)."""
-    if state is None:
-        return ("factory review start",)
-    lid, failed = state.lineage_id, _cmd(state, "--failed")
-    evidence = (_cmd(state, "--evidence FILE"), _cmd(state, "--evidence-run -- CMD…"))
-    if state.state == "reviewing":
-        missing = state.missing_lenses()
-        if missing:
-            names = " ".join(missing)
-            runs = tuple(f"factory review lens --lineage {lid} --lens {lens}" for lens in missing)
-            runs = (*runs, _cmd(state, f"--result FILE… (one per lens, in order: {names})"))
-            extra = (nextcmd.invalidate(lid, _revision(state)),) if pristine(state) else ()
-            return (*runs, failed, *extra)
-        pending = admit_pending(state)
-        if pending:
-            return (_cmd(state, f"--refuter FILE (outcomes for {', '.join(pending)})"), failed)
-        return (_cmd(state, "[--evidence FILE]"), failed)
-    if state.state == "correction_required":
-        if state.correction.forecast is None:
-            return (_cmd(state, "--correction-lines N"), failed)
-        return (_cmd(state, "--validation FILE (after editing within the genesis paths)"), failed)
-    if state.state == "validating":
-        return (*evidence, failed)
-    return _terminal_commands(state)
-
-
-def _revision(state: ReviewState) -> str:
-    return digest_of(STATE_TAG, state.to_json_value())
-
-
-def pristine(state: ReviewState) -> bool:
-    """Nothing judged, corrected or evidenced yet: the only state invalidate applies to."""
-    c = state.correction
-    return state.state == "reviewing" and not (
-        state.lens_results or state.review or c.attempts or c.forecast or state.final_evidence
-    )
-
-
-def _terminal_commands(state: ReviewState) -> tuple[str, ...]:
-    """Terminal states (issue 13): gates for an approval, recovery for the others."""
-    lid, show = state.lineage_id, nextcmd.show(state.lineage_id)
-    if state.state == "approved":
-        return (*(nextcmd.validate(g) for g in nextcmd.GATE_ORDER), show)
-    if state.state == "invalidated":
-        return (nextcmd.recover(lid, _revision(state), "invalidated"), show)
-    return (
-        nextcmd.recover(lid, _revision(state), "escalated"),
-        show,
-        "factory review start (after changing the candidate: a new lineage)",
-    )
-
-
-def admit_pending(state: ReviewState) -> tuple[str, ...]:
-    """Finding ids that still need the refuter before admission can finish."""
-    result = admit(state.findings(), state.genesis_paths, None)
-    return result.finding_ids if isinstance(result, NeedsRefuter) else ()
-
-
-def refuse(state: ReviewState | None, message: str, code: Code[ReviewRefused]) -> ReviewRefused:
-    """A refusal that names the legal next commands of ``state``."""
-    return ReviewRefused(message, code=code, next=next_commands(state))
+__all__ = [
+    "OPERATION_NAMES",
+    "Abandon",
+    "CompleteFix",
+    "CompleteReview",
+    "Create",
+    "Finish",
+    "Forecast",
+    "Invalidate",
+    "Operation",
+    "RecordLens",
+    "admit_pending",
+    "apply",
+    "next_commands",
+    "pristine",
+    "refuse",
+]
 
 
 def _require(state: ReviewState | None, *allowed: StateName, op: str) -> ReviewState:

@@ -155,7 +155,8 @@ def live_target(
             symlink change, submodule edit, nested repository, special file, unmerged or
             hidden index entry).
     """
-    snap = raw_snapshot.snapshot(wt.root, base_tree, cache=index_stat_cache(wt.root, base_tree))
+    cache = index_stat_cache(wt.root, base_tree)
+    snap = raw_snapshot.snapshot(wt.root, base_tree, cache=cache, with_patch=False)
     if snap.problems:
         first = snap.problems[0]
         raise ReviewRefused(

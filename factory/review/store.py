@@ -25,23 +25,16 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import stat
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, Literal
-
-from pydantic import Field, ValidationError
+from typing import Any, Literal
 
 from factory.canonical import sha256_hex
-from factory.errors import FactoryError
 from factory.fsio import OutputExists, atomic_replace, fsync_dir, write_exclusive
-from factory.models import StrictModel, describe_validation_error
-from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json_plain
 from factory.review.errors import (
     LINEAGE_UNKNOWN,
     ReviewCasConflict,
-    ReviewInputInvalid,
     ReviewRecordCorrupt,
     ReviewRefused,
 )
@@ -49,12 +42,18 @@ from factory.review.invariants import state_problems
 from factory.review.lock import StoreLock
 from factory.review.names import RECEIPTED, valid_lineage
 from factory.review.receipt import RECEIPT_FILE, derive_receipt, receipt_bytes, receipt_problem
+from factory.review.record import (
+    RECORD_LIMIT,
+    corrupt_record,
+    decode_record,
+    read_nofollow,
+    record_bytes,
+    revision_of,
+)
 from factory.review.state import ReviewState
 from factory.review.successor import successor_problem
 
-RECORD_SCHEMA: Final = "factory.review-state-record/1"
 STATE_FILE = "review-state.json"
-RECORD_LIMIT = 64 << 20
 STORE_PARTS = ("factory", "review", "v1")
 _REVISION_PREFIX = b'{"revision":"sha256:'
 _REV_END = len(_REVISION_PREFIX) + 64
@@ -68,13 +67,18 @@ def _no_hook(point: str) -> None:
 
 write_hook: Callable[[str], None] = _no_hook
 
-
-class StateRecord(StrictModel):
-    """``review-state.json``."""
-
-    schema_id: Literal["factory.review-state-record/1"] = Field(alias="schema")
-    revision: str
-    state: ReviewState
+__all__ = [
+    "STATE_FILE",
+    "STORE_PARTS",
+    "Committed",
+    "Corrupt",
+    "Loaded",
+    "ReviewStore",
+    "decode_record",
+    "record_bytes",
+    "revision_of",
+    "write_hook",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,71 +105,6 @@ class Committed:
 
     loaded: Loaded
     written: bool
-
-
-def revision_of(state: ReviewState) -> str:
-    """The revision of ``state`` (domain-separated digest of its canonical JSON)."""
-    return digest_of(STATE_TAG, state.to_json_value())
-
-
-def record_bytes(state: ReviewState) -> tuple[bytes, str]:
-    """The exact bytes of ``review-state.json`` for ``state``, and its revision."""
-    value = state.to_json_value()
-    revision = digest_of(STATE_TAG, value)
-    doc = {"schema": RECORD_SCHEMA, "revision": revision, "state": value}
-    return canonical(doc) + b"\n", revision
-
-
-def _read_nofollow(path: Path, limit: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError("not a regular file")
-        chunks, total = [], 0
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-            total += len(chunk)
-            if total > limit:
-                raise OSError("larger than the record limit")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def _corrupt(lineage_id: str, problem: str) -> ReviewRecordCorrupt:
-    return ReviewRecordCorrupt(f"review lineage {lineage_id} is invalid: {problem} (kept as it is)")
-
-
-def decode_record(lineage_id: str, data: bytes) -> tuple[ReviewState, str]:
-    """Validate record bytes completely; return the state and its revision.
-
-    Raises:
-        ReviewRecordCorrupt: naming ``lineage_id`` and the first problem.
-    """
-    try:
-        value, plain = strict_json_plain(data, what="the record", limit=RECORD_LIMIT)
-    except ReviewInputInvalid as exc:
-        raise _corrupt(lineage_id, exc.fact) from None
-    if not isinstance(value, dict) or set(value) != {"schema", "revision", "state"}:
-        raise _corrupt(lineage_id, "the record is not {schema, revision, state}")
-    if value["schema"] != RECORD_SCHEMA:
-        raise _corrupt(lineage_id, f"unknown record schema {str(value['schema'])[:60]!r}")
-    try:
-        revision = digest_of(STATE_TAG, value["state"], plain=plain)
-    except FactoryError:  # e.g. a lone surrogate: not canonicalisable JSON text
-        raise _corrupt(lineage_id, "the state is not canonicalisable JSON") from None
-    if value["revision"] != revision:
-        raise _corrupt(lineage_id, "the revision does not match the state")
-    try:
-        state = StateRecord.model_validate_json(data).state
-    except ValidationError as exc:
-        raise _corrupt(lineage_id, describe_validation_error(exc)) from None
-    if state.lineage_id != lineage_id:
-        raise _corrupt(lineage_id, "the state names another lineage than its folder")
-    problems = state_problems(state)
-    if problems:
-        raise _corrupt(lineage_id, problems[0])
-    return state, revision
 
 
 class ReviewStore:
@@ -231,27 +170,29 @@ class ReviewStore:
                 next=("factory review status", "factory review start"),
             )
         try:
-            data = _read_nofollow(folder / STATE_FILE, RECORD_LIMIT)
+            data = read_nofollow(folder / STATE_FILE, RECORD_LIMIT)
         except FileNotFoundError:
-            raise _corrupt(lineage_id, f"the folder has no {STATE_FILE}") from None
+            raise corrupt_record(lineage_id, f"the folder has no {STATE_FILE}") from None
         except OSError as exc:
-            raise _corrupt(lineage_id, f"{STATE_FILE} cannot be read ({exc})") from None
+            raise corrupt_record(lineage_id, f"{STATE_FILE} cannot be read ({exc})") from None
         state, revision = decode_record(lineage_id, data)
         return Loaded(lineage_id, revision, state, self._receipt_status(state))
 
     def _receipt_status(self, state: ReviewState) -> Literal["ok", "missing", "none"]:
         path = self.root / state.lineage_id / RECEIPT_FILE
         try:
-            data = _read_nofollow(path, 1 << 20)
+            data = read_nofollow(path, 1 << 20)
         except FileNotFoundError:
             return "missing" if state.state in RECEIPTED else "none"
         except OSError as exc:
-            raise _corrupt(state.lineage_id, f"{RECEIPT_FILE} cannot be read ({exc})") from None
+            raise corrupt_record(
+                state.lineage_id, f"{RECEIPT_FILE} cannot be read ({exc})"
+            ) from None
         if state.state not in RECEIPTED:
-            raise _corrupt(state.lineage_id, f"a {state.state} lineage has a receipt")
+            raise corrupt_record(state.lineage_id, f"a {state.state} lineage has a receipt")
         problem = receipt_problem(data, state)
         if problem is not None:
-            raise _corrupt(state.lineage_id, problem)
+            raise corrupt_record(state.lineage_id, problem)
         return "ok"
 
     def scan(self) -> list[Loaded | Corrupt]:
@@ -335,9 +276,9 @@ class ReviewStore:
         if not os.path.lexists(folder):
             return None
         try:
-            data = _read_nofollow(folder / STATE_FILE, RECORD_LIMIT)
+            data = read_nofollow(folder / STATE_FILE, RECORD_LIMIT)
         except OSError:
-            raise _corrupt(lineage_id, f"{STATE_FILE} is missing or unreadable") from None
+            raise corrupt_record(lineage_id, f"{STATE_FILE} is missing or unreadable") from None
         if data.startswith(_REVISION_PREFIX) and data[_REV_END : _REV_END + 2] == b'",':
             return data[len(_REVISION_PREFIX) - 7 : _REV_END].decode("ascii")
         return decode_record(lineage_id, data)[1]
@@ -379,8 +320,8 @@ class ReviewStore:
         try:
             write_exclusive(path, data, mode=0o600)
         except OutputExists:
-            if sha256_hex(_read_nofollow(path, len(data) + 1)) != sha256_hex(data):
-                raise _corrupt(
+            if sha256_hex(read_nofollow(path, len(data) + 1)) != sha256_hex(data):
+                raise corrupt_record(
                     lineage_id, f"evidence {path.name} does not hash to its name"
                 ) from None
         write_hook("blob:after")
@@ -394,11 +335,11 @@ class ReviewStore:
         """
         path = self.root / lineage_id / "evidence" / f"{role}-{sha256}"
         try:
-            data = _read_nofollow(path, RECORD_LIMIT)
+            data = read_nofollow(path, RECORD_LIMIT)
         except OSError:
-            raise _corrupt(lineage_id, f"evidence {role}-{sha256[:12]}… is missing") from None
+            raise corrupt_record(lineage_id, f"evidence {role}-{sha256[:12]}… is missing") from None
         if sha256_hex(data) != sha256:
-            raise _corrupt(lineage_id, f"evidence {path.name} does not hash to its name")
+            raise corrupt_record(lineage_id, f"evidence {path.name} does not hash to its name")
         return data
 
     def blobs(self, lineage_id: str, role: str) -> list[Path]:

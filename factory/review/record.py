@@ -1,0 +1,104 @@
+"""The bytes of one lineage's ``review-state.json`` (SPEC R): ``{schema, revision, state}``
+where ``revision`` is the domain-separated digest of the canonical state. :func:`record_bytes`
+writes them; :func:`decode_record` re-validates everything (strict JSON, the revision, the
+models, the invariants) and fails closed naming the lineage. Used by
+:mod:`factory.review.store`, which owns where the bytes live and when they are replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import Field, ValidationError
+
+from factory.errors import FactoryError
+from factory.models import StrictModel, describe_validation_error
+from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json_plain
+from factory.review.errors import ReviewInputInvalid, ReviewRecordCorrupt
+from factory.review.invariants import state_problems
+from factory.review.state import ReviewState
+
+RECORD_SCHEMA: Final = "factory.review-state-record/1"
+RECORD_LIMIT = 64 << 20
+
+
+class StateRecord(StrictModel):
+    """``review-state.json``."""
+
+    schema_id: Literal["factory.review-state-record/1"] = Field(alias="schema")
+    revision: str
+    state: ReviewState
+
+
+def revision_of(state: ReviewState) -> str:
+    """The revision of ``state`` (domain-separated digest of its canonical JSON)."""
+    return digest_of(STATE_TAG, state.to_json_value())
+
+
+def record_bytes(state: ReviewState) -> tuple[bytes, str]:
+    """The exact bytes of ``review-state.json`` for ``state``, and its revision."""
+    value = state.to_json_value()
+    revision = digest_of(STATE_TAG, value)
+    doc = {"schema": RECORD_SCHEMA, "revision": revision, "state": value}
+    return canonical(doc) + b"\n", revision
+
+
+def read_nofollow(path: Path, limit: int) -> bytes:
+    """The bytes of regular file ``path`` (never through a symlink), at most ``limit``.
+
+    Raises:
+        OSError: missing, not a regular file, or larger than ``limit``.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError("not a regular file")
+        chunks, total = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise OSError("larger than the record limit")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def corrupt_record(lineage_id: str, problem: str) -> ReviewRecordCorrupt:
+    """The typed error for a record that fails validation, naming its lineage."""
+    return ReviewRecordCorrupt(f"review lineage {lineage_id} is invalid: {problem} (kept as it is)")
+
+
+def decode_record(lineage_id: str, data: bytes) -> tuple[ReviewState, str]:
+    """Validate record bytes completely; return the state and its revision.
+
+    Raises:
+        ReviewRecordCorrupt: naming ``lineage_id`` and the first problem.
+    """
+    try:
+        value, plain = strict_json_plain(data, what="the record", limit=RECORD_LIMIT)
+    except ReviewInputInvalid as exc:
+        raise corrupt_record(lineage_id, exc.fact) from None
+    if not isinstance(value, dict) or set(value) != {"schema", "revision", "state"}:
+        raise corrupt_record(lineage_id, "the record is not {schema, revision, state}")
+    if value["schema"] != RECORD_SCHEMA:
+        raise corrupt_record(lineage_id, f"unknown record schema {str(value['schema'])[:60]!r}")
+    try:
+        revision = digest_of(STATE_TAG, value["state"], plain=plain)
+    except FactoryError:  # e.g. a lone surrogate: not canonicalisable JSON text
+        raise corrupt_record(lineage_id, "the state is not canonicalisable JSON") from None
+    if value["revision"] != revision:
+        raise corrupt_record(lineage_id, "the revision does not match the state")
+    try:
+        state = StateRecord.model_validate_json(data).state
+    except ValidationError as exc:
+        raise corrupt_record(lineage_id, describe_validation_error(exc)) from None
+    if state.lineage_id != lineage_id:
+        raise corrupt_record(lineage_id, "the state names another lineage than its folder")
+    problems = state_problems(state)
+    if problems:
+        raise corrupt_record(lineage_id, problems[0])
+    return state, revision
