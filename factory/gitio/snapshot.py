@@ -21,12 +21,12 @@ worktree (``git ls-files --cached --others --exclude-standard``) with the bytes 
 
 The new tree is written through a private temporary index (a copy of the real index when
 it holds the base tree, else ``read-tree`` of the base; ``update-index --index-info``;
-``write-tree``); the blobs of changed files are written with ``hash-object -w
---no-filters`` (from 100 files on, as one pack by ``fast-import``, which runs no filter
-either) and their ids must equal the ids computed here from the bytes that were hashed,
-or the snapshot fails (something still writes). One ``diff-tree --raw -p`` of the
-two trees must then name exactly the changes read — which also proves the copied index
-held the base tree — and gives the binary patch.
+``write-tree``); the blobs of changed files are written by :mod:`factory.gitio.blobstore`
+with ``hash-object -w --no-filters`` (from 100 files on, as one pack by ``fast-import``,
+which runs no filter either) and their ids must equal the ids computed here from the
+bytes that were hashed, or the snapshot fails (something still writes). One
+``diff-tree --raw -p`` of the two trees must then name exactly the changes read — which
+also proves the copied index held the base tree — and gives the binary patch.
 
 Callers: the agent run's candidate (:mod:`factory.gitio.candidate`) and review snapshots.
 """
@@ -35,16 +35,16 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from factory.errors import Failure
-from factory.gitio import gitdata
+from factory.gitio import blobstore, gitdata
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.gitdata import TreeEntry
-from factory.gitio.rawfs import CHANGED_DURING_SNAPSHOT, RawChanged, RawEntry, RawReader, StatCache
+from factory.gitio.rawfs import RawChanged, RawEntry, RawReader, StatCache
 from factory.gitio.run import GitFailure, run_git
 
 
@@ -315,77 +315,10 @@ def raw_tree(root: Path, base_tree: str) -> str:
     return snap.tree
 
 
-#: From this many blobs on (git's own ``transfer.unpackLimit`` default) they are written as
-#: one pack by ``git fast-import`` instead of one loose object file each, while their bytes
-#: fit in memory: 5,000 loose objects cost ~1 s of system time, the pack ~0.3 s.
-PACK_FROM_BLOBS = 100
-PACK_BYTES_LIMIT = 64 << 20
-
-
-def _write_blobs(root: Path, changes: Iterable[Change]) -> None:
-    files = [c for c in changes if c.state != "deleted"]
-    if not files:
-        return
-    if len(files) >= PACK_FROM_BLOBS and sum(c.size or 0 for c in files) <= PACK_BYTES_LIMIT:
-        written = _pack_blobs(root, files)
-    else:
-        out = run_git(
-            root,
-            ["hash-object", "-w", "--no-filters", "--stdin-paths"],
-            stdin=b"".join(gitdata.c_quote(c.path) + b"\n" for c in files),
-            what="git hash-object",
-        )
-        written = out.decode("ascii").split()
-    if written != [c.oid for c in files]:
-        raise CHANGED_DURING_SNAPSHOT("a file changed while factory stored it")
-
-
-def _pack_blobs(root: Path, files: list[Change]) -> list[str]:
-    """Write the files' raw bytes (no filters: fast-import runs none) as one pack; return
-    the ids git computed, in order (objects already present are not written again)."""
-    stream = bytearray()
-    for i, c in enumerate(files, 1):
-        try:
-            data = _read_raw(root, c.path, (c.size or 0) + 1)
-        except OSError:  # gone, or a symlink now: not what was hashed
-            raise CHANGED_DURING_SNAPSHOT("a file changed while factory stored it") from None
-        stream += b"blob\nmark :%d\ndata %d\n" % (i, len(data))
-        stream += data
-        stream += b"\n"
-    stream += b"done\n"
-    with tempfile.TemporaryDirectory(prefix="factory-blobs-") as tmp:
-        marks = os.path.join(tmp, "marks")
-        run_git(
-            root,
-            ["fast-import", "--quiet", "--done", f"--export-marks={marks}"],
-            stdin=bytes(stream),
-            what="git fast-import",
-        )
-        with open(marks, "rb") as fh:
-            ids = dict(line.split() for line in fh.read().splitlines())
-    return [ids.get(b":%d" % i, b"").decode("ascii") for i in range(1, len(files) + 1)]
-
-
-def _read_raw(root: Path, path: bytes, limit: int) -> bytes:
-    """At most ``limit`` bytes of regular file ``path`` (no symlink followed at the end)."""
-    fd = os.open(os.path.join(os.fsencode(root), path), os.O_RDONLY | os.O_NOFOLLOW)
-    try:
-        chunks, left = [], limit
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
 def _write_tree(
     root: Path, base_tree: str, changes: tuple[Change, ...], null: str, with_patch: bool = True
 ) -> tuple[str, bytes]:
-    _write_blobs(root, changes)
+    blobstore.write_blobs(root, changes)
     records = [b"0 %s\t%s\0" % (null.encode(), c.path) for c in changes if c.state == "deleted"]
     records += [
         b"%s %s\t%s\0" % (c.mode.encode(), c.oid.encode(), c.path)

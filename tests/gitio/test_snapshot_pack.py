@@ -1,5 +1,5 @@
 """Many changed blobs are written as one pack by ``git fast-import`` (factory/gitio/
-snapshot.py ``_pack_blobs``): the same tree and bytes as ``hash-object`` writes, no
+blobstore.py ``pack_blobs``): the same tree and bytes as ``hash-object`` writes, no
 filter run, and the ids git computed are still checked against the bytes hashed."""
 
 from __future__ import annotations
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from factory.gitio import gitdata
+from factory.gitio import blobstore, gitdata
 from factory.gitio import snapshot as snap
 from factory.gitio.rawfs import RawChanged
 from factory.gitio.run import GitFailure
 from tests.support.git import git, init_repo
 
-N = snap.PACK_FROM_BLOBS + 20
+N = blobstore.PACK_FROM_BLOBS + 20
 
 
 def _repo(tmp_path: Path, name: str) -> Path:
@@ -46,7 +46,7 @@ def test_many_blobs_go_into_one_pack_with_the_same_tree_as_loose_objects(
     packed_repo, loose_repo = _repo(tmp_path, "packed"), _repo(tmp_path, "loose")
     packed = snap.snapshot(packed_repo, _head_tree(packed_repo))
     with monkeypatch.context() as m:
-        m.setattr(snap, "PACK_FROM_BLOBS", 10**9)  # the twin: hash-object, loose objects
+        m.setattr(blobstore, "PACK_FROM_BLOBS", 10**9)  # the twin: hash-object, loose objects
         loose = snap.snapshot(loose_repo, _head_tree(loose_repo))
     assert len(packed.changes) == N and packed.tree == loose.tree
     first = packed.changes[0].oid
@@ -69,13 +69,13 @@ def test_a_file_that_changes_before_it_is_packed_fails_the_snapshot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = _repo(tmp_path, "racing")
-    real = snap._read_raw
+    real = blobstore.read_raw
 
     def rewritten(root: Path, path: bytes, limit: int) -> bytes:
         data = real(root, path, limit)
         return data + b"late write" if path.endswith(b"f050.txt") else data
 
-    monkeypatch.setattr(snap, "_read_raw", rewritten)
+    monkeypatch.setattr(blobstore, "read_raw", rewritten)
     with pytest.raises(RawChanged):
         snap.snapshot(repo, _head_tree(repo))
 
@@ -86,7 +86,7 @@ def test_a_symlink_swapped_in_before_packing_is_not_followed(
     repo = _repo(tmp_path, "swapped")
     secret = tmp_path / "outside.txt"
     secret.write_bytes(b"not in the repository\n")
-    real = snap._pack_blobs
+    real = blobstore.pack_blobs
 
     def swap_then_pack(root: Path, files: list[snap.Change]) -> list[str]:
         target = root / "src" / "f010.txt"
@@ -94,7 +94,7 @@ def test_a_symlink_swapped_in_before_packing_is_not_followed(
         os.symlink(secret, target)
         return real(root, files)
 
-    monkeypatch.setattr(snap, "_pack_blobs", swap_then_pack)
+    monkeypatch.setattr(blobstore, "pack_blobs", swap_then_pack)
     with pytest.raises(RawChanged):
         snap.snapshot(repo, _head_tree(repo))
 
