@@ -115,12 +115,19 @@ def location_inside(location: str, genesis: frozenset[str]) -> bool:
     return bool(sep) and bool(_LINE.fullmatch(line)) and path in genesis
 
 
-def _classify(f: Finding, genesis: frozenset[str]) -> Classification:
+def _effective(f: Finding, genesis: frozenset[str]) -> tuple[Causality, bool]:
+    """A severe finding's effective causal disposition and whether its location is inside
+    the genesis paths (candidate-causal outside them counts as ``unknown``)."""
     assert f.evidence_class is not None and f.causal_disposition is not None
     admitted = location_inside(f.location, genesis)
     effective: Causality = f.causal_disposition
     if effective in CANDIDATE_CAUSAL and not admitted:
         effective = "unknown"
+    return effective, admitted
+
+
+def _classification(f: Finding, effective: Causality, admitted: bool) -> Classification:
+    assert f.evidence_class is not None and f.causal_disposition is not None
     return Classification(
         finding_id=f.id,
         evidence_class=f.evidence_class,
@@ -130,15 +137,15 @@ def _classify(f: Finding, genesis: frozenset[str]) -> Classification:
     )
 
 
+def _to_refuter(f: Finding, effective: Causality) -> bool:
+    return effective in CANDIDATE_CAUSAL and f.evidence_class == "inferential"
+
+
 def needs_refuter(findings: tuple[Finding, ...], genesis: frozenset[str]) -> tuple[str, ...]:
     """Ids of the severe, admitted candidate-causal, inferential findings."""
-    out = []
-    for f in findings:
-        if f.severity in SEVERE:
-            c = _classify(f, genesis)
-            if c.causal_disposition in CANDIDATE_CAUSAL and c.evidence_class == "inferential":
-                out.append(f.id)
-    return tuple(out)
+    return tuple(
+        f.id for f in findings if f.severity in SEVERE and _to_refuter(f, _effective(f, genesis)[0])
+    )
 
 
 def _refuter_map(
@@ -180,7 +187,9 @@ def admit(
         ReviewInputInvalid: the refuter batch names other findings than the pending ones.
     """
     paths = frozenset(genesis)
-    pending = needs_refuter(findings, paths)
+    effects = [_effective(f, paths) if f.severity in SEVERE else None for f in findings]
+    pairs = list(zip(findings, effects, strict=True))
+    pending = tuple(f.id for f, e in pairs if e is not None and _to_refuter(f, e[0]))
     if pending and refuter is None:
         return NeedsRefuter(pending)
     verdicts = _refuter_map(refuter, pending)
@@ -188,10 +197,10 @@ def admit(
     outcomes: list[OutcomeEntry] = []
     fix: list[str] = []
     follow: list[FollowUp] = []
-    for f in findings:
+    for f, e in pairs:
         outcome: Outcome = "info"
-        if f.severity in SEVERE:
-            c = _classify(f, paths)
+        if e is not None:
+            c = _classification(f, *e)
             classes.append(c)
             if c.evidence_class == "insufficient" or c.causal_disposition == "unknown":
                 outcome = "inconclusive"

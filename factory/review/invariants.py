@@ -81,7 +81,8 @@ def _scope_problems(s: ReviewState) -> list[str]:
         out.append("the review target is current-changes or base-diff, never a fix-diff")
     if s.genesis_paths != s.initial_snapshot.paths:
         out.append("genesis_paths are not the initial snapshot's paths")
-    if not set(s.current_snapshot.paths) <= set(s.genesis_paths):
+    current = s.current_snapshot.paths
+    if current != s.genesis_paths and not set(current) <= set(s.genesis_paths):
         out.append("current paths leave the genesis paths")
     if s.current_snapshot.base_tree != s.initial_snapshot.base_tree:
         out.append("the current snapshot's base is not the initial base")

@@ -14,6 +14,7 @@ from typing import Final, Literal
 
 from pydantic import Field, ValidationError
 
+from factory.canonical import tagged_sha256
 from factory.errors import FactoryError
 from factory.models import StrictModel, describe_validation_error
 from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json_plain
@@ -33,17 +34,47 @@ class StateRecord(StrictModel):
     state: ReviewState
 
 
+_HEAD = b'{"revision":"'
+_SCHEMA_MEMBER = b'","schema":"' + RECORD_SCHEMA.encode("ascii") + b'","state":'
+
+#: Revisions of the last few states this process serialised, keyed by ``id`` and holding
+#: the state itself (so the id cannot be reused while the entry lives). A frozen state's
+#: revision never changes; a finalize chain asks for the same state's revision twice (as
+#: the successor written, then as the predecessor of the next commit).
+_KNOWN: dict[int, tuple[ReviewState, str]] = {}
+_KNOWN_MAX = 16
+
+
+def _remember(state: ReviewState, revision: str) -> None:
+    if len(_KNOWN) >= _KNOWN_MAX:
+        del _KNOWN[next(iter(_KNOWN))]
+    _KNOWN[id(state)] = (state, revision)
+
+
+def _state_bytes(state: ReviewState) -> tuple[bytes, str]:
+    body = canonical(state.to_json_value())
+    revision = tagged_sha256(STATE_TAG, body)
+    _remember(state, revision)
+    return body, revision
+
+
 def revision_of(state: ReviewState) -> str:
     """The revision of ``state`` (domain-separated digest of its canonical JSON)."""
-    return digest_of(STATE_TAG, state.to_json_value())
+    known = _KNOWN.get(id(state))
+    if known is not None and known[0] is state:
+        return known[1]
+    return _state_bytes(state)[1]
 
 
 def record_bytes(state: ReviewState) -> tuple[bytes, str]:
-    """The exact bytes of ``review-state.json`` for ``state``, and its revision."""
-    value = state.to_json_value()
-    revision = digest_of(STATE_TAG, value)
-    doc = {"schema": RECORD_SCHEMA, "revision": revision, "state": value}
-    return canonical(doc) + b"\n", revision
+    """The exact bytes of ``review-state.json`` for ``state``, and its revision.
+
+    RFC 8785 of ``{schema, revision, state}``: members in key order (``revision``,
+    ``schema``, ``state``), the first two ASCII strings that need no escaping, the state's
+    canonical bytes spliced in as they are (so the state is canonicalised once).
+    """
+    body, revision = _state_bytes(state)
+    return _HEAD + revision.encode("ascii") + _SCHEMA_MEMBER + body + b"}\n", revision
 
 
 def read_nofollow(path: Path, limit: int) -> bytes:

@@ -1,0 +1,89 @@
+"""The record's bytes and revision are computed once per state, and still exactly what
+RFC 8785 of ``{schema, revision, state}`` gives; the one-pass checks that replaced sorting
+decide exactly as the sorting did."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from factory.errors import FactoryError
+from factory.review import machine
+from factory.review.canon import STATE_TAG, canonical, digest_of
+from factory.review.record import RECORD_SCHEMA, decode_record
+from factory.review.results import result_hash
+from factory.review.state import ReviewState, strictly_sorted
+from factory.review.store import record_bytes, revision_of
+from tests.review import builders as b
+
+
+def _states() -> list[ReviewState]:
+    s = b.started(level="high")
+    per_lens: dict[str, list[dict[str, Any]]] = {
+        lens: [b.finding("src/app/auth.py:3", claim=f"{lens}: the token is logged, ünïcode")]
+        for lens in s.lenses
+    }
+    recorded = b.record_all(s, per_lens)
+    return [s, recorded, machine.apply(recorded, machine.CompleteReview(None))]
+
+
+def _reference_bytes(state: ReviewState) -> bytes:
+    value = state.to_json_value()
+    revision = digest_of(STATE_TAG, value)
+    doc: dict[str, Any] = {"schema": RECORD_SCHEMA, "revision": revision, "state": value}
+    return rfc8785.dumps(doc) + b"\n"
+
+
+def test_record_bytes_are_rfc8785_of_the_whole_record() -> None:
+    for state in _states():
+        data, revision = record_bytes(state)
+        assert data == _reference_bytes(state)
+        assert revision == digest_of(STATE_TAG, state.to_json_value())
+        assert decode_record(state.lineage_id, data) == (state, revision)
+
+
+def test_a_state_the_reference_refuses_is_refused_by_record_bytes_too() -> None:
+    big = b.started().model_copy(update={"changed_lines": 2**60})  # beyond ±(2^53 − 1)
+    with pytest.raises(rfc8785.IntegerDomainError):
+        rfc8785.dumps(big.to_json_value())
+    with pytest.raises(FactoryError, match="safe integer"):
+        record_bytes(big)
+
+
+def test_the_remembered_revision_belongs_to_that_very_state() -> None:
+    s = b.started()
+    first = revision_of(s)
+    twin = ReviewState.model_validate_json(s.model_dump_json(by_alias=True))
+    assert twin is not s and revision_of(twin) == first
+    moved = machine.apply(s, machine.Abandon(None))
+    assert revision_of(moved) != first
+    assert revision_of(moved) == digest_of(STATE_TAG, moved.to_json_value())
+    for _ in range(40):  # far more states than are remembered: each still right
+        other = s.model_copy(update={"changed_files": s.changed_files})
+        assert revision_of(other) == first
+
+
+def test_a_lens_results_hash_over_one_dump_equals_the_per_finding_hash() -> None:
+    recorded = _states()[1]
+    for r in recorded.lens_results:
+        assert r.result_hash == result_hash(r.lens, r.order, r.binding, r.findings, r.evidence)
+
+
+paths = st.lists(st.text(alphabet="ab/._", max_size=4), max_size=8).map(tuple)
+
+
+@settings(max_examples=300, deadline=None)
+@given(paths)
+def test_strictly_sorted_is_sorted_and_unique(items: tuple[str, ...]) -> None:
+    assert strictly_sorted(items) == (list(items) == sorted(set(items)))
+
+
+def test_lists_of_plain_leaves_still_reach_the_reference_for_what_it_must_decide() -> None:
+    with pytest.raises(FactoryError, match="safe integer"):  # found inside a nested list
+        canonical({"a": ["x", True, None, ["y", 2**60]]})
+    value: Any = {"a": ["x", None, False], "b": ["y", 1.5]}
+    assert canonical(value) == rfc8785.dumps(value)
