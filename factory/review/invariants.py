@@ -24,6 +24,7 @@ from factory.review.canon import (
     digest_of,
 )
 from factory.review.errors import ReviewInputInvalid
+from factory.review.memo import ByIdentity
 from factory.review.names import MAX_FAILED_ATTEMPTS, valid_lineage
 from factory.review.results import lens_result_problem
 from factory.review.risk import correction_budget, select_lenses
@@ -296,8 +297,21 @@ def _state_problems(s: ReviewState) -> list[str]:
     return []
 
 
+#: States this process found valid (see :mod:`.memo`; an invalid one is checked each time).
+_VALID: ByIdentity[ReviewState, bool] = ByIdentity(8)
+
+
 def state_problems(s: ReviewState) -> list[str]:
     """Every invariant ``s`` breaks; empty when it is a valid review state."""
+    if _VALID.get(s):
+        return []
+    out = _all_problems(s)
+    if not out:
+        _VALID.put(s, True)
+    return out
+
+
+def _all_problems(s: ReviewState) -> list[str]:
     out = _scope_problems(s) + _lens_problems(s)
     if out:
         return out

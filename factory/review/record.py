@@ -20,6 +20,7 @@ from factory.models import StrictModel, describe_validation_error
 from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json_plain
 from factory.review.errors import ReviewInputInvalid, ReviewRecordCorrupt
 from factory.review.invariants import state_problems
+from factory.review.memo import ByIdentity
 from factory.review.state import ReviewState
 
 RECORD_SCHEMA: Final = "factory.review-state-record/1"
@@ -37,33 +38,21 @@ class StateRecord(StrictModel):
 _HEAD = b'{"revision":"'
 _SCHEMA_MEMBER = b'","schema":"' + RECORD_SCHEMA.encode("ascii") + b'","state":'
 
-#: Revisions of the last few states this process serialised, keyed by ``id`` and holding
-#: the state itself (so the id cannot be reused while the entry lives). A frozen state's
-#: revision never changes; a finalize chain asks for the same state's revision twice (as
-#: the successor written, then as the predecessor of the next commit).
-_KNOWN: dict[int, tuple[ReviewState, str]] = {}
-_KNOWN_MAX = 16
-
-
-def _remember(state: ReviewState, revision: str) -> None:
-    if len(_KNOWN) >= _KNOWN_MAX:
-        del _KNOWN[next(iter(_KNOWN))]
-    _KNOWN[id(state)] = (state, revision)
+#: The revisions of the last states this process serialised (see :mod:`.memo`).
+_REVISIONS: ByIdentity[ReviewState, str] = ByIdentity(8)
 
 
 def _state_bytes(state: ReviewState) -> tuple[bytes, str]:
     body = canonical(state.to_json_value())
     revision = tagged_sha256(STATE_TAG, body)
-    _remember(state, revision)
+    _REVISIONS.put(state, revision)
     return body, revision
 
 
 def revision_of(state: ReviewState) -> str:
     """The revision of ``state`` (domain-separated digest of its canonical JSON)."""
-    known = _KNOWN.get(id(state))
-    if known is not None and known[0] is state:
-        return known[1]
-    return _state_bytes(state)[1]
+    known = _REVISIONS.get(state)
+    return known if known is not None else _state_bytes(state)[1]
 
 
 def record_bytes(state: ReviewState) -> tuple[bytes, str]:

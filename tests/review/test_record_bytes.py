@@ -1,5 +1,6 @@
 """The record's bytes and revision are computed once per state, and still exactly what
-RFC 8785 of ``{schema, revision, state}`` gives; the one-pass checks that replaced sorting
+RFC 8785 of ``{schema, revision, state}`` gives; a state is found valid once per object,
+never for an equal twin or an invalid one; the one-pass checks that replaced sorting
 decide exactly as the sorting did."""
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from hypothesis import strategies as st
 from factory.errors import FactoryError
 from factory.review import machine
 from factory.review.canon import STATE_TAG, canonical, digest_of
+from factory.review.invariants import state_problems
+from factory.review.memo import ByIdentity
 from factory.review.record import RECORD_SCHEMA, decode_record
 from factory.review.results import result_hash
 from factory.review.state import ReviewState, strictly_sorted
@@ -87,3 +90,25 @@ def test_lists_of_plain_leaves_still_reach_the_reference_for_what_it_must_decide
         canonical({"a": ["x", True, None, ["y", 2**60]]})
     value: Any = {"a": ["x", None, False], "b": ["y", 1.5]}
     assert canonical(value) == rfc8785.dumps(value)
+
+
+def test_by_identity_answers_only_for_the_very_object() -> None:
+    memo: ByIdentity[object, str] = ByIdentity(2)
+    a, a_twin, c = [1, 2], [1, 2], [3]
+    memo.put(a, "a")
+    assert memo.get(a) == "a" and memo.get(a_twin) is None
+    memo.put(a_twin, "twin")
+    memo.put(c, "c")  # over the size: forgets, never answers for another object
+    assert memo.get(c) == "c" and memo.get(a) in (None, "a") and memo.get(a_twin) in (None, "twin")
+
+
+def test_an_invalid_state_is_checked_every_time_and_a_valid_one_once_per_object() -> None:
+    valid = _states()[2]
+    assert state_problems(valid) == [] and state_problems(valid) == []
+    forged = valid.model_copy(update={"genesis_paths": (*valid.genesis_paths, "zzz.py")})
+    problems = state_problems(forged)
+    assert problems
+    for _ in range(3):
+        assert state_problems(forged) == problems
+    twin = ReviewState.model_validate_json(forged.model_dump_json(by_alias=True))
+    assert state_problems(twin) == problems
