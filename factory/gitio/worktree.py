@@ -14,9 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factory.errors import Refused
-from factory.gitio.gitdata import private_index_copy
 from factory.gitio.run import run_git, try_git
-from factory.gitio.snapshot import raw_tree
 
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
@@ -113,6 +111,8 @@ def candidate_tree(wt: Worktree, base_commit: str) -> str:
     Raises:
         UnsupportedChangedPath: a symlink, FIFO, dirty submodule… the tree cannot hold.
     """
+    from factory.gitio.snapshot import raw_tree  # not on the gates' hook path
+
     return raw_tree(wt.root, commit_tree(wt, base_commit))
 
 
@@ -130,6 +130,8 @@ def index_tree(wt: Worktree) -> str | None:
     extension back), so it runs on a private copy instead
     (:func:`factory.gitio.gitdata.private_index_copy`: no racy entry, so no filter runs).
     """
+    from factory.gitio.gitdata import private_index_copy  # not on the gates' hook path
+
     with tempfile.TemporaryDirectory(prefix="factory-index-") as tmp:
         copy = Path(tmp) / "index"
         src = index_path(wt)
