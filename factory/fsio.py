@@ -80,15 +80,18 @@ def reserve(path: Path, first_record: bytes, *, mode: int = 0o644) -> None:
     write_exclusive(path, first_record, mode=mode)
 
 
-def atomic_replace(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``data`` atomically and durably (SPEC F-5)."""
+def atomic_replace(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (SPEC F-5). ``durable=False``
+    skips both fsyncs: for a cache, where a crash may lose the file or leave it empty but
+    never leaves it half written over the old one."""
     folder = path.parent
     tmp = folder / f".{path.name}.{secrets.token_hex(8)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         try:
             _write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
@@ -96,7 +99,8 @@ def atomic_replace(path: Path, data: bytes, *, mode: int = 0o644) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(folder)
+    if durable:
+        fsync_dir(folder)
 
 
 def claim_dir(path: Path, *, mode: int = 0o700) -> None:

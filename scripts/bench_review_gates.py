@@ -4,9 +4,13 @@ A repository of FILES committed files with CHANGED modified ones, settled (files
 the index, stat data refreshed), is approved (start, one clean lens result, evidence), then:
 
 1. ``git write-tree`` on the same repository, the yardstick (median of RUNS);
-2. ``validate --gate pre-commit`` — in-process (``factory.review.gates.validate``) and as
-   the CLI (a new process each run) — every run an allow, so every run also does the final
-   re-check under the lock (target: <= 150 ms, reported as a ratio to write-tree);
+2. ``validate --gate pre-commit`` — in-process (``factory.review.gates.validate``, the
+   full path) and as the CLI (a new process each run) — every run an allow, so every run
+   also does the final re-check under the lock (target: <= 150 ms, reported as a ratio to
+   write-tree). The CLI takes the hook path (``factory.review.gates.quick``: the gate memo
+   and the kept target); two more CLI series show the rest: ``--no-memo`` (every record
+   validated with the models) and a new index before each run (``git add -A`` and ``git
+   reset`` in turn: the memo holds, the target is derived twice);
 3. the candidate is committed; ``validate --gate pre-push`` the same two ways, and once
    more with ``--remote`` against a local bare remote that holds the base (target: <= 200
    ms).
@@ -48,11 +52,13 @@ def _timed(bench: Any, runs: int, fn: Any) -> list[Any]:
     return clocks
 
 
-def _gate(bench: Any, repo: Path, runs: int, gate: str, *extra: str) -> dict[str, Any]:
+def _gate(
+    bench: Any, repo: Path, runs: int, gate: str, *extra: str, before: Any = None
+) -> dict[str, Any]:
     from factory.review.gates.live import GateRequest
     from factory.review.gates.validate import validate
 
-    remote = extra[1] if extra else None
+    remote = extra[1] if "--remote" in extra else None
 
     def inproc() -> None:
         result = validate(repo, GateRequest(gate=gate, remote=remote))  # type: ignore[arg-type]
@@ -60,7 +66,9 @@ def _gate(bench: Any, repo: Path, runs: int, gate: str, *extra: str) -> dict[str
 
     inside = _timed(bench, runs, inproc)
     walls, rss = [], []
-    for _ in range(runs):
+    for i in range(runs):
+        if before is not None:
+            before(i)
         clock, peak, doc = bench.cli(["review", "validate", "--gate", gate, *extra], repo)
         assert doc["allowed"], doc["reason"]
         walls.append(clock)
@@ -95,6 +103,14 @@ def bench_gates(bench: Any, tmp: Path, files: int, changed: int, runs: int) -> d
 
     yard = bench._stats(_timed(bench, runs, write_tree), scale=1000.0)
     pre_commit = _gate(bench, repo, runs, "pre-commit")
+    # The full path as a process: every record validated with the models (--no-memo).
+    full = _gate(bench, repo, runs, "pre-commit", "--no-memo")
+
+    def restage(i: int) -> None:  # a new index each run: the kept target never holds
+        bench._git(repo, *(("add", "-A") if i % 2 == 0 else ("reset", "-q")))
+
+    after_change = _gate(bench, repo, runs, "pre-commit", before=restage)
+    bench._git(repo, "reset", "-q")
     bench._git(repo, "add", "-A")
     bench._git(repo, "commit", "-q", "-m", "the approved candidate")
     pre_push = _gate(bench, repo, runs, "pre-push")
@@ -110,6 +126,8 @@ def bench_gates(bench: Any, tmp: Path, files: int, changed: int, runs: int) -> d
         "lineage": lineage,
         "git_write_tree_ms": yard,
         "pre_commit": {**pre_commit, "ratio_to_write_tree": ratio(pre_commit)},
+        "pre_commit_no_memo": full,
+        "pre_commit_after_index_change": after_change,
         "pre_push": {**pre_push, "ratio_to_write_tree": ratio(pre_push)},
         "pre_push_with_remote": with_remote,
         "targets_ms": {"pre_commit": 150, "pre_push": 200},
@@ -117,6 +135,8 @@ def bench_gates(bench: Any, tmp: Path, files: int, changed: int, runs: int) -> d
             "pre_commit_in_process": pre_commit["in_process_ms"]["wall_median"],
             "pre_push_in_process": pre_push["in_process_ms"]["wall_median"],
             "pre_commit_cli": pre_commit["cli_ms"]["wall_median"],
+            "pre_commit_cli_after_index_change": after_change["cli_ms"]["wall_median"],
+            "pre_commit_cli_no_memo": full["cli_ms"]["wall_median"],
             "pre_push_cli": pre_push["cli_ms"]["wall_median"],
         },
     }

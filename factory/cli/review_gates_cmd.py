@@ -34,6 +34,8 @@ target from git (zero model calls):
 Without --lineage the unique valid terminal, non-superseded lineage whose candidate is
 the live one is used. An allow is decided twice: again under the store lock, and anything
 that changed in between answers invalidated. Output: factory.review-gate-result/1.
+An allow at pre-commit or pre-push replays the store's facts from the gate memo when
+no record changed since the last full validation (--no-memo: validate them all again).
 Exit 0 allow, 3 denial, 2 usage, 4 failure. Inside the pre-commit framework's pre-push
 stage, PRE_COMMIT_TO_REF and PRE_COMMIT_REMOTE_NAME stand for --pushed-commit/--remote.
 """
@@ -89,6 +91,11 @@ def register(rsub: Any) -> None:
         default=[],
         metavar="SHA",
         help="pre-push: a commit the push sends (repeatable; must be HEAD)",
+    )
+    v.add_argument(
+        "--no-memo",
+        action="store_true",
+        help="validate every record of the store again instead of replaying the gate memo",
     )
     v.set_defaults(handler=run_validate)
     i = rsub.add_parser("invalidate", help="stop a pristine reviewing lineage as invalidated")
@@ -172,9 +179,20 @@ def _request(args: argparse.Namespace) -> Any:
 def run_validate(args: argparse.Namespace) -> int:
     from factory.display import inert
     from factory.errors import ExitCode
+    from factory.review.gates.quick import try_allow
+
+    req = _request(args)
+    doc = None if args.no_memo else try_allow(Path(args.cwd), req)
+    if doc is not None:
+        _emit(doc)
+        say(
+            f"factory review: ALLOW at {args.gate}: {inert(doc['reason'], limit=400)} "
+            "(store facts replayed from the gate memo of these exact records)"
+        )
+        return int(ExitCode.OK)
     from factory.review.gates.validate import validate
 
-    result = validate(Path(args.cwd), _request(args))
+    result = validate(Path(args.cwd), req)
     _emit(result.to_json_value())
     if result.allowed:
         say(f"factory review: ALLOW at {args.gate}: {inert(result.reason, limit=400)}")

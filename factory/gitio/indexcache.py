@@ -48,15 +48,21 @@ def _git_path(root: Path, name: str) -> Path:
     return Path(os.fsdecode(out.strip()))
 
 
+def outside_attribute_files(info_attributes: str, attributes_file: str | None) -> list[str]:
+    """The attributes files git reads from outside the worktree: the repository's
+    ``info/attributes``, the XDG one, the system ones and ``core.attributesFile``."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", "/"), ".config")
+    candidates = [info_attributes, os.path.join(xdg, "git", "attributes"), *SYSTEM_ATTRIBUTES]
+    if attributes_file:
+        candidates.append(os.path.expanduser(attributes_file))
+    return candidates
+
+
 def _attribute_files_may_apply(root: Path, paths: list[bytes], attributes_file: str | None) -> bool:
     if any(p == b".gitattributes" or p.endswith(b"/.gitattributes") for p in paths):
         return True
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", "/"), ".config")
-    candidates = [str(_git_path(root, "info/attributes")), os.path.join(xdg, "git", "attributes")]
-    candidates += list(SYSTEM_ATTRIBUTES)
-    if attributes_file:
-        candidates.append(os.path.expanduser(attributes_file))
-    return any(os.path.exists(c) for c in candidates)
+    info = str(_git_path(root, "info/attributes"))
+    return any(os.path.exists(c) for c in outside_attribute_files(info, attributes_file))
 
 
 def _converted(root: Path, paths: list[bytes]) -> set[bytes]:

@@ -111,7 +111,7 @@ def candidate_tree(wt: Worktree, base_commit: str) -> str:
     Raises:
         UnsupportedChangedPath: a symlink, FIFO, dirty submodule… the tree cannot hold.
     """
-    from factory.gitio.snapshot import raw_tree  # only commands that snapshot load it
+    from factory.gitio.snapshot import raw_tree  # not on the gates' hook path
 
     return raw_tree(wt.root, commit_tree(wt, base_commit))
 
@@ -130,7 +130,7 @@ def index_tree(wt: Worktree) -> str | None:
     extension back), so it runs on a private copy instead
     (:func:`factory.gitio.gitdata.private_index_copy`: no racy entry, so no filter runs).
     """
-    from factory.gitio.gitdata import private_index_copy
+    from factory.gitio.gitdata import private_index_copy  # not on the gates' hook path
 
     with tempfile.TemporaryDirectory(prefix="factory-index-") as tmp:
         copy = Path(tmp) / "index"

@@ -16,7 +16,6 @@ import fcntl
 import json
 import os
 import secrets
-import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -91,7 +90,7 @@ class StoreLock:
             "schema": LOCK_SCHEMA,
             "owner_id": self.owner_id,
             "pid": os.getpid(),
-            "host": socket.gethostname(),
+            "host": os.uname().nodename,  # gethostname(), without importing socket
             "command": self.command,
             "acquired_at": _dt.datetime.now(_dt.UTC).isoformat(timespec="milliseconds"),
         }

@@ -7,13 +7,25 @@ from __future__ import annotations
 import pytest
 
 from factory.review import machine
-from factory.review.gates.decide import Live, decide
+from factory.review.gates.decide import Decision, Live, decide
+from factory.review.gates.facts import GraphFacts, graph_facts
 from factory.review.gates.result import DENIALS, GATES, Verdict
-from factory.review.graph import build_graph
+from factory.review.graph import LineageGraph, build_graph
 from factory.review.state import Predecessor, ReviewState
 from factory.review.store import Loaded, revision_of
 from tests.review import builders as b
 from tests.review.states import STATES
+
+
+def _decide(graph: LineageGraph, lineage: str | None, live: Live, check: object) -> Decision:
+    """decide() on the graph's facts, and on the same facts after the gate memo's JSON
+    round trip (the hook path decides on those): both must give the same decision."""
+    facts = graph_facts(graph)
+    d = decide(facts, {}, lineage, live, check)  # type: ignore[arg-type]
+    replayed = GraphFacts.from_json(facts.to_json())
+    assert replayed == facts
+    assert decide(replayed, {}, lineage, live, check) == d  # type: ignore[arg-type]
+    return d
 
 
 def _loaded(s: ReviewState, receipt: str = "ok") -> Loaded:
@@ -105,7 +117,7 @@ def test_every_state_at_every_gate_is_a_verdict_naming_its_next_command(
     x = _loaded(STATES[state_name]())
     graph = build_graph([x])
     cand = x.state.current_snapshot.candidate_tree
-    d = decide(graph, {}, x.lineage_id if lineage else None, _live(gate, cand), lambda s: None)
+    d = _decide(graph, x.lineage_id if lineage else None, _live(gate, cand), lambda s: None)
     v = d.verdict
     assert v.next, (state_name, gate)
     if v.denial is None:
@@ -127,7 +139,7 @@ def test_discovery_prefers_the_live_base_and_says_ambiguous_otherwise() -> None:
     other = Loaded("review-twin", revision_of(other_state), other_state, "ok")
     graph = build_graph([one, other])
     cand = one.state.current_snapshot.candidate_tree
-    d = decide(graph, {}, None, _live("pre-commit", cand, base="9" * 40), lambda s: None)
+    d = _decide(graph, None, _live("pre-commit", cand, base="9" * 40), lambda s: None)
     assert d.verdict.denial == "receipt-discovery/ambiguous"
     assert all(
         n.startswith("factory review validate --gate pre-commit --lineage") for n in d.verdict.next
@@ -141,10 +153,10 @@ def test_a_derivation_problem_and_a_base_denial_come_after_the_state_checks() ->
     graph = build_graph([x])
     cand = x.state.current_snapshot.candidate_tree
     empty = deny("delivery-derivation/empty-commit", "empty", "git reset --soft HEAD~1")
-    d = decide(graph, {}, None, _live("pre-push", cand, problem=empty), lambda s: None)
+    d = _decide(graph, None, _live("pre-push", cand, problem=empty), lambda s: None)
     assert d.verdict.denial == "delivery-derivation/empty-commit"
     base = deny("receipt-binding/base-mismatch", "moved", "factory review start")
-    d2 = decide(graph, {}, None, _live("pre-push", cand), lambda s: base)
+    d2 = _decide(graph, None, _live("pre-push", cand), lambda s: base)
     assert d2.verdict.denial == "receipt-binding/base-mismatch"
 
 
@@ -156,7 +168,7 @@ def test_an_approval_on_rehearsal_lens_results_never_passes_and_names_its_exit()
     s = machine.apply(machine.apply(s, machine.CompleteReview(None)), machine.Finish(b.evidence()))
     x = _loaded(s)
     cand = s.current_snapshot.candidate_tree
-    d = decide(build_graph([x]), {}, None, _live("pre-push", cand), lambda s: None)
+    d = _decide(build_graph([x]), None, _live("pre-push", cand), lambda s: None)
     assert d.verdict.denial == "receipt-validation/rehearsal" and "REHEARSAL" in d.verdict.reason
     assert (
         d.verdict.next[0].startswith("factory review recover")

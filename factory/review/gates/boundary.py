@@ -16,6 +16,8 @@ that needs credentials answers "unavailable").
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from factory.display import inert
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.run import try_git
@@ -23,7 +25,10 @@ from factory.gitio.worktree import Worktree
 from factory.review.gates import gitfacts
 from factory.review.gates.decide import Live
 from factory.review.gates.live import Derived, GateRequest, same_base, worktree_candidate
-from factory.review.gates.result import BoundaryView, Verdict, deny
+from factory.review.gates.verdict import Verdict, deny
+
+if TYPE_CHECKING:  # built only by select_boundary (pre-push imports this module too)
+    from factory.review.gates.result import BoundaryView
 
 REMOTE_SAFETY = (
     "-c",
@@ -78,6 +83,8 @@ def _current_branch(wt: Worktree) -> str | None:
 
 def select_boundary(wt: Worktree, base_ref: str | None) -> tuple[BoundaryView, Verdict | None]:
     """The boundary commit (as a view), or the view so far and the denial."""
+    from factory.review.gates.result import BoundaryView
+
     if base_ref is not None:
         view = BoundaryView(
             source="base-ref", remote=None, ref=base_ref, commit=None, merge_base=None

@@ -1,6 +1,7 @@
 """The gate decision as pure functions of the store's graph and the live target (SPEC R).
 
-:func:`decide` takes the recovery graph of a scan, the lineage named by ``--lineage`` (or
+:func:`decide` takes the facts of the recovery graph of a scan
+(:class:`~factory.review.gates.facts.GraphFacts`), the lineage named by ``--lineage`` (or
 None for discovery), what the gate derived from git (:class:`Live`) and a *base check* —
 the one receipt-dependent derivation (does the live boundary keep the receipt's base?),
 injected so this module runs no git — and returns a :class:`~factory.review.gates.result.
@@ -28,16 +29,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from factory.review import nextcmd
-from factory.review.gates.result import GateName, Verdict, deny
-from factory.review.graph import LineageGraph, rehearsal_approved
-from factory.review.machine import next_commands
+from factory.review.gates.facts import GraphFacts, LineageFacts
+from factory.review.gates.verdict import GateName, Verdict, deny
 from factory.review.names import TERMINAL
-from factory.review.state import ReviewState
-from factory.review.store import Loaded
 
 #: The receipt-dependent part of a gate's derivation: None when the live boundary keeps
 #: the lineage's base, else the denial.
-BaseCheck = Callable[[ReviewState], Verdict | None]
+BaseCheck = Callable[[LineageFacts], Verdict | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,25 +57,25 @@ class Live:
 @dataclass(frozen=True, slots=True)
 class Decision:
     verdict: Verdict
-    chosen: Loaded | None
+    chosen: LineageFacts | None
     considered: tuple[str, ...]
 
 
-def _corrupt_next(graph: LineageGraph, classes: dict[str, str]) -> tuple[str, ...]:
+def _corrupt_next(graph: GraphFacts, classes: dict[str, str]) -> tuple[str, ...]:
     out = []
     for lid in sorted(graph.corrupt):
         cls = classes.get(lid, "invalid-record")
         out.append(nextcmd.reclaim(lid) if cls == "incomplete-entry" else nextcmd.repair(lid, cls))
-    for p in graph.problems:
-        out.append(nextcmd.repair(p.lineage_id, "invalid-recovery-edge"))
+    for lid in graph.problem_lineages:
+        out.append(nextcmd.repair(lid, "invalid-recovery-edge"))
     return tuple(dict.fromkeys(out)) or ("factory review status",)
 
 
 def _authority(
-    graph: LineageGraph, classes: dict[str, str], lineage: str | None, gate: str
+    graph: GraphFacts, classes: dict[str, str], lineage: str | None, gate: str
 ) -> Verdict | None:
-    if graph.corrupt or graph.problems:
-        bad = sorted({*graph.corrupt, *(p.lineage_id for p in graph.problems)})
+    if graph.corrupt or graph.problem_lineages:
+        bad = sorted({*graph.corrupt, *graph.problem_lineages})
         what = f"{len(bad)} lineage(s) of the store cannot be trusted ({', '.join(bad[:3])})"
         code = "receipt-discovery/authority-corrupted"
         if lineage is not None:
@@ -102,7 +100,7 @@ def _authority(
         )
     if graph.superseded(lineage):
         successors = graph.successor_of(lineage)
-        problem = graph.authority_problem(lineage) or "superseded"
+        problem = graph.superseded_why.get(lineage) or "superseded"
         return deny(
             "receipt-validation/superseded",
             problem,
@@ -111,15 +109,13 @@ def _authority(
     return None
 
 
-def _discover(graph: LineageGraph, live: Live) -> tuple[Loaded | Verdict, tuple[str, ...]]:
+def _discover(graph: GraphFacts, live: Live) -> tuple[LineageFacts | Verdict, tuple[str, ...]]:
     leaves = graph.leaves()
-    receipted = [x for x in leaves if x.state.state in ("approved", "escalated")]
+    receipted = [x for x in leaves if x.state in ("approved", "escalated")]
     considered = tuple(x.lineage_id for x in receipted)
-    matches = [
-        x for x in receipted if x.state.current_snapshot.candidate_tree == live.candidate_tree
-    ]
+    matches = [x for x in receipted if x.final_candidate == live.candidate_tree]
     if len(matches) > 1:
-        same_base = [x for x in matches if x.state.initial_snapshot.base_tree == live.natural_base]
+        same_base = [x for x in matches if x.initial_base == live.natural_base]
         matches = same_base if len(same_base) == 1 else matches
     if len(matches) == 1:
         return matches[0], considered
@@ -130,17 +126,17 @@ def _discover(graph: LineageGraph, live: Live) -> tuple[Loaded | Verdict, tuple[
             f"{len(matches)} terminal lineages cover this candidate tree ({ids})",
             *(nextcmd.validate(live.gate, x.lineage_id) for x in matches),
         ), considered
-    open_ = [x for x in leaves if x.state.state not in TERMINAL]
-    same = [x for x in open_ if x.state.current_snapshot.candidate_tree == live.candidate_tree]
+    open_ = [x for x in leaves if x.state not in TERMINAL]
+    same = [x for x in open_ if x.final_candidate == live.candidate_tree]
     if same:
-        s = same[0].state
+        s = same[0]
         return deny(
             "receipt-discovery/missing",
             f"lineage {s.lineage_id} reviews this candidate but is still {s.state}",
-            *next_commands(s),
+            *s.next,
         ), considered
     touched = set(live.paths)
-    overlap = [x for x in receipted if touched & set(x.state.genesis_paths)]
+    overlap = [x for x in receipted if touched & set(x.genesis_paths)]
     if overlap:
         first = overlap[0]
         return deny(
@@ -156,7 +152,7 @@ def _discover(graph: LineageGraph, live: Live) -> tuple[Loaded | Verdict, tuple[
             f"({len(receipted)} considered): it needs its own review",
             "factory review start",
         ), considered
-    more = next_commands(open_[0].state) if open_ else ()
+    more = open_[0].next if open_ else ()
     return deny(
         "receipt-discovery/missing",
         "no terminal review receipt exists for this repository",
@@ -164,21 +160,21 @@ def _discover(graph: LineageGraph, live: Live) -> tuple[Loaded | Verdict, tuple[
     ), considered
 
 
-def _scope_next(x: Loaded) -> tuple[str, ...]:
-    if x.state.state == "approved":
+def _scope_next(x: LineageFacts) -> tuple[str, ...]:
+    if x.state == "approved":
         return (nextcmd.recover(x.lineage_id, x.revision, "scope_changed"), "factory review start")
     return ("factory review start", nextcmd.show(x.lineage_id))
 
 
-def _state_verdict(x: Loaded, gate: str) -> Verdict | None:
-    s, lid = x.state, x.lineage_id
-    if s.state not in TERMINAL:
+def _state_verdict(x: LineageFacts, gate: str) -> Verdict | None:
+    lid = x.lineage_id
+    if x.state not in TERMINAL:
         return deny(
             "receipt-validation/not-terminal",
-            f"lineage {lid} is {s.state}: only a terminal lineage can authorize",
-            *next_commands(s),
+            f"lineage {lid} is {x.state}: only a terminal lineage can authorize",
+            *x.next,
         )
-    if s.state == "invalidated":
+    if x.state == "invalidated":
         return deny(
             "receipt-validation/invalidated",
             f"lineage {lid} was invalidated",
@@ -187,18 +183,18 @@ def _state_verdict(x: Loaded, gate: str) -> Verdict | None:
     if x.receipt != "ok":
         return deny(
             "receipt-validation/receipt-missing",
-            f"lineage {lid} is {s.state} but its receipt file is missing",
+            f"lineage {lid} is {x.state} but its receipt file is missing",
             f"factory review finalize --lineage {lid}",
         )
-    if s.state == "escalated":
-        why = s.escalation.reason if s.escalation is not None else "escalated"
+    if x.state == "escalated":
+        why = x.escalation if x.escalation is not None else "escalated"
         return deny(
             "receipt-validation/escalated",
             f"lineage {lid} ended escalated ({why}): a person decides what happens next",
             nextcmd.recover(lid, x.revision, "escalated"),
             nextcmd.show(lid),
         )
-    if rehearsal_approved(s):
+    if x.rehearsal:
         return deny(
             "receipt-validation/rehearsal",
             f"lineage {lid} was approved on lens results from the REHEARSAL route (a scripted "
@@ -208,24 +204,23 @@ def _state_verdict(x: Loaded, gate: str) -> Verdict | None:
     return None
 
 
-def _binding(x: Loaded, live: Live, base_check: BaseCheck) -> Verdict:
-    s, lid = x.state, x.lineage_id
+def _binding(x: LineageFacts, live: Live, base_check: BaseCheck) -> Verdict:
+    lid = x.lineage_id
     if live.problem is not None:
         return live.problem
-    final = s.current_snapshot
-    if live.candidate_tree != final.candidate_tree:
+    if live.candidate_tree != x.final_candidate:
         return deny(
             "receipt-binding/candidate-or-paths-mismatch",
             f"the live {live.gate} candidate tree {live.candidate_tree[:12]} is not the tree "
-            f"{final.candidate_tree[:12]} lineage {lid} approved",
+            f"{x.final_candidate[:12]} lineage {lid} approved",
             *_scope_next(x),
         )
-    base = base_check(s)
+    base = base_check(x)
     if base is not None:
         return base
     if live.staged_tree is not None and live.staged_tree not in (
         live.head_tree,
-        final.candidate_tree,
+        x.final_candidate,
     ):
         return deny(
             "receipt-binding/staged-tree-mismatch",
@@ -233,7 +228,7 @@ def _binding(x: Loaded, live: Live, base_check: BaseCheck) -> Verdict:
             "candidate is staged, so the commit would not be what was reviewed",
             "git add -A -- . (stage the whole candidate), then " + nextcmd.validate(live.gate),
         )
-    if live.natural_base == final.base_tree and tuple(sorted(live.paths)) != final.paths:
+    if live.natural_base == x.final_base and tuple(sorted(live.paths)) != x.final_paths:
         return deny(
             "receipt-binding/candidate-or-paths-mismatch",
             "the live changed paths are not the approved candidate's",
@@ -241,14 +236,14 @@ def _binding(x: Loaded, live: Live, base_check: BaseCheck) -> Verdict:
         )
     return Verdict(
         None,
-        f"lineage {lid} (generation {s.generation}, approved) covers the live {live.gate} "
-        f"target: tree {final.candidate_tree[:12]} on base {final.base_tree[:12]}",
+        f"lineage {lid} (generation {x.generation}, approved) covers the live {live.gate} "
+        f"target: tree {x.final_candidate[:12]} on base {x.final_base[:12]}",
         nextcmd.after_allow(live.gate),
     )
 
 
 def decide(
-    graph: LineageGraph,
+    graph: GraphFacts,
     classes: dict[str, str],
     lineage: str | None,
     live: Live,

@@ -27,6 +27,7 @@ snapshot. A test checks that both give the same tree on the states this path acc
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import stat
@@ -36,7 +37,11 @@ from pathlib import Path
 
 from factory.canonical import sha256_hex
 from factory.gitio.config import RepoConfig, read_config
-from factory.gitio.indexcache import _attribute_files_may_apply, _converted
+from factory.gitio.indexcache import (
+    _attribute_files_may_apply,
+    _converted,
+    outside_attribute_files,
+)
 from factory.gitio.run import run_git
 from factory.gitio.worktree import Worktree
 from factory.review.gates import gitfacts
@@ -127,14 +132,47 @@ def _changes(out: bytes) -> tuple[list[bytes], list[bytes]] | None:
 @dataclass(frozen=True)
 class FastCandidate:
     """A candidate tree, its changed paths, and what it was derived from (the witness a
-    re-derivation compares instead of writing the tree again)."""
+    re-derivation compares instead of writing the tree again: a digest of the effective
+    configuration, the index bytes and the ``git status`` output)."""
 
     tree: str
     paths: tuple[str, ...]
     base_tree: str
-    witness: tuple[object, ...]
+    witness: str
     hashed: tuple[bytes, ...]
     oids: tuple[str, ...]
+    modes: tuple[str, ...]  # the raw mode of each hashed path
+
+
+def _outside_attributes(wt: Worktree, cfg: RepoConfig) -> list[bytes]:
+    """Each attributes file git reads from outside the worktree: its name and bytes (a
+    change there is invisible to ``git status`` but may change what the index means)."""
+    info = os.path.join(wt.common_dir, "info", "attributes")
+    out = []
+    for name in outside_attribute_files(info, cfg.last("core.attributesfile")):
+        try:
+            with open(name, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            data = b"-"
+        except OSError as exc:
+            data = f"unreadable {exc.errno}".encode()
+        out += [os.fsencode(name), data]
+    return out
+
+
+def witness_of(wt: Worktree, cfg: RepoConfig, index: str | None, status: bytes) -> str:
+    """The digest of what a fast candidate was derived from: the effective configuration,
+    the attributes files outside the worktree, the index bytes' digest and the ``git
+    status`` output (each part length-prefixed)."""
+    h = hashlib.sha256(b"factory.review-gate-witness/1\0")
+    for key, value in cfg.entries:
+        for part in (key, value):
+            raw = b"\xff" if part is None else part.encode("utf-8", "surrogateescape")
+            h.update(len(raw).to_bytes(8, "big") + raw)
+    for raw in (*_outside_attributes(wt, cfg), (index or "-").encode(), status):
+        h.update(len(raw).to_bytes(8, "big") + raw)
+    return h.hexdigest()
 
 
 def _index_digest(wt: Worktree) -> str | None:
@@ -156,10 +194,13 @@ def _hash(wt: Worktree, hashed: list[bytes], write: bool) -> list[str]:
     return out.decode("ascii").split()
 
 
-def _unchanged(
-    wt: Worktree, previous: FastCandidate, witness: tuple[object, ...], base_tree: str
-) -> bool:
+def _unchanged(wt: Worktree, previous: FastCandidate, witness: str, base_tree: str) -> bool:
+    """Whether ``previous`` is still the candidate: the same witness and base, and each
+    hashed path still a regular file of the same mode and bytes (``git status`` shows an
+    untracked file by name only, so a mode change there is seen here)."""
     if (previous.witness, previous.base_tree) != (witness, base_tree):
+        return False
+    if tuple(_regular(wt.root, p) for p in previous.hashed) != previous.modes:
         return False
     return tuple(_hash(wt, list(previous.hashed), write=False)) == previous.oids
 
@@ -173,7 +214,7 @@ def fast_candidate(
     cfg = read_config(wt.root)
     index = _index_digest(wt)
     status = _status(wt, cfg)
-    witness = (cfg.entries, index, status)
+    witness = witness_of(wt, cfg, index, status)
     if previous is not None and _unchanged(wt, previous, witness, base_tree):
         return previous
     paths = _plain_index(wt)
@@ -195,7 +236,8 @@ def fast_candidate(
     ]
     tree = _write(wt, records)
     changed = gitfacts.changed_paths(wt.root, base_tree, tree)
-    return FastCandidate(tree, changed, base_tree, witness, tuple(hashed), tuple(oids))
+    regular = tuple(m for m in modes if m is not None)
+    return FastCandidate(tree, changed, base_tree, witness, tuple(hashed), tuple(oids), regular)
 
 
 def _write(wt: Worktree, records: list[bytes]) -> str:

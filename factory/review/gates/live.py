@@ -23,18 +23,20 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from factory.display import inert
-from factory.gitio import snapshot as raw_snapshot
-from factory.gitio.indexcache import index_stat_cache
-from factory.gitio.rawfs import StatCache
 from factory.gitio.worktree import EMPTY_TREE, Worktree
 from factory.review import nextcmd
 from factory.review.gates import gitfacts
 from factory.review.gates.decide import BaseCheck, Live
+from factory.review.gates.facts import LineageFacts
 from factory.review.gates.fastpath import FastCandidate, fast_candidate
-from factory.review.gates.result import ArtifactView, BoundaryView, GateName, Verdict, deny
-from factory.review.state import ReviewState
+from factory.review.gates.verdict import GateName, Verdict, deny
+
+if TYPE_CHECKING:  # built only where needed, not on the hook path (quick.py)
+    from factory.gitio.rawfs import StatCache
+    from factory.review.gates.result import ArtifactView, BoundaryView
 
 ARTIFACT_LIMIT = 16 << 30
 
@@ -81,10 +83,10 @@ class Derived:
 
 
 def same_base(natural: str | None, gate: str) -> BaseCheck:
-    def check(s: ReviewState) -> Verdict | None:
-        if natural == s.initial_snapshot.base_tree:
+    def check(s: LineageFacts) -> Verdict | None:
+        if natural == s.initial_base:
             return None
-        if natural == s.current_snapshot.candidate_tree and gate == "pre-commit":
+        if natural == s.final_candidate and gate == "pre-commit":
             return deny(
                 "receipt-binding/base-mismatch",
                 f"HEAD's tree is already the tree lineage {s.lineage_id} approved: the candidate "
@@ -94,7 +96,7 @@ def same_base(natural: str | None, gate: str) -> BaseCheck:
         return deny(
             "receipt-binding/base-mismatch",
             f"the live {gate} base {str(natural)[:12]} is not the base "
-            f"{s.initial_snapshot.base_tree[:12]} lineage {s.lineage_id} reviewed against",
+            f"{s.initial_base[:12]} lineage {s.lineage_id} reviewed against",
             "factory review start (review the candidate on today's base)",
             nextcmd.show(s.lineage_id),
         )
@@ -128,6 +130,9 @@ def worktree_candidate(wt: Worktree, base_tree: str, earlier: Derived | None) ->
     fast = fast_candidate(wt, base_tree, earlier.fast if earlier is not None else None)
     if fast is not None:
         return Candidate(fast.tree, fast.paths, None, fast=fast)
+    from factory.gitio import snapshot as raw_snapshot
+    from factory.gitio.indexcache import index_stat_cache
+
     cache = earlier.cache if earlier is not None else None
     if cache is None or not cache.entries:
         cache = index_stat_cache(wt.root, base_tree)
@@ -190,14 +195,14 @@ def ancestry_check(wt: Worktree, gate: str, natural: str) -> BaseCheck:
     ancestor of it (HEAD still descends from what was reviewed)."""
     same = same_base(natural, gate)
 
-    def check(s: ReviewState) -> Verdict | None:
-        if s.initial_snapshot.kind == "current-changes":
+    def check(s: LineageFacts) -> Verdict | None:
+        if s.kind == "current-changes":
             return same(s)
         chain = gitfacts.first_parent_chain(wt.root, gitfacts.CHAIN_LIMIT)
         trees = {c.tree for c in chain}
         if chain and not chain[-1].parents:
             trees.add(EMPTY_TREE)
-        return None if s.initial_snapshot.base_tree in trees else same(s)
+        return None if s.initial_base in trees else same(s)
 
     return check
 
@@ -249,6 +254,8 @@ def _no_head(gate: GateName) -> Live:
 
 
 def _hash_file(path: Path) -> ArtifactView:
+    from factory.review.gates.result import ArtifactView
+
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     try:
         st = os.fstat(fd)

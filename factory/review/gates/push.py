@@ -30,9 +30,9 @@ from factory.review import nextcmd
 from factory.review.gates import gitfacts
 from factory.review.gates.boundary import REMOTE_SAFETY, remote_problem
 from factory.review.gates.decide import BaseCheck
+from factory.review.gates.facts import LineageFacts
 from factory.review.gates.live import Derived, GateRequest, _no_head, head_live, unavailable
-from factory.review.gates.result import Verdict, deny
-from factory.review.state import ReviewState
+from factory.review.gates.verdict import Verdict, deny
 
 
 def _pushed_problem(wt: Worktree, req: GateRequest, head: str) -> Verdict | None:
@@ -65,12 +65,12 @@ def derive_pre_push(wt: Worktree, req: GateRequest) -> Derived:
     return Derived(head_live(wt, "pre-push", chain, problem), _check(wt, req, head.commit, parent))
 
 
-def _range(wt: Worktree, s: ReviewState, head: str, parent: str) -> tuple[str, ...] | Verdict:
+def _range(wt: Worktree, s: LineageFacts, head: str, parent: str) -> tuple[str, ...] | Verdict:
     """The delivery commits of ``s`` (HEAD first), or the denial."""
-    base = s.initial_snapshot.base_tree
+    base = s.initial_base
     if parent == base:
         return (head,)
-    if s.initial_snapshot.kind == "current-changes":
+    if s.kind == "current-changes":
         return _base_mismatch(s, parent)
     chain = gitfacts.first_parent_chain(wt.root, gitfacts.CHAIN_LIMIT)
     genesis = set(s.genesis_paths)
@@ -89,10 +89,10 @@ def _range(wt: Worktree, s: ReviewState, head: str, parent: str) -> tuple[str, .
     return _base_mismatch(s, parent)
 
 
-def _base_mismatch(s: ReviewState, parent: str) -> Verdict:
+def _base_mismatch(s: LineageFacts, parent: str) -> Verdict:
     return deny(
         "receipt-binding/base-mismatch",
-        f"HEAD's parent tree {parent[:12]} is not the base {s.initial_snapshot.base_tree[:12]} "
+        f"HEAD's parent tree {parent[:12]} is not the base {s.initial_base[:12]} "
         f"lineage {s.lineage_id} reviewed against (one delivery commit on the reviewed base)",
         "factory review start (review the candidate on today's base)",
         nextcmd.show(s.lineage_id),
@@ -100,7 +100,7 @@ def _base_mismatch(s: ReviewState, parent: str) -> Verdict:
 
 
 def _check(wt: Worktree, req: GateRequest, head: str, parent: str) -> BaseCheck:
-    def check(s: ReviewState) -> Verdict | None:
+    def check(s: LineageFacts) -> Verdict | None:
         delivery = _range(wt, s, head, parent)
         if isinstance(delivery, Verdict):
             return delivery
@@ -112,7 +112,7 @@ def _check(wt: Worktree, req: GateRequest, head: str, parent: str) -> BaseCheck:
 
 
 def _remote_check(
-    wt: Worktree, remote: str, s: ReviewState, delivery: tuple[str, ...]
+    wt: Worktree, remote: str, s: LineageFacts, delivery: tuple[str, ...]
 ) -> Verdict | None:
     bad = remote_problem(wt, remote)
     if bad is not None:
@@ -137,10 +137,10 @@ def _remote_check(
     return None
 
 
-def _first_publication(wt: Worktree, s: ReviewState, head: str) -> Verdict | None:
+def _first_publication(wt: Worktree, s: LineageFacts, head: str) -> Verdict | None:
     genesis = set(s.genesis_paths)
     outside = sorted(gitfacts.history_paths(wt.root, head) - genesis)
-    approved = gitfacts.tree_blobs(wt.root, s.current_snapshot.candidate_tree)
+    approved = gitfacts.tree_blobs(wt.root, s.final_candidate)
     unreviewed = gitfacts.history_blobs(wt.root, head) - approved
     if not outside and not unreviewed:
         return None

@@ -25,10 +25,11 @@ from pathlib import Path
 from factory.gitio.worktree import Worktree
 from factory.review import nextcmd
 from factory.review.ceremony import anomaly_classes
-from factory.review.gates.boundary import derive_pre_pr
+from factory.review.gates import livememo, memo
 from factory.review.gates.decide import Decision, decide
-from factory.review.gates.live import Derived, GateRequest, derive_pre_commit, derive_release
-from factory.review.gates.push import derive_pre_push
+from factory.review.gates.facts import GraphFacts, graph_facts
+from factory.review.gates.live import Derived, GateRequest
+from factory.review.gates.quick import QUICK_GATES, derive
 from factory.review.gates.result import (
     GateContext,
     GateResult,
@@ -53,44 +54,25 @@ def _no_hook(point: str) -> None:
 between_hook: Callable[[str], None] = _no_hook
 
 
-def derive(wt: Worktree, req: GateRequest, cached: Derived | None = None) -> Derived:
-    """The live target of ``req.gate`` now (``cached``: an earlier derivation whose stat
-    cache may be reused)."""
-    if req.gate == "pre-commit":
-        return derive_pre_commit(wt, req, cached)
-    if req.gate == "pre-push":
-        return derive_pre_push(wt, req)
-    if req.gate == "pre-pr":
-        return derive_pre_pr(wt, req, cached)
-    return derive_release(wt, req)
-
-
 def load_graph(store: ReviewStore) -> tuple[LineageGraph, dict[str, str]]:
     graph = build_graph(store.scan())
     return graph, anomaly_classes(store, graph)
 
 
-def _graph_key(graph: LineageGraph) -> tuple[object, ...]:
-    return (
-        tuple(sorted((k, v.revision, v.receipt) for k, v in graph.valid.items())),
-        tuple(sorted(graph.corrupt)),
-        tuple(sorted(graph.successors.items())),
-    )
+Pass = tuple[Derived, LineageGraph, GraphFacts, Decision]
 
 
-def _decide(
-    wt: Worktree, store: ReviewStore, req: GateRequest, cached: Derived | None
-) -> tuple[Derived, LineageGraph, Decision]:
+def _decide(wt: Worktree, store: ReviewStore, req: GateRequest, cached: Derived | None) -> Pass:
     derived = derive(wt, req, cached)
     graph, classes = load_graph(store)
-    return derived, graph, decide(graph, classes, req.lineage, derived.live, derived.base_check)
+    facts = graph_facts(graph)
+    decision = decide(facts, classes, req.lineage, derived.live, derived.base_check)
+    return derived, graph, facts, decision
 
 
-def _changed(
-    first: tuple[Derived, LineageGraph, Decision], second: tuple[Derived, LineageGraph, Decision]
-) -> str | None:
-    (d1, g1, c1), (d2, g2, c2) = first, second
-    if _graph_key(g1) != _graph_key(g2):
+def _changed(first: Pass, second: Pass) -> str | None:
+    (d1, _, f1, c1), (d2, _, f2, c2) = first, second
+    if f1.key() != f2.key():
         return "the review store changed (a lineage was written, recovered or removed)"
     if d1.fingerprint() != d2.fingerprint():
         return "the live target changed (files, index, HEAD, boundary or artifacts)"
@@ -110,7 +92,7 @@ def context(
     recheck: str,
 ) -> GateContext:
     lv, chosen = derived.live, decision.chosen
-    s = chosen.state if chosen is not None else None
+    s = graph.valid[chosen.lineage_id].state if chosen is not None else None
     receipt = derive_receipt(s) if s is not None and s.state in ("approved", "escalated") else None
     live = None
     if lv.candidate_tree:
@@ -151,18 +133,23 @@ def validate(cwd: Path, req: GateRequest) -> GateResult:
     """
     ctx = open_context(cwd)
     first = _decide(ctx.wt, ctx.store, req, None)
-    derived, graph, decision = first
+    derived, graph, _, decision = first
     if decision.verdict.denial is not None:
         return gate_result(
             decision.verdict, context(ctx.wt, req, derived, graph, decision, "not-needed")
         )
     between_hook("decided")
     with ctx.store.locked(f"review/validate {req.gate}"):
+        key = memo.memo_key(ctx.store.root) if req.gate in QUICK_GATES else None
         second = _decide(ctx.wt, ctx.store, req, derived)
+        if key is not None and memo.memo_key(ctx.store.root) == key:
+            memo.write(ctx.store.root, key, second[2])
     why = _changed(first, second)
     verdict: Verdict = decision.verdict
     recheck = "passed"
-    if why is not None:
+    if why is None:
+        livememo.save(ctx.wt, second[0])
+    else:
         recheck = "changed"
         verdict = deny(
             "final-authorization/changed",
