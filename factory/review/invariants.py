@@ -14,7 +14,7 @@ passing evidence; an escalation's reason must hold).
 from __future__ import annotations
 
 from factory.canonical import is_digest, tagged_sha256
-from factory.review.admission import FollowUp, NeedsRefuter, admit
+from factory.review.admission import FollowUp, rederives
 from factory.review.canon import (
     CHECK_TAG,
     EMPTY_HASH,
@@ -23,7 +23,6 @@ from factory.review.canon import (
     canonical,
     digest_of,
 )
-from factory.review.errors import ReviewInputInvalid
 from factory.review.memo import ByIdentity
 from factory.review.names import MAX_FAILED_ATTEMPTS, valid_lineage
 from factory.review.results import lens_result_problem
@@ -122,11 +121,7 @@ def _review_problems(s: ReviewState) -> list[str]:
         return ["a reviewing state has no admitted review yet"]
     if s.missing_lenses():
         return ["the review was admitted before every selected lens had a result"]
-    try:
-        derived = admit(s.findings(), s.genesis_paths, refuter_input(s.review))
-    except ReviewInputInvalid:
-        derived = None
-    if isinstance(derived, NeedsRefuter) or derived != s.review:
+    if not rederives(s.review, s.findings(), s.genesis_paths, refuter_input(s.review)):
         return ["the admitted review does not re-derive from the findings and refuter outcomes"]
     return []
 

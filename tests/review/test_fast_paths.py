@@ -1,7 +1,8 @@
-"""The record's bytes and revision are computed once per state, and still exactly what
-RFC 8785 of ``{schema, revision, state}`` gives; a state is found valid once per object,
-never for an equal twin or an invalid one; the one-pass checks that replaced sorting
-decide exactly as the sorting did."""
+"""The faster paths decide exactly as the slower ones they replaced: the record's bytes
+and revision are computed once per state and are still RFC 8785 of ``{schema, revision,
+state}``; a state is found valid once per object, never for an equal twin or an invalid
+one; the one-pass sortedness check is sorting; re-deriving an admission field by field is
+comparing the rebuilt models."""
 
 from __future__ import annotations
 
@@ -14,6 +15,16 @@ from hypothesis import strategies as st
 
 from factory.errors import FactoryError
 from factory.review import machine
+from factory.review.admission import (
+    CLASSIFICATION_FIELDS,
+    FOLLOW_UP_FIELDS,
+    OUTCOME_FIELDS,
+    Classification,
+    FollowUp,
+    OutcomeEntry,
+    admit,
+    rederives,
+)
 from factory.review.canon import STATE_TAG, canonical, digest_of
 from factory.review.invariants import state_problems
 from factory.review.memo import ByIdentity
@@ -112,3 +123,66 @@ def test_an_invalid_state_is_checked_every_time_and_a_valid_one_once_per_object(
         assert state_problems(forged) == problems
     twin = ReviewState.model_validate_json(forged.model_dump_json(by_alias=True))
     assert state_problems(twin) == problems
+
+
+def test_the_row_fields_are_every_field_of_their_models() -> None:
+    assert tuple(Classification.model_fields) == CLASSIFICATION_FIELDS
+    assert tuple(OutcomeEntry.model_fields) == OUTCOME_FIELDS
+    assert tuple(FollowUp.model_fields) == FOLLOW_UP_FIELDS
+
+
+def _reviews() -> list[ReviewState]:
+    s = b.started(level="high")
+    genesis = s.genesis_paths[0]
+    kinds: list[dict[str, Any]] = [
+        {"severity": "WARNING", "evidence_class": None, "causal": None},
+        {"evidence_class": "deterministic"},
+        {"evidence_class": "insufficient"},
+        {"evidence_class": "deterministic", "causal": "pre-existing"},
+        {"evidence_class": "deterministic", "causal": "base-only"},
+    ]
+    per_lens: dict[str, list[dict[str, Any]]] = {
+        lens: [
+            b.finding(f"{genesis}:{i + 1}", claim=f"{lens} {i}", **k) for i, k in enumerate(kinds)
+        ]
+        + [b.finding("outside/the/genesis.py:4", claim=f"{lens} outside")]
+        for lens in s.lenses
+    }
+    return [machine.apply(b.record_all(s, per_lens), machine.CompleteReview(None))]
+
+
+def test_rederives_is_admit_equals_the_review_and_sees_each_edit() -> None:
+    for s in _reviews():
+        review = s.review
+        assert review is not None and review.classifications and review.follow_ups
+        assert review.outcomes and {o.outcome for o in review.outcomes} > {"info"}
+        inputs = (s.findings(), s.genesis_paths, None)
+        assert admit(*inputs) == review and rederives(review, *inputs)
+        c0, o0, f0 = review.classifications[0], review.outcomes[-1], review.follow_ups[0]
+        edits: list[dict[str, Any]] = [
+            {
+                "classifications": (
+                    c0.model_copy(update={"location_admitted": not c0.location_admitted}),
+                    *review.classifications[1:],
+                )
+            },
+            {"classifications": review.classifications[1:]},
+            {
+                "outcomes": (
+                    *review.outcomes[:-1],
+                    o0.model_copy(update={"outcome": "corroborated"}),
+                )
+            },
+            {
+                "follow_ups": (
+                    f0.model_copy(update={"observation": "another"}),
+                    *review.follow_ups[1:],
+                )
+            },
+            {"fix_finding_ids": (*review.fix_finding_ids, "R9-001")},
+            {"refuter_hash": "sha256:" + "0" * 64},
+        ]
+        for update in edits:
+            edited = review.model_copy(update=update)
+            assert (admit(*inputs) == edited) is False
+            assert rederives(edited, *inputs) is False, update
