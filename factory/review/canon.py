@@ -129,12 +129,14 @@ def strict_json_plain(data: bytes, *, what: str, limit: int) -> tuple[Any, bool]
 
     def on_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         out = _no_duplicates(pairs)
-        if plain[0] and not "".join(out).isascii():
+        if plain[0] and not ascii_only and not "".join(out).isascii():
             plain[0] = False
         return out
 
     if len(data) > limit:
         raise ReviewInputInvalid(f"{what} is larger than {limit} bytes")
+    # ASCII bytes without a \u escape decode to ASCII strings only: no key needs a look.
+    ascii_only = data.isascii() and b"\\u" not in data
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -25,7 +25,7 @@ from factory.review.admission import (
     admit,
     rederives,
 )
-from factory.review.canon import STATE_TAG, canonical, digest_of
+from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json_plain
 from factory.review.invariants import state_problems
 from factory.review.memo import ByIdentity
 from factory.review.record import RECORD_SCHEMA, decode_record
@@ -186,3 +186,10 @@ def test_rederives_is_admit_equals_the_review_and_sees_each_edit() -> None:
             edited = review.model_copy(update=update)
             assert (admit(*inputs) == edited) is False
             assert rederives(edited, *inputs) is False, update
+
+
+def test_keys_are_seen_non_ascii_whether_raw_or_escaped() -> None:
+    for doc in (b'{"\\u00e9":1}', '{"é":1}'.encode(), b'{"a":{"\\u00e9":[1]}}'):
+        assert strict_json_plain(doc, what="doc", limit=100)[1] is False, doc
+    for doc in (b'{"a":{"b":["\\u00e9"]}}', b'{"a":1}', '{"a":"é"}'.encode()):
+        assert strict_json_plain(doc, what="doc", limit=100)[1] is True, doc
