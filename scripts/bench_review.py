@@ -6,7 +6,10 @@
    lineage) and in-process (``factory.review.service.start``).
 2. finalize: ``factory review finalize --lineage ID --result R…(4) --evidence E`` from a
    freshly started high-risk lineage to approved (six compare-and-swap commits and the
-   receipt; target: <= 200 ms), in-process and as the CLI.
+   receipt; target: <= 200 ms), in-process and as the CLI; the CLI also with pydantic's
+   plugins disabled and with a warm bytecode cache (``cli_variants_s``), and the floor
+   under it as new processes (``floor_s``: the interpreter, pydantic with one model, the
+   finalize path's imports).
 3. load: ``ReviewStore.load`` of a lineage whose state holds 500 findings, revalidated
    completely (target: <= 20 ms), median of LOADS loads.
 4. peak RSS of each CLI run (``ru_maxrss`` of the waited child; target: < 200 MB).
@@ -103,7 +106,9 @@ def _stats(clocks: list[Clock], scale: float = 1.0) -> dict[str, float]:
     }
 
 
-def cli(args: list[str], cwd: Path, stdin: bytes = b"") -> tuple[Clock, int, dict[str, Any]]:
+def cli(
+    args: list[str], cwd: Path, stdin: bytes = b"", env: dict[str, str] | None = None
+) -> tuple[Clock, int, dict[str, Any]]:
     """Wall and CPU time, peak RSS (KiB) of the child, and its JSON output."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     clock = Clock().__enter__()
@@ -113,6 +118,7 @@ def cli(args: list[str], cwd: Path, stdin: bytes = b"") -> tuple[Clock, int, dic
         input=stdin,
         capture_output=True,
         check=False,
+        env=env,
     )
     clock.__exit__()
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
@@ -162,7 +168,7 @@ def _results(tmp: Path) -> list[str]:
 
 def bench_finalize(repo: Path, tmp: Path, runs: int) -> dict[str, Any]:
     from factory.review.finalize import FinalizeArgs, finalize
-    from factory.review.service import open_context, start
+    from factory.review.service import open_context
 
     results = _results(tmp)
     evidence = tmp / "evidence.txt"
@@ -172,19 +178,14 @@ def bench_finalize(repo: Path, tmp: Path, runs: int) -> dict[str, Any]:
     inproc: list[Clock] = []
     for mode in ("cli", "in-process"):
         for _ in range(runs):
-            shutil.rmtree(store_of(repo), ignore_errors=True)
-            lineage = start(repo, base_ref=None, focus=None, policy_path=None)["lineage"]
+            args = _finalize_args(repo, results, evidence)
             if mode == "cli":
-                args = ["review", "finalize", "--cwd", str(repo), "--lineage", lineage]
-                args += [x for r in results for x in ("--result", r)] + [
-                    "--evidence",
-                    str(evidence),
-                ]
                 clock, peak, doc = cli(args, repo)
                 assert doc["state"] == "approved", doc
                 walls.append(clock)
                 rss.append(peak)
                 continue
+            lineage = args[args.index("--lineage") + 1]
             fargs = FinalizeArgs(
                 lineage=lineage, results=tuple(Path(r) for r in results), evidence=str(evidence)
             )
@@ -197,7 +198,65 @@ def bench_finalize(repo: Path, tmp: Path, runs: int) -> dict[str, Any]:
         "cli_s": _stats(walls),
         "cli_peak_rss_mib": max(rss) / 1024,
         "commits": len(view["applied"]),
+        "cli_variants_s": _finalize_variants(repo, tmp, results, evidence, runs),
     }
+
+
+def _finalize_args(repo: Path, results: list[str], evidence: Path) -> list[str]:
+    from factory.review.service import start
+
+    shutil.rmtree(store_of(repo), ignore_errors=True)
+    lineage = start(repo, base_ref=None, focus=None, policy_path=None)["lineage"]
+    args = ["review", "finalize", "--cwd", str(repo), "--lineage", lineage]
+    return args + [x for r in results for x in ("--result", r)] + ["--evidence", str(evidence)]
+
+
+def _finalize_variants(
+    repo: Path, tmp: Path, results: list[str], evidence: Path, runs: int
+) -> dict[str, Any]:
+    """The same finalize CLI under two environment changes (a breakdown of ``cli_s``, which
+    runs in the environment as given): third-party pydantic plugins disabled, and Python's
+    bytecode cache available (a private ``PYTHONPYCACHEPREFIX`` filled by one warm-up run,
+    as an installed package has; under ``PYTHONDONTWRITEBYTECODE=1`` every run otherwise
+    compiles factory's sources again)."""
+    cache = tmp / "pycache"
+    warm = dict(os.environ, PYTHONPYCACHEPREFIX=str(cache))
+    warm.pop("PYTHONDONTWRITEBYTECODE", None)
+    cli(_finalize_args(repo, results, evidence), repo, env=warm)
+    variants = {
+        "plugins_disabled": dict(os.environ, PYDANTIC_DISABLE_PLUGINS="__all__"),
+        "bytecode_cached": dict(os.environ, PYTHONPYCACHEPREFIX=str(cache)),
+    }
+    out: dict[str, Any] = {"bytecode_written": not sys.flags.dont_write_bytecode}
+    for name, env in variants.items():
+        clocks = []
+        for _ in range(runs):
+            clock, _, doc = cli(_finalize_args(repo, results, evidence), repo, env=env)
+            assert doc["state"] == "approved", doc
+            clocks.append(clock)
+        out[name] = _stats(clocks)
+    return out
+
+
+#: New processes that bound the finalize CLI from below: the interpreter alone, pydantic
+#: with one model, and every module the finalize path imports (without doing anything).
+FLOOR = {
+    "interpreter": "pass",
+    "pydantic_one_model": "from pydantic import BaseModel\nclass M(BaseModel):\n    x: int",
+    "finalize_imports": "import factory.cli.main, factory.cli.review_cmd, factory.review.finalize",
+}
+
+
+def bench_floor(runs: int) -> dict[str, Any]:
+    """Wall and CPU of each :data:`FLOOR` process (median of ``runs``, interleaved)."""
+    clocks: dict[str, list[Clock]] = {name: [] for name in FLOOR}
+    python = str(HERE / ".venv" / "bin" / "python")
+    for _ in range(runs):
+        for name, code in FLOOR.items():
+            with Clock() as clock:
+                subprocess.run([python, "-c", code], check=True, cwd=HERE)
+            clocks[name].append(clock)
+    return {name: _stats(c) for name, c in clocks.items()}
 
 
 def bench_load(tmp: Path, loads: int) -> dict[str, Any]:
@@ -276,6 +335,7 @@ def main() -> int:
                     "setup_s": setup,
                     "start": bench_start(repo, args.runs),
                     "finalize": bench_finalize(repo, tmp, args.runs),
+                    "floor_s": bench_floor(max(args.runs, 5)),
                     "load": bench_load(tmp, args.loads),
                     "targets": {
                         "start_s": 2.0,

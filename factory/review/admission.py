@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Literal
 
 from factory.models import StrictModel
@@ -115,30 +116,26 @@ def location_inside(location: str, genesis: frozenset[str]) -> bool:
     return bool(sep) and bool(_LINE.fullmatch(line)) and path in genesis
 
 
-def _classify(f: Finding, genesis: frozenset[str]) -> Classification:
+def _effective(f: Finding, genesis: frozenset[str]) -> tuple[Causality, bool]:
+    """A severe finding's effective causal disposition and whether its location is inside
+    the genesis paths (candidate-causal outside them counts as ``unknown``)."""
     assert f.evidence_class is not None and f.causal_disposition is not None
     admitted = location_inside(f.location, genesis)
     effective: Causality = f.causal_disposition
     if effective in CANDIDATE_CAUSAL and not admitted:
         effective = "unknown"
-    return Classification(
-        finding_id=f.id,
-        evidence_class=f.evidence_class,
-        declared_disposition=f.causal_disposition,
-        causal_disposition=effective,
-        location_admitted=admitted,
-    )
+    return effective, admitted
+
+
+def _to_refuter(f: Finding, effective: Causality) -> bool:
+    return effective in CANDIDATE_CAUSAL and f.evidence_class == "inferential"
 
 
 def needs_refuter(findings: tuple[Finding, ...], genesis: frozenset[str]) -> tuple[str, ...]:
     """Ids of the severe, admitted candidate-causal, inferential findings."""
-    out = []
-    for f in findings:
-        if f.severity in SEVERE:
-            c = _classify(f, genesis)
-            if c.causal_disposition in CANDIDATE_CAUSAL and c.evidence_class == "inferential":
-                out.append(f.id)
-    return tuple(out)
+    return tuple(
+        f.id for f in findings if f.severity in SEVERE and _to_refuter(f, _effective(f, genesis)[0])
+    )
 
 
 def _refuter_map(
@@ -171,6 +168,72 @@ def _refuter_map(
     }
 
 
+#: The fields of each admission part in the order :func:`_derive` yields its rows (a test
+#: checks they are every field of the model, so comparing rows is comparing models).
+CLASSIFICATION_FIELDS = (
+    "finding_id",
+    "evidence_class",
+    "declared_disposition",
+    "causal_disposition",
+    "location_admitted",
+)
+OUTCOME_FIELDS = ("finding_id", "outcome")
+FOLLOW_UP_FIELDS = ("source", "finding_id", "observation", "proof_refs")
+_ClassRow = tuple[str, EvidenceClass, Causality, Causality, bool]
+_FollowRow = tuple[Literal["admission"], str, str, tuple[str, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class _Derived:
+    """What admission decides, as plain rows (see the ``*_FIELDS`` orders)."""
+
+    classes: list[_ClassRow]
+    outcomes: list[tuple[str, Outcome]]
+    records: tuple[RefuterRecord, ...]
+    fix: tuple[str, ...]
+    follow: list[_FollowRow]
+
+    def refuter_hash(self) -> str | None:
+        if not self.records:
+            return None
+        return digest_of(REFUTER_TAG, [r.to_json_value() for r in self.records])
+
+
+def _derive(
+    findings: tuple[Finding, ...], genesis: tuple[str, ...], refuter: RefuterInput | None
+) -> _Derived | NeedsRefuter:
+    """The admission matrix (see the module docstring) over plain values."""
+    paths = frozenset(genesis)
+    effects = [_effective(f, paths) if f.severity in SEVERE else None for f in findings]
+    pairs = list(zip(findings, effects, strict=True))
+    pending = tuple(f.id for f, e in pairs if e is not None and _to_refuter(f, e[0]))
+    if pending and refuter is None:
+        return NeedsRefuter(pending)
+    verdicts = _refuter_map(refuter, pending)
+    classes: list[_ClassRow] = []
+    outcomes: list[tuple[str, Outcome]] = []
+    fix: list[str] = []
+    follow: list[_FollowRow] = []
+    for f, e in pairs:
+        outcome: Outcome = "info"
+        if e is not None:
+            assert f.evidence_class is not None and f.causal_disposition is not None
+            effective, admitted = e
+            classes.append((f.id, f.evidence_class, f.causal_disposition, effective, admitted))
+            if f.evidence_class == "insufficient" or effective == "unknown":
+                outcome = "inconclusive"
+            elif effective in ("pre-existing", "base-only"):
+                follow.append(("admission", f.id, f.claim, f.proof_refs))
+            elif f.evidence_class == "deterministic":
+                outcome = "corroborated"
+            else:
+                outcome = verdicts[f.id].outcome
+            if outcome == "corroborated":
+                fix.append(f.id)
+        outcomes.append((f.id, outcome))
+    return _Derived(classes, outcomes, tuple(verdicts[i] for i in pending), tuple(fix), follow)
+
+
 def admit(
     findings: tuple[Finding, ...], genesis: tuple[str, ...], refuter: RefuterInput | None
 ) -> ReviewOutcome | NeedsRefuter:
@@ -179,46 +242,56 @@ def admit(
     Raises:
         ReviewInputInvalid: the refuter batch names other findings than the pending ones.
     """
-    paths = frozenset(genesis)
-    pending = needs_refuter(findings, paths)
-    if pending and refuter is None:
-        return NeedsRefuter(pending)
-    verdicts = _refuter_map(refuter, pending)
-    classes: list[Classification] = []
-    outcomes: list[OutcomeEntry] = []
-    fix: list[str] = []
-    follow: list[FollowUp] = []
-    for f in findings:
-        outcome: Outcome = "info"
-        if f.severity in SEVERE:
-            c = _classify(f, paths)
-            classes.append(c)
-            if c.evidence_class == "insufficient" or c.causal_disposition == "unknown":
-                outcome = "inconclusive"
-            elif c.causal_disposition in ("pre-existing", "base-only"):
-                follow.append(
-                    FollowUp(
-                        source="admission",
-                        finding_id=f.id,
-                        observation=f.claim,
-                        proof_refs=f.proof_refs,
-                    )
-                )
-            elif c.evidence_class == "deterministic":
-                outcome = "corroborated"
-            else:
-                outcome = verdicts[f.id].outcome
-            if outcome == "corroborated":
-                fix.append(f.id)
-        outcomes.append(OutcomeEntry(finding_id=f.id, outcome=outcome))
-    records = tuple(verdicts[i] for i in pending)
+    d = _derive(findings, genesis, refuter)
+    if isinstance(d, NeedsRefuter):
+        return d
     return ReviewOutcome(
-        classifications=tuple(classes),
-        outcomes=tuple(outcomes),
-        refuter=records,
-        refuter_hash=digest_of(REFUTER_TAG, [r.to_json_value() for r in records])
-        if records
-        else None,
-        fix_finding_ids=tuple(fix),
-        follow_ups=tuple(follow),
+        classifications=tuple(
+            Classification(
+                finding_id=i,
+                evidence_class=ev,
+                declared_disposition=declared,
+                causal_disposition=effective,
+                location_admitted=admitted,
+            )
+            for i, ev, declared, effective, admitted in d.classes
+        ),
+        outcomes=tuple(OutcomeEntry(finding_id=i, outcome=o) for i, o in d.outcomes),
+        refuter=d.records,
+        refuter_hash=d.refuter_hash(),
+        fix_finding_ids=d.fix,
+        follow_ups=tuple(
+            FollowUp(source=src, finding_id=i, observation=obs, proof_refs=proofs)
+            for src, i, obs, proofs in d.follow
+        ),
+    )
+
+
+_class_row = attrgetter(*CLASSIFICATION_FIELDS)
+_outcome_row = attrgetter(*OUTCOME_FIELDS)
+_follow_row = attrgetter(*FOLLOW_UP_FIELDS)
+
+
+def rederives(
+    review: ReviewOutcome,
+    findings: tuple[Finding, ...],
+    genesis: tuple[str, ...],
+    refuter: RefuterInput | None,
+) -> bool:
+    """Whether ``review`` is exactly what :func:`admit` derives from these inputs: the
+    same comparison as ``admit(...) == review``, field by field, without building the
+    hundreds of models of a large review a second time (a stored record is re-checked on
+    every load)."""
+    try:
+        d = _derive(findings, genesis, refuter)
+    except ReviewInputInvalid:
+        return False
+    return (
+        not isinstance(d, NeedsRefuter)
+        and [_class_row(c) for c in review.classifications] == d.classes
+        and [_outcome_row(o) for o in review.outcomes] == d.outcomes
+        and review.refuter == d.records
+        and review.refuter_hash == d.refuter_hash()
+        and review.fix_finding_ids == d.fix
+        and [_follow_row(f) for f in review.follow_ups] == d.follow
     )

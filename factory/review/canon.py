@@ -33,6 +33,7 @@ EVIDENCE_TAG = "factory.review-final-evidence/1"
 #: The hash of no bytes: "no correction" / "no final evidence" (never a tagged digest).
 EMPTY_HASH = "sha256:" + hashlib.sha256(b"").hexdigest()
 MAX_SAFE_INT = (1 << 53) - 1
+_LEAVES = frozenset({str, bool, type(None)})
 
 
 def _fast_ok(value: Any) -> bool:
@@ -54,7 +55,8 @@ def _fast_ok(value: Any) -> bool:
                     return False
             extend(v.values())
         elif t is list or t is tuple:
-            extend(v)
+            if not set(map(type, v)) <= _LEAVES:  # a list of only strings needs no walk
+                extend(v)
         else:
             return False  # floats and anything else: the reference implementation decides
         if len(stack) > 1_000_000:
@@ -87,11 +89,13 @@ class _Duplicate(ValueError):
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _Duplicate(f"duplicate key {key!r}")
-        out[key] = value
+    out = dict(pairs)
+    if len(out) != len(pairs):  # some key repeats: name the first one that does
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Duplicate(f"duplicate key {key!r}")
+            seen.add(key)
     return out
 
 

@@ -42,7 +42,6 @@ from factory.review.judgement import (
 from factory.review.names import LENS_ROLE_PREFIX, RECEIPTED, TERMINAL, LensName
 from factory.review.results import LensResult, LensSource, build_lens_result
 from factory.review.service import Context, lineage_policy, resolve_lineage
-from factory.review.snapshot import live_target, measure_fix
 from factory.review.state import ReviewState
 from factory.review.store import Loaded, revision_of
 from factory.review.views import finalize_view
@@ -172,6 +171,8 @@ def stage_review(plan: Plan, inputs: Inputs) -> None:
 def _check_not_edited(ctx: Context, loaded: Loaded, s: ReviewState) -> None:
     """A new forecast is taken *before* editing: the checkout must still hold the
     lineage's current candidate (else the forecast would be a narration of the edit)."""
+    from factory.review.snapshot import live_target  # git: only when forecasting
+
     policy = lineage_policy(ctx, loaded)
     first = s.initial_snapshot
     live = live_target(ctx.wt, first.kind, first.base_tree, policy).snapshot.candidate_tree
@@ -224,6 +225,8 @@ def stage_fix(plan: Plan, ctx: Context, loaded: Loaded, inputs: Inputs) -> None:
         return
     s = plan.state
     if s.state == "correction_required" and s.correction.forecast is not None:
+        from factory.review.snapshot import measure_fix  # git: only when measuring a fix
+
         assert s.review is not None
         delta = measure_fix(
             ctx.wt,

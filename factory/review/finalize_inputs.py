@@ -11,7 +11,6 @@ from pathlib import Path
 from factory.canonical import sha256_hex, tagged_sha256
 from factory.review.canon import EVIDENCE_TAG
 from factory.review.errors import VALUE_INVALID, ReviewInputInvalid
-from factory.review.incident import load_preserved
 from factory.review.judgement import RefuterInput, ReviewerInput, ValidatorInput, parse_input
 from factory.review.names import LensName
 from factory.review.state import FinalEvidence
@@ -103,6 +102,8 @@ def parse_args(args: FinalizeArgs) -> Inputs:
         )
     replay = None
     if args.replay is not None:
+        from factory.review.incident import load_preserved  # only --replay-preserved
+
         doc, payload = load_preserved(args.replay)
         reviewer = parse_input(ReviewerInput, payload, what="the preserved payload")
         replay = (doc.lens, payload, reviewer, doc.lineage_id)

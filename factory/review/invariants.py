@@ -14,7 +14,7 @@ passing evidence; an escalation's reason must hold).
 from __future__ import annotations
 
 from factory.canonical import is_digest, tagged_sha256
-from factory.review.admission import FollowUp, NeedsRefuter, admit
+from factory.review.admission import FollowUp, rederives
 from factory.review.canon import (
     CHECK_TAG,
     EMPTY_HASH,
@@ -23,7 +23,7 @@ from factory.review.canon import (
     canonical,
     digest_of,
 )
-from factory.review.errors import ReviewInputInvalid
+from factory.review.memo import ByIdentity
 from factory.review.names import MAX_FAILED_ATTEMPTS, valid_lineage
 from factory.review.results import lens_result_problem
 from factory.review.risk import correction_budget, select_lenses
@@ -81,7 +81,8 @@ def _scope_problems(s: ReviewState) -> list[str]:
         out.append("the review target is current-changes or base-diff, never a fix-diff")
     if s.genesis_paths != s.initial_snapshot.paths:
         out.append("genesis_paths are not the initial snapshot's paths")
-    if not set(s.current_snapshot.paths) <= set(s.genesis_paths):
+    current = s.current_snapshot.paths
+    if current != s.genesis_paths and not set(current) <= set(s.genesis_paths):
         out.append("current paths leave the genesis paths")
     if s.current_snapshot.base_tree != s.initial_snapshot.base_tree:
         out.append("the current snapshot's base is not the initial base")
@@ -120,11 +121,7 @@ def _review_problems(s: ReviewState) -> list[str]:
         return ["a reviewing state has no admitted review yet"]
     if s.missing_lenses():
         return ["the review was admitted before every selected lens had a result"]
-    try:
-        derived = admit(s.findings(), s.genesis_paths, refuter_input(s.review))
-    except ReviewInputInvalid:
-        derived = None
-    if isinstance(derived, NeedsRefuter) or derived != s.review:
+    if not rederives(s.review, s.findings(), s.genesis_paths, refuter_input(s.review)):
         return ["the admitted review does not re-derive from the findings and refuter outcomes"]
     return []
 
@@ -295,8 +292,21 @@ def _state_problems(s: ReviewState) -> list[str]:
     return []
 
 
+#: States this process found valid (see :mod:`.memo`; an invalid one is checked each time).
+_VALID: ByIdentity[ReviewState, bool] = ByIdentity(8)
+
+
 def state_problems(s: ReviewState) -> list[str]:
     """Every invariant ``s`` breaks; empty when it is a valid review state."""
+    if _VALID.get(s):
+        return []
+    out = _all_problems(s)
+    if not out:
+        _VALID.put(s, True)
+    return out
+
+
+def _all_problems(s: ReviewState) -> list[str]:
     out = _scope_problems(s) + _lens_problems(s)
     if out:
         return out

@@ -14,11 +14,13 @@ from typing import Final, Literal
 
 from pydantic import Field, ValidationError
 
+from factory.canonical import tagged_sha256
 from factory.errors import FactoryError
 from factory.models import StrictModel, describe_validation_error
 from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json_plain
 from factory.review.errors import ReviewInputInvalid, ReviewRecordCorrupt
 from factory.review.invariants import state_problems
+from factory.review.memo import ByIdentity
 from factory.review.state import ReviewState
 
 RECORD_SCHEMA: Final = "factory.review-state-record/1"
@@ -33,17 +35,35 @@ class StateRecord(StrictModel):
     state: ReviewState
 
 
+_HEAD = b'{"revision":"'
+_SCHEMA_MEMBER = b'","schema":"' + RECORD_SCHEMA.encode("ascii") + b'","state":'
+
+#: The revisions of the last states this process serialised (see :mod:`.memo`).
+_REVISIONS: ByIdentity[ReviewState, str] = ByIdentity(8)
+
+
+def _state_bytes(state: ReviewState) -> tuple[bytes, str]:
+    body = canonical(state.to_json_value())
+    revision = tagged_sha256(STATE_TAG, body)
+    _REVISIONS.put(state, revision)
+    return body, revision
+
+
 def revision_of(state: ReviewState) -> str:
     """The revision of ``state`` (domain-separated digest of its canonical JSON)."""
-    return digest_of(STATE_TAG, state.to_json_value())
+    known = _REVISIONS.get(state)
+    return known if known is not None else _state_bytes(state)[1]
 
 
 def record_bytes(state: ReviewState) -> tuple[bytes, str]:
-    """The exact bytes of ``review-state.json`` for ``state``, and its revision."""
-    value = state.to_json_value()
-    revision = digest_of(STATE_TAG, value)
-    doc = {"schema": RECORD_SCHEMA, "revision": revision, "state": value}
-    return canonical(doc) + b"\n", revision
+    """The exact bytes of ``review-state.json`` for ``state``, and its revision.
+
+    RFC 8785 of ``{schema, revision, state}``: members in key order (``revision``,
+    ``schema``, ``state``), the first two ASCII strings that need no escaping, the state's
+    canonical bytes spliced in as they are (so the state is canonicalised once).
+    """
+    body, revision = _state_bytes(state)
+    return _HEAD + revision.encode("ascii") + _SCHEMA_MEMBER + body + b"}\n", revision
 
 
 def read_nofollow(path: Path, limit: int) -> bytes:

@@ -11,7 +11,7 @@ or spacing the model used.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import model_validator
 
@@ -144,11 +144,18 @@ def result_hash(
     lens: str, order: int, binding: str, findings: tuple[Finding, ...], evidence: tuple[str, ...]
 ) -> str:
     """The hash of a lens result's judgement (not of its source metadata)."""
+    return _hash_of(lens, order, binding, [f.to_json_value() for f in findings], evidence)
+
+
+def _hash_of(
+    lens: str, order: int, binding: str, findings: list[Any], evidence: tuple[str, ...]
+) -> str:
+    """:func:`result_hash` over the findings' JSON values."""
     body = {
         "lens": lens,
         "order": order,
         "binding": binding,
-        "findings": [f.to_json_value() for f in findings],
+        "findings": findings,
         "evidence": list(evidence),
     }
     return digest_of(LENS_RESULT_TAG, body, plain=True)  # strings, None and small ints only
@@ -201,8 +208,10 @@ def lens_result_problem(result: LensResult) -> str | None:
             return f"lens {result.lens}: proof references are not canonical"
     if _norm(result.evidence) != result.evidence:
         return f"lens {result.lens}: evidence is not canonical"
-    expected = result_hash(
-        result.lens, result.order, result.binding, result.findings, result.evidence
+    # One serialiser call for every finding (the same JSON as each finding's own dump).
+    findings_json = result.model_dump(mode="json", by_alias=True, include={"findings"})
+    expected = _hash_of(
+        result.lens, result.order, result.binding, findings_json["findings"], result.evidence
     )
     if expected != result.result_hash:
         return f"lens {result.lens}: result_hash does not match its content"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from factory.gitio.discover import discover
 from factory.gitio.worktree import Worktree
@@ -22,11 +22,15 @@ from factory.review.errors import (
     ReviewRefused,
 )
 from factory.review.names import DEFAULT_FOCUS, TERMINAL, LensName
-from factory.review.policy import LoadedPolicy, load_policy, parse_policy
-from factory.review.risk import classify
-from factory.review.snapshot import live_target, resolve_base
 from factory.review.store import Corrupt, Loaded, ReviewStore
 from factory.review.views import start_view, status_entry
+
+if TYPE_CHECKING:
+    from factory.review.policy import LoadedPolicy
+
+# The snapshot machinery (git trees, the index cache, the policy's golden globs) is
+# imported by the functions that derive a live target, not by every command that only
+# reads and writes the store (finalize with --result/--evidence, status, the gates).
 
 POLICY_ROLE = "policy"
 
@@ -57,6 +61,8 @@ def live_lineages(store: ReviewStore) -> list[Loaded]:
 
 def lineage_policy(ctx: Context, loaded: Loaded) -> LoadedPolicy:
     """The policy frozen in ``loaded`` (its raw bytes are stored with the lineage)."""
+    from factory.review.policy import parse_policy
+
     for path in ctx.store.blobs(loaded.lineage_id, POLICY_ROLE):
         raw = ctx.store.read_blob(loaded.lineage_id, POLICY_ROLE, path.name.split("-", 1)[1])
         policy = parse_policy(raw)
@@ -89,6 +95,9 @@ def resolve_lineage(
             code=LINEAGE_AMBIGUOUS,
             next=tuple(f"… --lineage {x.lineage_id}" for x in live),
         )
+    from factory.review.policy import load_policy
+    from factory.review.snapshot import live_target, resolve_base
+
     kind, base = resolve_base(ctx.wt, None)
     target = live_target(ctx.wt, kind, base, policy or load_policy(None))
     derived = lineage_id_for(target.snapshot.identity)
@@ -110,6 +119,10 @@ def start(
         ReviewRefused: another live lineage exists for a different candidate, or the
             lineage of this snapshot was frozen with another focus or policy.
     """
+    from factory.review.policy import load_policy
+    from factory.review.risk import classify
+    from factory.review.snapshot import live_target, resolve_base
+
     ctx = open_context(cwd)
     policy = load_policy(policy_path)
     kind, base = resolve_base(ctx.wt, base_ref)

@@ -90,10 +90,14 @@ def make_snapshot(
     )
 
 
+def strictly_sorted(items: tuple[str, ...]) -> bool:
+    """Whether ``items`` is sorted and unique (each item less than the next): the same
+    answer as ``list(items) == sorted(set(items))`` in one pass, without sorting."""
+    return all(map(str.__lt__, items, items[1:]))
+
+
 def snapshot_problem(s: Snapshot, what: str) -> str | None:
-    if list(s.paths) != sorted(set(s.paths)) or list(s.intended_untracked) != sorted(
-        set(s.intended_untracked)
-    ):
+    if not (strictly_sorted(s.paths) and strictly_sorted(s.intended_untracked)):
         return f"{what}: paths are not sorted and unique"
     if s.paths_digest != paths_digest(s.paths):
         return f"{what}: paths_digest does not match its paths"
