@@ -30,6 +30,7 @@ import re
 import stat
 from pathlib import Path
 
+from factory.gitio.attributes import attribute_files_may_apply, converted, git_path
 from factory.gitio.config import read_config
 from factory.gitio.rawfs import RACY_MARGIN_NS, RawEntry, StatCache
 from factory.gitio.run import run_git
@@ -39,45 +40,6 @@ _ENTRY = re.compile(
     rb"  ctime: (\d+):(\d+)\n  mtime: (\d+):(\d+)\n  dev: (\d+)\tino: (\d+)\n"
     rb"  uid: \d+\tgid: \d+\n  size: (\d+)\tflags: 0\n"
 )
-CONVERTING = ("text", "crlf", "eol", "filter", "ident", "working-tree-encoding")
-SYSTEM_ATTRIBUTES = ("/etc/gitattributes", "/usr/etc/gitattributes", "/usr/local/etc/gitattributes")
-
-
-def _git_path(root: Path, name: str) -> Path:
-    out = run_git(root, ["rev-parse", "--path-format=absolute", "--git-path", name])
-    return Path(os.fsdecode(out.strip()))
-
-
-def outside_attribute_files(info_attributes: str, attributes_file: str | None) -> list[str]:
-    """The attributes files git reads from outside the worktree: the repository's
-    ``info/attributes``, the XDG one, the system ones and ``core.attributesFile``."""
-    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", "/"), ".config")
-    candidates = [info_attributes, os.path.join(xdg, "git", "attributes"), *SYSTEM_ATTRIBUTES]
-    if attributes_file:
-        candidates.append(os.path.expanduser(attributes_file))
-    return candidates
-
-
-def _attribute_files_may_apply(root: Path, paths: list[bytes], attributes_file: str | None) -> bool:
-    if any(p == b".gitattributes" or p.endswith(b"/.gitattributes") for p in paths):
-        return True
-    info = str(_git_path(root, "info/attributes"))
-    return any(os.path.exists(c) for c in outside_attribute_files(info, attributes_file))
-
-
-def _converted(root: Path, paths: list[bytes]) -> set[bytes]:
-    out = run_git(
-        root,
-        ["check-attr", "-z", "--stdin", *CONVERTING],
-        stdin=b"".join(p + b"\0" for p in paths),
-        what="git check-attr",
-    )
-    fields = out.split(b"\0")
-    return {
-        fields[i]
-        for i in range(0, len(fields) - 2, 3)
-        if fields[i + 2] not in (b"unspecified", b"unset")
-    }
 
 
 def _staged(root: Path, base_tree: str) -> set[bytes]:
@@ -95,7 +57,7 @@ def index_stat_cache(root: Path, base_tree: str) -> StatCache:
     cfg = read_config(root)
     if (cfg.settings().get("autocrlf") or "false").lower() in ("true", "input", "1", "yes", "on"):
         return StatCache()
-    index = _git_path(root, "index")
+    index = git_path(root, "index")
     try:
         index_ns = os.stat(index).st_mtime_ns
     except FileNotFoundError:
@@ -104,8 +66,8 @@ def index_stat_cache(root: Path, base_tree: str) -> StatCache:
     rows = [m.groups() for m in _ENTRY.finditer(out)]
     paths = [r[2] for r in rows]
     skip = _staged(root, base_tree)
-    if rows and _attribute_files_may_apply(root, paths, cfg.last("core.attributesfile")):
-        skip |= _converted(root, paths)
+    if rows and attribute_files_may_apply(root, paths, cfg.last("core.attributesfile")):
+        skip |= converted(root, paths)
     entries: dict[bytes, RawEntry] = {}
     for mode, oid, path, cs, cn, ms, mn, dev, ino, size in rows:
         if path in skip:

@@ -293,3 +293,29 @@ def test_a_push_right_after_committing_the_reviewed_tree_takes_the_hook_path(
     _commit(repo)
     fast = _quick(repo, "pre-push")
     assert fast is not None and fast == _full(repo, "pre-push")
+
+
+def _remote(repo: Path, tmp: Path, *, push: bool) -> None:
+    bare = tmp / "remote.git"
+    git(tmp, "init", "-q", "--bare", str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    if push:
+        git(repo, "push", "-q", "origin", "main")
+
+
+@pytest.mark.parametrize("published", [True, False], ids=["remote-has-base", "remote-empty"])
+def test_a_push_to_a_remote_asks_the_remote_live_in_each_pass(
+    repo: Path, tmp_path: Path, published: bool
+) -> None:
+    _remote(repo, tmp_path, push=published)
+    _approved(repo, tmp_path)
+    _commit(repo)
+    assert _full(repo, "pre-push")["allowed"] is True  # without --remote: writes the memo
+    assert memo.load(store_root(repo)) is not None
+    req = GateRequest(gate="pre-push", remote="origin")
+    full = validate(repo, req)
+    assert full.allowed is published  # an empty remote: the old history is unreviewed
+    if published:
+        assert quick.try_allow(repo, req) == full.to_json_value()
+        git(repo, "remote", "set-url", "origin", str(tmp_path / "elsewhere.git"))
+    assert quick.try_allow(repo, req) is None  # a denial (or a remote it cannot ask)

@@ -36,12 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factory.canonical import sha256_hex
-from factory.gitio.config import RepoConfig, read_config
-from factory.gitio.indexcache import (
-    _attribute_files_may_apply,
-    _converted,
+from factory.gitio.attributes import (
+    attribute_files_may_apply,
+    converted,
     outside_attribute_files,
 )
+from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.run import run_git
 from factory.gitio.worktree import Worktree
 from factory.review.gates import gitfacts
@@ -58,8 +58,8 @@ def _no_conversions(wt: Worktree, cfg: RepoConfig, paths: list[bytes]) -> bool:
         return False
     if (s.get("symlinks") or "true").lower() in _FALSE:
         return False
-    if paths and _attribute_files_may_apply(wt.root, paths, cfg.last("core.attributesfile")):
-        return not _converted(wt.root, paths)
+    if paths and attribute_files_may_apply(wt.root, paths, cfg.last("core.attributesfile")):
+        return not converted(wt.root, paths)
     return True
 
 

@@ -53,13 +53,7 @@ def code_identity() -> str:
     mtime), the interpreter's version and path, and the distributions of its environment."""
     h = hashlib.sha256(b"factory.review-gate-code/1\0")
     h.update(f"{sys.version}\0{sys.executable}\0".encode())
-    for folder, dirs, files in os.walk(_PACKAGE):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if name.endswith(".py"):
-                st = os.stat(os.path.join(folder, name))
-                rel = os.path.relpath(os.path.join(folder, name), _PACKAGE)
-                h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    _sources(h, str(_PACKAGE), "")
     for entry in sorted(set(sys.path)):
         if os.path.basename(entry) not in ("site-packages", "dist-packages"):
             continue  # the script's own folder differs between 'factory' and 'python -m'
@@ -69,6 +63,18 @@ def code_identity() -> str:
             continue
         h.update(("\0".join([entry, *names]) + "\0").encode("utf-8", "surrogateescape"))
     return h.hexdigest()
+
+
+def _sources(h: Any, folder: str, rel: str) -> None:
+    with os.scandir(folder) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for e in entries:
+        if e.is_dir(follow_symlinks=False):
+            if e.name != "__pycache__":
+                _sources(h, e.path, f"{rel}{e.name}/")
+        elif e.name.endswith(".py"):
+            st = e.stat()
+            h.update(f"{rel}{e.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
 
 
 def inventory(root: Path) -> str | None:

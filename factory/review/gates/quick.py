@@ -8,11 +8,12 @@ full validation of exactly the store's current bytes by exactly this code, inste
 validating every record again. The decision is the one function both paths call
 (:func:`~factory.review.gates.decide.decide`).
 
-It answers only an allow at ``pre-commit`` or ``pre-push`` without ``--remote`` (whose
-answer depends on the remote's refs). Everything else returns None and the caller takes
-the full path: a memo miss, a request it does not cover, any denial (the full path builds
-the denial's document), and anything that changed between the two passes (the full path
-then decides afresh, and reports ``invalidated`` itself if the target moves under it).
+It answers only an allow at ``pre-commit`` or ``pre-push`` (with ``--remote`` too: what
+the remote holds is asked live in each pass, as on the full path; only the store's facts
+are replayed). Everything else returns None and the caller takes the full path: a memo
+miss, another gate, any denial (the full path builds the denial's document), and anything
+that changed between the two passes (the full path then decides afresh, and reports
+``invalidated`` itself if the target moves under it).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def _same(first: Pass, second: Pass | None) -> bool:
 def try_allow(cwd: Path, req: GateRequest) -> dict[str, Any] | None:
     """The ``factory.review-gate-result/1`` document of an allow, or None (take the full
     path). Raises what the derivation raises (a typed failure of git or the lock)."""
-    if req.gate not in QUICK_GATES or req.remote is not None:
+    if req.gate not in QUICK_GATES:
         return None
     wt = discover(cwd)
     root = wt.common_dir.joinpath(*STORE_PARTS)

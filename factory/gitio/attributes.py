@@ -1,0 +1,60 @@
+"""Which git attributes could make a file's index blob differ from its raw bytes.
+
+A path whose ``text``, ``crlf``, ``eol``, ``filter``, ``ident`` or ``working-tree-encoding``
+attribute is set may be converted between the worktree and the index, so neither the
+index's stat cache (:mod:`factory.gitio.indexcache`) nor the gates' fast candidate
+(:mod:`factory.review.gates.fastpath`) may vouch for it. Attributes come from
+``.gitattributes`` files in the tree and from files outside it
+(:func:`outside_attribute_files`); ``git check-attr`` says which apply, and runs no program.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from factory.gitio.run import run_git
+
+CONVERTING = ("text", "crlf", "eol", "filter", "ident", "working-tree-encoding")
+SYSTEM_ATTRIBUTES = ("/etc/gitattributes", "/usr/etc/gitattributes", "/usr/local/etc/gitattributes")
+
+
+def git_path(root: Path, name: str) -> Path:
+    """``git rev-parse --git-path NAME``, absolute."""
+    out = run_git(root, ["rev-parse", "--path-format=absolute", "--git-path", name])
+    return Path(os.fsdecode(out.strip()))
+
+
+def outside_attribute_files(info_attributes: str, attributes_file: str | None) -> list[str]:
+    """The attributes files git reads from outside the worktree: the repository's
+    ``info/attributes``, the XDG one, the system ones and ``core.attributesFile``."""
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.environ.get("HOME", "/"), ".config")
+    candidates = [info_attributes, os.path.join(xdg, "git", "attributes"), *SYSTEM_ATTRIBUTES]
+    if attributes_file:
+        candidates.append(os.path.expanduser(attributes_file))
+    return candidates
+
+
+def attribute_files_may_apply(root: Path, paths: list[bytes], attributes_file: str | None) -> bool:
+    """Whether any attributes file may apply to ``paths`` (one of them is a
+    ``.gitattributes``, or a file outside the worktree exists)."""
+    if any(p == b".gitattributes" or p.endswith(b"/.gitattributes") for p in paths):
+        return True
+    info = str(git_path(root, "info/attributes"))
+    return any(os.path.exists(c) for c in outside_attribute_files(info, attributes_file))
+
+
+def converted(root: Path, paths: list[bytes]) -> set[bytes]:
+    """The paths with a converting attribute set (``git check-attr``; no program runs)."""
+    out = run_git(
+        root,
+        ["check-attr", "-z", "--stdin", *CONVERTING],
+        stdin=b"".join(p + b"\0" for p in paths),
+        what="git check-attr",
+    )
+    fields = out.split(b"\0")
+    return {
+        fields[i]
+        for i in range(0, len(fields) - 2, 3)
+        if fields[i + 2] not in (b"unspecified", b"unset")
+    }
