@@ -6,6 +6,7 @@ heavy imports inside the handler, so ``factory --help`` and fast commands stay f
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Collection, Sequence
 from importlib import import_module
@@ -69,7 +70,13 @@ def _parser_for(argv: Sequence[str]) -> StrictParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``factory`` console script and ``python -m factory``."""
+    """Entry point of the ``factory`` console script and ``python -m factory``.
+
+    factory's documents are judged by pydantic alone: unless the caller says otherwise,
+    no installed pydantic plugin observes or changes their validation (and pydantic skips
+    its entry-point scan, ~7 ms of every command that builds a model).
+    """
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     args = sys.argv[1:] if argv is None else argv
     return run_command(_parser_for(args), args)
 

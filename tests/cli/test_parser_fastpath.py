@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -35,3 +38,25 @@ def test_the_fast_parser_is_the_full_parser_for_its_command(name: str) -> None:
 @pytest.mark.parametrize("argv", [[], ["--help"], ["keygen"], ["frobnicate"], ["--version"]])
 def test_anything_else_gets_the_full_parser(argv: list[str]) -> None:
     assert list(_choices(_parser_for(argv))) == list(FULL)
+
+
+def _plugin_setting(env: dict[str, str]) -> str:
+    probe = (
+        "import os, sys\n"
+        "from factory.cli.main import main\n"
+        "try:\n"
+        "    main(['--version'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "sys.stderr.write(os.environ.get('PYDANTIC_DISABLE_PLUGINS', '<unset>'))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, check=True, timeout=60
+    )
+    return proc.stderr.decode()
+
+
+def test_no_pydantic_plugin_judges_a_document_unless_the_caller_asks() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    assert _plugin_setting(env) == "__all__"
+    assert _plugin_setting({**env, "PYDANTIC_DISABLE_PLUGINS": "some_plugin"}) == "some_plugin"
