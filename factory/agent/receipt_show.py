@@ -23,7 +23,9 @@ operator's terminal. Long lists are capped (:data:`MAX_ROWS` rows each, :data:`M
 patch lines) with a count of what was left out.
 
 Sections are functions of ``(facts, trusted)`` listed in :data:`SECTIONS`; a new receipt
-field gets its own section function there.
+field gets its own section function there. The candidate sections (identities, changed
+files, mutations, patches) and the shared rich helpers are in
+:mod:`factory.agent.receipt_show_candidates`.
 """
 
 from __future__ import annotations
@@ -37,13 +39,18 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from factory.agent.receipt import AgentReceipt, CandidateRecord
+from factory.agent.receipt import AgentReceipt
 from factory.agent.receipt_facts import MODEL_OUTPUT_LABEL, ReceiptFacts, gather
+from factory.agent.receipt_show_candidates import (
+    candidates_section,
+    capped,
+    diff_section,
+    mutations_section,
+    ok_style,
+    plain,
+)
 from factory.agent.receipt_text import (
-    MAX_DIFF_LINES,
-    MAX_ROWS,
     MAX_TASK_CHARS,
-    clean,
     evidence_file,
     evidence_rows,
     format_bytes,
@@ -70,19 +77,6 @@ _VERDICT_STYLE: Final = {"APPROVE": "green", "REQUEST_CHANGES": "yellow"}
 # ---- rich helpers ---------------------------------------------------------------------------
 
 
-def _t(value: object, style: str = "") -> Text:
-    return Text(clean(str(value)), style=style)
-
-
-def _ok(style: str, trusted: bool) -> str:
-    """A success colour only for a verified receipt: an unverified one looks plain."""
-    return style if trusted else ""
-
-
-def _capped(items: list[Any]) -> tuple[list[Any], int]:
-    return items[:MAX_ROWS], max(0, len(items) - MAX_ROWS)
-
-
 # ---- sections -------------------------------------------------------------------------------
 
 Section = Callable[[ReceiptFacts, bool], list[RenderableType]]
@@ -93,7 +87,7 @@ def _verification(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         return [
             Text.assemble(
                 ("VERIFIED ", "bold green"),
-                _t(
+                plain(
                     f"revision, canonical bytes and {f.evidence_checked} evidence file(s) "
                     f"re-checked; {f.candidate_note()} (consistency, not authorship)"
                 ),
@@ -105,7 +99,7 @@ def _verification(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
             style="bold white on red",
         )
     ]
-    lines.extend(_t(f"  - {item}", "bold red") for item in f.failed)
+    lines.extend(plain(f"  - {item}", "bold red") for item in f.failed)
     return lines
 
 
@@ -114,39 +108,39 @@ def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
-    grid.add_row("status", _t(r.status, _ok(_STATUS_STYLE.get(r.status, "bold"), trusted)))
+    grid.add_row("status", plain(r.status, ok_style(_STATUS_STYLE.get(r.status, "bold"), trusted)))
     if r.status == "running":
         grid.add_row("liveness", _liveness(f))
-    grid.add_row("exit code", _t("-" if r.exit_code is None else r.exit_code))
-    verdict_style = _ok(_VERDICT_STYLE.get(r.verdict or "", ""), trusted)
-    grid.add_row("verdict", _t(r.verdict or "-", verdict_style))
+    grid.add_row("exit code", plain("-" if r.exit_code is None else r.exit_code))
+    verdict_style = ok_style(_VERDICT_STYLE.get(r.verdict or "", ""), trusted)
+    grid.add_row("verdict", plain(r.verdict or "-", verdict_style))
     if r.error is not None:
-        grid.add_row("error", _t(f"{r.error.code}: {r.error.message}", "red"))
-    grid.add_row("route", _t(r.route))
-    grid.add_row("execution", _t(r.execution))
+        grid.add_row("error", plain(f"{r.error.code}: {r.error.message}", "red"))
+    grid.add_row("route", plain(r.route))
+    grid.add_row("execution", plain(r.execution))
     task = r.task if len(r.task) <= MAX_TASK_CHARS else r.task[:MAX_TASK_CHARS] + " [cut]"
-    grid.add_row("task", _t(task))
-    grid.add_row("worktree", _t(r.worktree))
+    grid.add_row("task", plain(task))
+    grid.add_row("worktree", plain(r.worktree))
     if r.worktree_creation is not None:
         made = r.worktree_creation
         branch = f"branch {made.branch}" if made.branch is not None else "detached HEAD"
-        grid.add_row("created", _t(f"by factory at {short_digest(made.base_commit)}, {branch}"))
+        grid.add_row("created", plain(f"by factory at {short_digest(made.base_commit)}, {branch}"))
     if r.base is not None:
         grid.add_row(
             "base",
-            _t(f"commit {short_digest(r.base.commit)}  tree {short_digest(r.base.tree)}"),
+            plain(f"commit {short_digest(r.base.commit)}  tree {short_digest(r.base.tree)}"),
         )
-        grid.add_row("boundary", _t(f"{r.base.isolation}; {r.base.execution_boundary}"))
-        grid.add_row("branch", _t(r.base.branch or "(detached HEAD)"))
+        grid.add_row("boundary", plain(f"{r.base.isolation}; {r.base.execution_boundary}"))
+        grid.add_row("branch", plain(r.base.branch or "(detached HEAD)"))
     t = r.timings
-    grid.add_row("started", _t(t.started_at))
-    grid.add_row("ended", _t(t.ended_at or "-"))
-    grid.add_row("duration", _t(format_ms(t.duration_ms)))
-    grid.add_row("timeout", _t(f"{format_ms(r.timeout_ms)} per provider invocation"))
-    grid.add_row("factory", _t(r.factory_version))
+    grid.add_row("started", plain(t.started_at))
+    grid.add_row("ended", plain(t.ended_at or "-"))
+    grid.add_row("duration", plain(format_ms(t.duration_ms)))
+    grid.add_row("timeout", plain(f"{format_ms(r.timeout_ms)} per provider invocation"))
+    grid.add_row("factory", plain(r.factory_version))
     if r.trace_id is not None:
-        grid.add_row("trace id", _t(f"{r.trace_id} (OpenTelemetry)"))
-    status = Text(r.status.upper(), style=_ok(_STATUS_STYLE.get(r.status, "bold"), trusted))
+        grid.add_row("trace id", plain(f"{r.trace_id} (OpenTelemetry)"))
+    status = Text(r.status.upper(), style=ok_style(_STATUS_STYLE.get(r.status, "bold"), trusted))
     label = "factory agent receipt  " if trusted else "UNVERIFIED agent receipt  "
     title = Text.assemble((label, "bold"), status)
     out: list[RenderableType] = [Panel(grid, title=title, title_align="left", expand=False)]
@@ -167,7 +161,7 @@ _LIVENESS_STYLE: Final = {"abandoned": "bold red", "running": "cyan", "unknown":
 def _liveness(f: ReceiptFacts) -> Text:
     """Whether the factory process that wrote a ``running`` receipt is still there."""
     state, words = liveness_note(f) or ("unknown", "-")
-    return _t(words, _LIVENESS_STYLE[state])
+    return plain(words, _LIVENESS_STYLE[state])
 
 
 def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
@@ -178,18 +172,18 @@ def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         profile = p.profile if p.cli_version is None else f"{p.profile} {p.cli_version}"
         code = "-" if p.process_exit_code is None else str(p.process_exit_code)
         line = Text.assemble(
-            _t(p.outcome, _ok(_VERDICT_STYLE.get(p.verdict or "", ""), trusted)),
+            plain(p.outcome, ok_style(_VERDICT_STYLE.get(p.verdict or "", ""), trusted)),
             f"  {format_ms(p.duration_ms)}  exit {code}  ",
-            _t(profile),
+            plain(profile),
             "\n",
-            _t(f"observed: {p.observed_postcondition}", "dim"),
+            plain(f"observed: {p.observed_postcondition}", "dim"),
         )
         swept = sweep_note(p)
         if swept is not None:
-            line.append_text(_t("\n" + swept, "yellow"))
-        grid.add_row(_t(p.phase), line)
+            line.append_text(plain("\n" + swept, "yellow"))
+        grid.add_row(plain(p.phase), line)
     if not f.receipt.phases:
-        grid.add_row(_t("-"), _t("no phase ran"))
+        grid.add_row(plain("-"), plain("no phase ran"))
     return [Group(Text("phases", style="bold"), grid)]
 
 
@@ -200,110 +194,11 @@ def _reviews(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         Text.assemble(("what the reviewers said", "bold"), (f"  ({MODEL_OUTPUT_LABEL})", "dim"))
     ]
     for note in f.reviews:
-        out.append(Text.assemble("  ", _t(note.phase, "bold"), " ", _t(note.verdict or "-")))
+        out.append(Text.assemble("  ", plain(note.phase, "bold"), " ", plain(note.verdict or "-")))
         if note.summary is None:
-            out.append(_t(f"    {note.withheld}", "dim"))
+            out.append(plain(f"    {note.withheld}", "dim"))
             continue
         out.extend(Text("    " + line) for line in inert_lines(note.summary, max_lines=40))
-    return out
-
-
-def _candidate(label: str, c: CandidateRecord, trusted: bool) -> Group:
-    b = c.body
-    head = Text.assemble(
-        (f"{label} candidate ", "bold"),
-        _t(short_digest(c.identity, 16)),
-        "  tree ",
-        _t(short_digest(b.candidate_tree)),
-        f"\n  patch {format_bytes(b.patch_bytes)}  {len(b.files)} changed path(s)",
-    )
-    table = Table(expand=False, show_edge=False)
-    for name in ("state", "path", "mode", "size", "sha256"):
-        table.add_column(name, overflow="fold")
-    rows, left_out = _capped(b.files)
-    for file in rows:
-        style = {"added": _ok("green", trusted), "deleted": "red"}.get(file.state, "")
-        table.add_row(
-            _t(file.state, style),
-            _t(file.path),
-            _t(file.mode),
-            _t(format_bytes(file.bytes)),
-            _t(short_digest(file.sha256)),
-        )
-    parts: list[Any] = [head, table]
-    if left_out:
-        parts.append(_t(f"... and {left_out} more changed path(s)", "dim"))
-    if c.conversions_differ:
-        parts.append(
-            _t(
-                "  WARNING: the repository's own conversions (end of line, ident, encoding, "
-                "a clean filter) would store other bytes for a changed file: a plain git add "
-                "would not commit what was reviewed",
-                "bold yellow",
-            )
-        )
-    for group in c.collisions[:MAX_ROWS]:
-        names = " | ".join(group.paths)
-        parts.append(_t(f"  WARNING: {group.kind} collision (one file on macOS/Windows): {names}"))
-    return Group(*parts)
-
-
-def _mutations(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
-    if not f.mutations:
-        return []
-    out: list[RenderableType] = [Text("paths changed where a phase must not change them", "bold")]
-    for note in f.mutations:
-        out.append(Text.assemble("  ", _t(note.phase, "bold"), " ", _t(note.outcome, "red")))
-        if note.paths is None:
-            out.append(_t(f"    {note.withheld}", "dim"))
-            continue
-        if not note.paths:
-            out.append(_t("    no bound path changed; the candidate identity did", "dim"))
-        rows, left_out = _capped(note.paths)
-        out.extend(_t(f"    {path}") for path in rows)
-        if left_out:
-            out.append(_t(f"    ... and {left_out} more path(s)", "dim"))
-    return out
-
-
-def _candidates(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
-    r = f.receipt
-    out: list[RenderableType] = []
-    for label, c in (("initial", r.candidate.initial), ("repaired", r.candidate.repaired)):
-        if c is not None:
-            if out:
-                out.append(Text())
-            out.append(_candidate(label, c, trusted))
-    return out or [_t("candidate: none recorded", "dim")]
-
-
-def diff_lines(text: str, *, trusted: bool = True, limit: int = MAX_DIFF_LINES) -> list[Text]:
-    """A patch as inert, coloured lines (additions green, deletions red), capped; an
-    unverified receipt's patch gets no green."""
-    out = []
-    for line in inert_lines(text.removesuffix("\n"), max_lines=limit):
-        if line.startswith(("+++", "---")):
-            style = "bold"
-        elif line.startswith("+"):
-            style = _ok("green", trusted)
-        elif line.startswith("-"):
-            style = "red"
-        elif line.startswith("@@"):
-            style = "cyan"
-        else:
-            style = ""
-        out.append(Text(line, style=style))
-    return out
-
-
-def _diff(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
-    out: list[RenderableType] = []
-    for patch in f.patches:
-        out.append(Text(f"{patch.label} candidate patch (bound evidence)", style="bold"))
-        if patch.text is None:
-            out.append(_t(f"  {patch.withheld}", "dim"))
-        else:
-            out.extend(diff_lines(patch.text, trusted=trusted))
     return out
 
 
@@ -315,38 +210,40 @@ def _evidence(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     table.add_column("size", no_wrap=True)
     table.add_column("sha256", no_wrap=True)
     everything = evidence_rows(r)
-    rows, left_out = _capped(everything)
+    rows, left_out = capped(everything)
     for _, e in rows:
-        name = _t(evidence_file(e), "bold red" if e.path in failed else "")
+        name = plain(evidence_file(e), "bold red" if e.path in failed else "")
         if e.path in failed:
             name.append(" FAILED", style="bold red")
-        size = _t(format_bytes(e.bytes))
+        size = plain(format_bytes(e.bytes))
         cut = truncation_note(e)
         if cut is not None:
-            size.append_text(_t("\n" + cut, "yellow"))
-        table.add_row(name, size, _t(short_digest(e.sha256)))
+            size.append_text(plain("\n" + cut, "yellow"))
+        table.add_row(name, size, plain(short_digest(e.sha256)))
     if not rows:
-        table.add_row(*(_t("-") for _ in range(3)))
+        table.add_row(*(plain("-") for _ in range(3)))
     media = sorted({e.media_type for _, e in everything})
     policies = sorted({e.policy for _, e in everything})
     parts: list[RenderableType] = [table]
     if left_out:
-        parts.append(_t(f"... and {left_out} more evidence file(s)", "dim"))
-    parts.append(_t(f"evidence folder: {r.evidence_dir}", "dim"))
+        parts.append(plain(f"... and {left_out} more evidence file(s)", "dim"))
+    parts.append(plain(f"evidence folder: {r.evidence_dir}", "dim"))
     parts.append(
-        _t("'...' stands for the rest of the SHA-256; full paths are in the receipt", "dim")
+        plain("'...' stands for the rest of the SHA-256; full paths are in the receipt", "dim")
     )
     if everything:
-        parts.append(_t(f"media types: {', '.join(media)}; policy: {', '.join(policies)}", "dim"))
+        parts.append(
+            plain(f"media types: {', '.join(media)}; policy: {', '.join(policies)}", "dim")
+        )
     return parts
 
 
 def _residuals(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     r = f.receipt
     lines: list[RenderableType] = [Text("declared residuals", style="bold")]
-    lines.extend(_t(f"- {item}") for item in r.residuals)
+    lines.extend(plain(f"- {item}") for item in r.residuals)
     if not r.residuals:
-        lines.append(_t("- (none declared)", "red"))
+        lines.append(plain("- (none declared)", "red"))
     return lines
 
 
@@ -356,22 +253,24 @@ def _revision(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column(overflow="fold")
     if r.revision is None:
-        grid.add_row("revision", _t("none (a running reservation is not closed)", "cyan"))
+        grid.add_row("revision", plain("none (a running reservation is not closed)", "cyan"))
         return [grid]
-    grid.add_row("revision", _t(r.revision))
+    grid.add_row("revision", plain(r.revision))
     if r.compute_revision() != r.revision:
-        grid.add_row("check", _t("body digest DOES NOT MATCH: the receipt was edited", "bold red"))
+        grid.add_row(
+            "check", plain("body digest DOES NOT MATCH: the receipt was edited", "bold red")
+        )
     return [grid]
 
 
-#: The sections in display order; ``--diff`` adds :func:`_diff` after the candidates.
+#: The sections in display order; ``--diff`` adds :func:`diff_section` after the candidates.
 SECTIONS: Final[tuple[Section, ...]] = (
     _verification,
     _summary,
     _phases,
     _reviews,
-    _mutations,
-    _candidates,
+    mutations_section,
+    candidates_section,
     _evidence,
     _residuals,
     _revision,
@@ -396,7 +295,7 @@ def render_facts(facts: ReceiptFacts, console: Console, *, diff: bool = False) -
     trusted = facts.verified
     sections = list(SECTIONS)
     if diff:
-        sections.insert(sections.index(_candidates) + 1, _diff)
+        sections.insert(sections.index(candidates_section) + 1, diff_section)
     for n, section in enumerate(sections):
         parts = section(facts, trusted)
         if not parts:

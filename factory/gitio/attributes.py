@@ -15,7 +15,7 @@ from pathlib import Path
 
 from factory.gitio.run import run_git
 
-CONVERTING = ("text", "crlf", "eol", "filter", "ident", "working-tree-encoding")
+CONVERSION_ATTRIBUTES = ("text", "eol", "crlf", "ident", "filter", "working-tree-encoding")
 SYSTEM_ATTRIBUTES = ("/etc/gitattributes", "/usr/etc/gitattributes", "/usr/local/etc/gitattributes")
 
 
@@ -44,11 +44,15 @@ def attribute_files_may_apply(root: Path, paths: list[bytes], attributes_file: s
     return any(os.path.exists(c) for c in outside_attribute_files(info, attributes_file))
 
 
-def converted(root: Path, paths: list[bytes]) -> set[bytes]:
-    """The paths with a converting attribute set (``git check-attr``; no program runs)."""
+def converting_paths(root: Path, paths: list[bytes]) -> set[bytes]:
+    """The ``paths`` whose attributes could make git convert their bytes (any of
+    :data:`CONVERSION_ATTRIBUTES` set to something but ``unspecified`` or ``unset``;
+    ``git check-attr`` runs no program)."""
+    if not paths:
+        return set()
     out = run_git(
         root,
-        ["check-attr", "-z", "--stdin", *CONVERTING],
+        ["check-attr", "-z", "--stdin", *CONVERSION_ATTRIBUTES],
         stdin=b"".join(p + b"\0" for p in paths),
         what="git check-attr",
     )

@@ -148,28 +148,6 @@ def list_files(root: Path) -> Listed:
     return listed
 
 
-CONVERSION_ATTRIBUTES = ("text", "eol", "crlf", "ident", "filter", "working-tree-encoding")
-
-
-def converting_paths(root: Path, paths: list[bytes]) -> set[bytes]:
-    """The ``paths`` whose attributes could make git convert their bytes (any of
-    :data:`CONVERSION_ATTRIBUTES` set to something but ``unspecified`` or ``unset``)."""
-    if not paths:
-        return set()
-    out = run_git(
-        root,
-        ["check-attr", "-z", "--stdin", *CONVERSION_ATTRIBUTES],
-        stdin=b"".join(p + b"\0" for p in paths),
-        what="git check-attr",
-    )
-    fields = out.split(b"\0")
-    return {
-        fields[i]
-        for i in range(0, len(fields) - 2, 3)
-        if fields[i + 2] not in (b"unspecified", b"unset")
-    }
-
-
 Entries = dict[bytes, tuple[str, str | None]]
 
 

@@ -30,7 +30,7 @@ import re
 import stat
 from pathlib import Path
 
-from factory.gitio.attributes import attribute_files_may_apply, converted, git_path
+from factory.gitio.attributes import attribute_files_may_apply, converting_paths, git_path
 from factory.gitio.config import read_config
 from factory.gitio.rawfs import RACY_MARGIN_NS, RawEntry, StatCache
 from factory.gitio.run import run_git
@@ -67,7 +67,7 @@ def index_stat_cache(root: Path, base_tree: str) -> StatCache:
     paths = [r[2] for r in rows]
     skip = _staged(root, base_tree)
     if rows and attribute_files_may_apply(root, paths, cfg.last("core.attributesfile")):
-        skip |= converted(root, paths)
+        skip |= converting_paths(root, paths)
     entries: dict[bytes, RawEntry] = {}
     for mode, oid, path, cs, cn, ms, mn, dev, ino, size in rows:
         if path in skip:

@@ -42,6 +42,7 @@ from typing import Literal
 
 from factory.errors import Failure
 from factory.gitio import blobstore, gitdata
+from factory.gitio.attributes import converting_paths
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.gitdata import TreeEntry
 from factory.gitio.rawfs import RawChanged, RawEntry, RawReader, StatCache
@@ -148,7 +149,7 @@ def take_baseline(root: Path, base_tree: str, config: RepoConfig | None = None) 
     cfg = config if config is not None else read_config(root)
     autocrlf = (cfg.last("core.autocrlf") or "false").lower()
     if autocrlf in ("false", "no", "off", "0"):
-        converting = gitdata.converting_paths(root, list(base))
+        converting = converting_paths(root, list(base))
     else:
         converting = set(base)
     reader = RawReader(root, fmt, sha256=False)

@@ -38,7 +38,7 @@ from pathlib import Path
 from factory.canonical import sha256_hex
 from factory.gitio.attributes import (
     attribute_files_may_apply,
-    converted,
+    converting_paths,
     outside_attribute_files,
 )
 from factory.gitio.config import RepoConfig, read_config
@@ -59,7 +59,7 @@ def _no_conversions(wt: Worktree, cfg: RepoConfig, paths: list[bytes]) -> bool:
     if (s.get("symlinks") or "true").lower() in _FALSE:
         return False
     if paths and attribute_files_may_apply(wt.root, paths, cfg.last("core.attributesfile")):
-        return not converted(wt.root, paths)
+        return not converting_paths(wt.root, paths)
     return True
 
 
