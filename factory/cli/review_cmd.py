@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from factory.cli.collector import imports_settled
 from factory.cli.framework import default_state_dir, emit_stdout, say
 
 LENSES = ("risk", "resilience", "readability", "reliability")
@@ -187,7 +188,8 @@ def _guard(operation: str, body: Callable[[], int]) -> int:
 
 
 def run_start(args: argparse.Namespace) -> int:
-    from factory.review.service import start
+    with imports_settled():
+        from factory.review.service import start
 
     def body() -> int:
         policy = Path(args.policy) if args.policy is not None else None
@@ -198,9 +200,10 @@ def run_start(args: argparse.Namespace) -> int:
 
 
 def run_finalize(args: argparse.Namespace) -> int:
-    from factory.errors import UsageError
-    from factory.review.finalize import FinalizeArgs, finalize
-    from factory.review.service import open_context
+    with imports_settled():
+        from factory.errors import UsageError
+        from factory.review.finalize import FinalizeArgs, finalize
+        from factory.review.service import open_context
 
     def body() -> int:
         run = tuple(args.command) if args.evidence_run else None
@@ -229,7 +232,8 @@ def run_finalize(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    from factory.review.service import status
+    with imports_settled():
+        from factory.review.service import status
 
     def body() -> int:
         _emit(status(Path(args.cwd)))
@@ -295,12 +299,13 @@ async def _route(scenario: Any) -> AsyncIterator[tuple[Any, Any]]:
 
 
 def run_lens(args: argparse.Namespace) -> int:
-    import trio
+    with imports_settled():
+        import trio
 
-    from factory.errors import UsageError
-    from factory.review.lens import lens_view, preflight
-    from factory.review.lens import run_lens as spend
-    from factory.review.service import open_context
+        from factory.errors import UsageError
+        from factory.review.lens import lens_view, preflight
+        from factory.review.lens import run_lens as spend
+        from factory.review.service import open_context
 
     def body() -> int:
         if not 1000 <= args.timeout_ms <= 1_800_000:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from factory.cli.collector import imports_settled
 from factory.cli.framework import say
 from factory.cli.review_cmd import _emit
 
@@ -190,7 +191,8 @@ def run_validate(args: argparse.Namespace) -> int:
             "(store facts replayed from the gate memo of these exact records)"
         )
         return int(ExitCode.OK)
-    from factory.review.gates.validate import validate
+    with imports_settled():
+        from factory.review.gates.validate import validate
 
     result = validate(Path(args.cwd), req)
     _emit(result.to_json_value())

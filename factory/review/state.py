@@ -18,6 +18,7 @@ from factory.models import StrictModel
 from factory.review.admission import FollowUp, ReviewOutcome
 from factory.review.canon import PATHS_TAG, SNAPSHOT_TAG, digest_of
 from factory.review.judgement import RefuterInput, RefuterResultInput
+from factory.review.memo import ByIdentity
 from factory.review.names import EscalationReason, LensName, StateName
 from factory.review.results import Finding, LensResult, binding_digest
 from factory.review.risk import Risk
@@ -96,7 +97,22 @@ def strictly_sorted(items: tuple[str, ...]) -> bool:
     return all(map(str.__lt__, items, items[1:]))
 
 
+#: Snapshots this process found consistent (frozen: the answer never changes; a state
+#: and each successor of a finalize share their snapshots, so one check serves them all).
+_CONSISTENT: ByIdentity[Snapshot, bool] = ByIdentity(16)
+
+
 def snapshot_problem(s: Snapshot, what: str) -> str | None:
+    """What makes ``s`` inconsistent (named ``what``), or ``None``."""
+    if _CONSISTENT.get(s):
+        return None
+    problem = _snapshot_problem(s, what)
+    if problem is None:
+        _CONSISTENT.put(s, True)
+    return problem
+
+
+def _snapshot_problem(s: Snapshot, what: str) -> str | None:
     if not (strictly_sorted(s.paths) and strictly_sorted(s.intended_untracked)):
         return f"{what}: paths are not sorted and unique"
     if s.paths_digest != paths_digest(s.paths):

@@ -28,7 +28,7 @@ from factory.review.admission import (
 from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json_plain
 from factory.review.invariants import state_problems
 from factory.review.memo import ByIdentity
-from factory.review.record import RECORD_SCHEMA, decode_record
+from factory.review.record import RECORD_SCHEMA, decode_record, state_canonical
 from factory.review.results import result_hash
 from factory.review.state import ReviewState, strictly_sorted
 from factory.review.store import record_bytes, revision_of
@@ -193,3 +193,15 @@ def test_keys_are_seen_non_ascii_whether_raw_or_escaped() -> None:
         assert strict_json_plain(doc, what="doc", limit=100)[1] is False, doc
     for doc in (b'{"a":{"b":["\\u00e9"]}}', b'{"a":1}', '{"a":"é"}'.encode()):
         assert strict_json_plain(doc, what="doc", limit=100)[1] is True, doc
+
+
+def test_a_state_assembled_member_by_member_is_rfc8785_of_the_whole_state() -> None:
+    states = _states()
+    assert states[0].initial_snapshot is states[-1].initial_snapshot  # shared, encoded once
+    for state in states:
+        assert state_canonical(state) == rfc8785.dumps(state.to_json_value())
+    changed = states[-1].model_copy(update={"genesis_paths": ("a.py", "ü/b.py")})
+    assert state_canonical(changed) == rfc8785.dumps(changed.to_json_value())
+    for name, field in ReviewState.model_fields.items():  # why a name needs no escaping
+        key = field.alias or name
+        assert key.isascii() and key.isidentifier()
