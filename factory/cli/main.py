@@ -11,6 +11,7 @@ from collections.abc import Collection, Sequence
 from importlib import import_module
 
 from factory import __version__
+from factory.cli.collector import imports_settled
 from factory.cli.framework import StrictParser, run_command
 from factory.pydantic_setup import disable_plugins
 
@@ -79,7 +80,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     disable_plugins()
     args = sys.argv[1:] if argv is None else argv
-    return run_command(_parser_for(args), args)
+    with imports_settled():  # the command module and its parser (see factory.cli.collector)
+        parser = _parser_for(args)
+    return run_command(parser, args)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import tempfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -288,6 +286,9 @@ async def _route(scenario: Any) -> AsyncIterator[tuple[Any, Any]]:
     if scenario is None:
         yield SubscriptionRoute(), None
         return
+    import shutil
+    import tempfile
+
     from factory import rehearsal
 
     root = Path(tempfile.mkdtemp(prefix="factory-rehearsal-"))

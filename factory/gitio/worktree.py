@@ -9,7 +9,6 @@ the two git directories, never on the shape of ``.git``.
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,6 +129,8 @@ def index_tree(wt: Worktree) -> str | None:
     extension back), so it runs on a private copy instead
     (:func:`factory.gitio.gitdata.private_index_copy`: no racy entry, so no filter runs).
     """
+    import tempfile  # (with shutil: ~2 ms that a finalize process does not need)
+
     from factory.gitio.gitdata import private_index_copy  # not on the gates' hook path
 
     with tempfile.TemporaryDirectory(prefix="factory-index-") as tmp:

@@ -16,7 +16,7 @@ import copy
 import re
 from typing import Annotated, Any, Final, TypeVar
 
-from pydantic import AfterValidator, Field, ValidationError, model_validator
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
 
 from factory.models import StrictModel, describe_validation_error
 from factory.review.canon import strict_json
@@ -130,8 +130,15 @@ class ReviewerInput(StrictModel):
     binding: str | None = Field(default=None, description="if given, the lens binding digest")
 
 
+#: The refuter's and the validator's inputs are read only by the calls that pass them, so
+#: their validators are built when first used, not by every process that imports this.
+ON_DEMAND = ConfigDict(defer_build=True)
+
+
 class RefuterResultInput(StrictModel):
     """The refuter's outcome for one inferential candidate-causal finding."""
+
+    model_config = ON_DEMAND
 
     finding_id: Annotated[str, Field(pattern=r"^R[1-4]-[0-9]{3}$")]
     outcome: RefuterOutcome
@@ -141,11 +148,15 @@ class RefuterResultInput(StrictModel):
 class RefuterInput(StrictModel):
     """One refuter batch: an outcome for every finding sent to it, and nothing else."""
 
+    model_config = ON_DEMAND
+
     results: Annotated[tuple[RefuterResultInput, ...], Field(max_length=4 * MAX_FINDINGS_PER_LENS)]
 
 
 class CheckInput(StrictModel):
     """One of the targeted validator's two checks."""
+
+    model_config = ON_DEMAND
 
     passed: bool
     evidence: Annotated[tuple[Concrete, ...], Field(min_length=1, max_length=100)]
@@ -154,12 +165,16 @@ class CheckInput(StrictModel):
 class FollowUpInput(StrictModel):
     """A non-blocking observation with its proof."""
 
+    model_config = ON_DEMAND
+
     observation: Concrete
     proof_refs: Proofs
 
 
 class ValidatorInput(StrictModel):
     """The targeted validator of a correction: original criteria and correction regression."""
+
+    model_config = ON_DEMAND
 
     original_criteria: CheckInput
     correction_regression: CheckInput
