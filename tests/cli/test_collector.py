@@ -18,6 +18,7 @@ from factory.cli.collector import imports_settled
 @pytest.fixture
 def collector() -> Iterator[None]:
     was = gc.isenabled()
+    gc.unfreeze()
     yield
     gc.unfreeze()
     (gc.enable if was else gc.disable)()
@@ -30,7 +31,19 @@ def test_the_block_runs_paused_and_the_collector_comes_back_enabled() -> None:
         assert not gc.isenabled()
         made = [object() for _ in range(10)]
     assert gc.isenabled()
-    assert gc.get_freeze_count() >= len(made)
+    assert gc.get_freeze_count() == 0 and made  # nothing was imported: nothing frozen
+
+
+@pytest.mark.usefixtures("collector")
+def test_what_exists_is_frozen_only_when_the_block_imported_a_module() -> None:
+    sys.modules.pop("colorsys", None)
+    with imports_settled():
+        import colorsys  # a module nothing else here imports
+    assert gc.get_freeze_count() > 0
+    frozen = gc.get_freeze_count()
+    with imports_settled():
+        import colorsys  # noqa: F401  (already imported: nothing new)
+    assert gc.get_freeze_count() == frozen
 
 
 @pytest.mark.usefixtures("collector")
