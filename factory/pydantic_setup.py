@@ -9,11 +9,11 @@ reference machine) even when ``PYDANTIC_DISABLE_PLUGINS`` tells it to return non
 environment says otherwise it sets ``PYDANTIC_DISABLE_PLUGINS=__all__``. When the setting
 disables every plugin (one of the three values pydantic's loader treats that way), it
 registers a loader that returns no plugin (which is what pydantic's own loader returns
-then), so the entry-point machinery is never imported. Any other setting (a list of
-plugin names to skip) leaves pydantic's loader alone.
+then), so the entry-point machinery is never imported. Any other setting (empty: every
+plugin; a list of plugin names to skip) leaves pydantic's loader alone.
 
 The registered loader stands in for a private module of the pinned pydantic:
-``tests/test_pydantic_setup.py`` checks that pydantic still imports only
+``tests/core/test_pydantic_setup.py`` checks that pydantic still imports only
 ``get_plugins`` from it, that its loader still returns no plugin for these values, and
 that a process that disables plugins never imports :mod:`importlib.metadata`.
 """

@@ -58,8 +58,12 @@ def test_a_process_that_disables_every_plugin_never_imports_the_entry_point_mach
     assert str(report["loader_doc"]).startswith("factory:")
 
 
-def test_a_setting_that_keeps_some_plugins_leaves_pydantics_loader_in_charge() -> None:
-    report = _probe("some_plugin")
+@pytest.mark.parametrize("setting", ["some_plugin", "a,b", "", "TRUE", "__ALL__"])
+def test_a_setting_that_keeps_some_plugins_leaves_pydantics_loader_in_charge(
+    setting: str,
+) -> None:
+    """Empty allows every plugin; pydantic compares the values case-sensitively."""
+    report = _probe(setting)
     assert report["metadata"] is True  # pydantic's loader scanned the entry points
     assert not str(report["loader_doc"] or "").startswith("factory:")
 

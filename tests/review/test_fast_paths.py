@@ -30,7 +30,7 @@ from factory.review.invariants import state_problems
 from factory.review.memo import ByIdentity
 from factory.review.record import RECORD_SCHEMA, decode_record, state_canonical
 from factory.review.results import result_hash
-from factory.review.state import ReviewState, strictly_sorted
+from factory.review.state import Invalidation, ReviewState, strictly_sorted
 from factory.review.store import record_bytes, revision_of
 from tests.review import builders as b
 
@@ -205,3 +205,25 @@ def test_a_state_assembled_member_by_member_is_rfc8785_of_the_whole_state() -> N
     for name, field in ReviewState.model_fields.items():  # why a name needs no escaping
         key = field.alias or name
         assert key.isascii() and key.isidentifier()
+
+
+texts = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(genesis=st.lists(texts, max_size=6).map(tuple), policy=texts, reason=texts)
+def test_any_member_text_assembles_to_rfc8785_of_the_whole_state(
+    genesis: tuple[str, ...], policy: str, reason: str
+) -> None:
+    """Control characters, quotes, backslashes, non-ASCII and astral text in a shared
+    member (the genesis paths) and in members encoded each time (the policy hash, the
+    invalidation reason); a shared snapshot reused from another state."""
+    base = _states()[-1]
+    state = base.model_copy(
+        update={
+            "genesis_paths": genesis,
+            "policy_hash": policy,
+            "invalidation": Invalidation(reason=reason),
+        }
+    )
+    assert state_canonical(state) == rfc8785.dumps(state.to_json_value())
