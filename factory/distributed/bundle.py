@@ -168,6 +168,11 @@ def push_bundle(repo: Path, url: str, bundle: Bundle) -> Literal["pushed", "reus
     Raises:
         BundleRefused: ``bundle-conflict`` when the ref names another commit.
     """
+    before = remote_ref(repo, url, bundle.ref)
+    if before == bundle.commit:
+        return "reused"
+    if before is not None:
+        raise BUNDLE_CONFLICT(f"{bundle.ref} names another commit at the remote")
     args = [
         *REMOTE_SAFETY,
         "push",
@@ -180,12 +185,12 @@ def push_bundle(repo: Path, url: str, bundle: Bundle) -> Literal["pushed", "reus
         url,
         f"{bundle.commit}:{bundle.ref}",
     ]
-    code, _ = try_git(repo, args)
-    there = remote_ref(repo, url, bundle.ref)
-    if there == bundle.commit:
-        return "pushed" if code == 0 else "reused"
+    try_git(repo, args)
+    after = remote_ref(repo, url, bundle.ref)
+    if after == bundle.commit:
+        return "pushed"
     raise BUNDLE_CONFLICT(
         f"{bundle.ref} names another commit at the remote"
-        if there
+        if after
         else "the remote refused the run ref"
     )
