@@ -152,6 +152,13 @@ def _not_busy(wt: Worktree) -> None:
         raise _IN_PROGRESS[state](f"the worktree is in the middle of a {_OPERATIONS[state]}")
     locks = lock_files(wt.git_dir, wt.common_dir)
     if locks:
+        # Another factory run of this repository creating or updating its own branch holds
+        # that ref's lock for a moment: not this worktree's state (factory.runs.registry).
+        from factory.runs.registry import foreign_labels, is_foreign
+
+        foreign = foreign_labels(wt.common_dir, None, wt.root)
+        locks = [k for k in locks if not is_foreign(os.fsencode(k.label[:-5]), foreign)]
+    if locks:
         raise _LOCKED[locks[0].code](
             f"git left a lock file ({locks[0].label}): a git command is running or crashed"
         )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 
@@ -119,4 +120,26 @@ def prepare(spec: WorktreeSpec, draft: AgentRequest, *, run_id: str | None = Non
         root=plan.path, git_dir=common / "worktrees" / plan.path.name, common_dir=common
     )
     planned = Admitted(request, expected, receipt, evidence, plan.base_commit, plan.base_tree)
-    return Prelude(planned=planned, record=record_of(plan), effect=partial(create_worktree, plan))
+    effect = partial(create_registered, plan, receipt)
+    return Prelude(planned=planned, record=record_of(plan), effect=effect)
+
+
+def create_registered(plan: WorktreePlan, receipt: Path) -> Worktree:
+    """Record the run in the repository's run registry, then create its worktree, under
+    the repository's creation lock (:mod:`factory.runs.registry`): a run watching the same
+    repository can then tell this run's new branch and registration from a mutation."""
+    from factory.runs.registry import RunRecord, creation_lock, own_process, reserve_run
+
+    common = plan.repository.common_dir
+    record = RunRecord(
+        run_id=plan.run_id,
+        worktree=os.fspath(plan.path),
+        branch=plan.branch,
+        base_commit=plan.base_commit,
+        receipt=os.fspath(receipt),
+        created_at=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        process=own_process(),
+    )
+    with creation_lock(common):
+        reserve_run(common, record)
+        return create_worktree(plan)

@@ -51,6 +51,7 @@ from factory.gitio.worktree import head_commit, head_ref
 from factory.proc import Captured
 from factory.proc.procfs import boot_id, read_stat
 from factory.provider_api import ProviderResult, Spool, partial_of
+from factory.runs.registry import foreign_labels, is_foreign, registry_label
 
 T = TypeVar("T")
 
@@ -235,7 +236,15 @@ class RunState:
         before = self.git_state
         after = await in_thread(partial(bind_control, self.wt, before))
         self.git_state = after
-        return changed_paths(before, after, ignore) if before is not None else []
+        if before is None:
+            return []
+        changed = changed_paths(before, after, ignore)
+        if not changed:
+            return []
+        # Other factory runs of this repository create branches and worktrees meanwhile:
+        # theirs, by the registry, and never this run's own (factory.runs.registry).
+        foreign = await in_thread(partial(foreign_labels, self.wt.common_dir, None, self.wt.root))
+        return [p for p in changed if not (registry_label(p) or is_foreign(p, foreign))]
 
     def store_mutation(self, ph: OpenPhase, paths: list[bytes]) -> None:
         """The sorted changed paths as evidence ``<phase>-mutation-paths`` (each path's
