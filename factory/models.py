@@ -7,7 +7,7 @@ which turns a pydantic ``ValidationError`` into a one-line typed error instead o
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import (
     BaseModel,
@@ -17,7 +17,7 @@ from pydantic import (
     model_serializer,
 )
 
-from factory.canonical import canonical_bytes
+from factory.canonical import canonical_bytes, digest
 from factory.errors import INTERNAL, Code
 
 M = TypeVar("M", bound="StrictModel")
@@ -35,6 +35,27 @@ class StrictModel(BaseModel):
     def canonical(self) -> bytes:
         """RFC 8785 bytes of :meth:`to_json_value`."""
         return canonical_bytes(self.to_json_value())
+
+
+class RevisionedModel(StrictModel):
+    """A document that carries its own ``revision``: the domain-separated digest
+    (:data:`REVISION_TAG`) of the RFC 8785 bytes of everything else. Subclasses declare
+    ``revision: str | None = None`` and set the tag."""
+
+    REVISION_TAG: ClassVar[str] = ""
+
+    def body_value(self) -> dict[str, Any]:
+        """The JSON value the revision is computed over: everything but ``revision``."""
+        value = self.to_json_value()
+        value.pop("revision", None)
+        return value
+
+    def compute_revision(self) -> str:
+        return digest(self.REVISION_TAG, self.body_value())
+
+    def closed(self: M) -> M:
+        """A copy with ``revision`` set to :meth:`compute_revision`."""
+        return self.model_copy(update={"revision": self.compute_revision()})  # type: ignore[attr-defined]
 
 
 class SparseModel(StrictModel):

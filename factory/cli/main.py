@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "publish_cmd",
     "review_cmd",
     "schema_cmd",
+    "batch_cmd",
     "worker_cmd",
 )
 

@@ -1,4 +1,4 @@
-"""Which worktrees and branches factory runs created in a repository (SPEC M-1, M-2).
+"""Which worktrees and branches factory runs created in a repository (SPEC M-2).
 
 Every ``factory agent --repo`` run records itself in ``<common dir>/factory/runs/<run>.json``
 *before* it creates its branch and worktree, one file per run (written whole, by rename),

@@ -1,0 +1,223 @@
+"""``factory batch run`` as one function of typed values: admit everything that can refuse
+(tasks file, repository, every base pinned to a commit, the output folder, free space),
+open or resume the journal, run the tasks left with the chosen engine, write the report.
+
+Every refusal happens before the first task starts (exit 2, nothing run). After that, every
+way out — the last task ended, Ctrl-C, SIGTERM, the batch deadline — leaves each task's
+journal row terminal and writes the report.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import trio
+
+from factory.batch.journal import Journal, TaskRow
+from factory.batch.local import BatchConfig, LocalEngine, free_bytes
+from factory.batch.report import BatchReport, write_report
+from factory.batch.screen import HumanScreen, JsonlScreen, Screen
+from factory.batch.tasks import BatchTask, load_tasks
+from factory.errors import ExitCode, UsageError
+
+RERUN = frozenset({"pending", "running", "interrupted", "unverified"})
+
+
+class BatchRefused(UsageError):
+    """The batch cannot start as asked (nothing ran)."""
+
+
+DISK_FLOOR = BatchRefused.define(
+    "batch-disk-floor", "free some space, or lower --min-free-mb, then run the same command again"
+)
+OUT_UNUSABLE = BatchRefused.define("batch-out-unusable", "give --out a folder factory can create")
+BAD_LIMIT = BatchRefused.define("batch-limit-invalid", "see 'factory batch run --help'")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchCall:
+    """``factory batch run``'s flags as values."""
+
+    tasks: Path
+    repo: Path
+    out: Path
+    jobs: int = 2
+    per_login: int = 1
+    base: str | None = None
+    rehearsal: Path | None = None
+    timeout_ms: int = 600_000
+    task_deadline_s: float | None = None
+    deadline_s: float | None = None
+    min_free_mb: int = 1024
+    remove_done: bool = False
+    progress: Literal["human", "jsonl"] | None = None
+    engine: Literal["local", "temporal"] = "local"
+    temporal: str | None = None
+    task_queue: str = "factory"
+    remote: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    call: BatchCall
+    tasks: list[BatchTask]
+    tasks_sha256: str
+    common_dir: Path
+    base_commit: str
+    bases: dict[str, str]
+
+
+def admit(call: BatchCall) -> Admitted:
+    """Every check that can refuse, nothing created."""
+    from factory.gitio.repository import locate_repository, resolve_base
+
+    if not 1 <= call.jobs <= 64 or not 1 <= call.per_login <= 64:
+        raise BAD_LIMIT("--jobs and --per-login take 1 to 64")
+    if call.min_free_mb < 0:
+        raise BAD_LIMIT("--min-free-mb cannot be negative")
+    for value in (call.deadline_s, call.task_deadline_s):
+        if value is not None and value <= 0:
+            raise BAD_LIMIT("deadlines are positive numbers of seconds")
+    tasks, digest = load_tasks(call.tasks)
+    repo = locate_repository(call.repo)
+    base_commit, _ = resolve_base(repo, call.base)
+    bases = {t.id: (resolve_base(repo, t.base)[0] if t.base else base_commit) for t in tasks}
+    out = call.out.absolute()
+    if out.exists() and not out.is_dir():
+        raise OUT_UNUSABLE("--out exists and is not a folder")
+    if not out.exists() and not out.parent.is_dir():
+        raise OUT_UNUSABLE("the folder holding --out does not exist")
+    where = out if out.exists() else out.parent
+    if free_bytes(where, Path(os.path.realpath(call.repo)).parent) < call.min_free_mb << 20:
+        raise DISK_FLOOR(f"less than {call.min_free_mb} MB free for the batch or its worktrees")
+    return Admitted(call, tasks, digest, repo.common_dir, base_commit, bases)
+
+
+def _screen(call: BatchCall, ids: list[str]) -> Screen:
+    import sys
+
+    human = call.progress == "human" or (
+        call.progress is None and sys.stderr is not None and sys.stderr.isatty()
+    )
+    return HumanScreen(ids) if human else JsonlScreen()
+
+
+def todo(rows: list[TaskRow]) -> list[TaskRow]:
+    """The tasks to run now: never started, cut short, or ended without a receipt that
+    still verifies. A task done with a verified receipt never runs again."""
+    from factory.batch.judge import judge
+
+    left = []
+    for row in rows:
+        rerun = row.state in RERUN or (
+            row.state == "done"
+            and row.receipt is not None
+            and judge(Path(row.receipt), 0).state != "done"
+        )
+        if rerun:
+            left.append(row)
+    return left
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    report: BatchReport
+    exit_code: int
+    interrupted: bool
+    ran: int
+
+
+def exit_code_of(report: BatchReport, interrupted: bool) -> int:
+    if interrupted:
+        return int(ExitCode.INTERRUPTED)
+    bad = {"failed", "interrupted", "refused", "pending"}
+    if any(t.outcome in bad for t in report.tasks):
+        return int(ExitCode.FAILURE)
+    if any(t.outcome == "rejected" for t in report.tasks):
+        return int(ExitCode.REJECTED)
+    return int(ExitCode.OK)
+
+
+def run_batch(call: BatchCall) -> Finished:
+    """Admit, open or resume, run, report (see the module docstring)."""
+    adm = admit(call)
+    out = call.out.absolute()
+    out.mkdir(exist_ok=True)
+    journal = Journal(out)
+    try:
+        identity = {
+            "repository": os.fspath(adm.common_dir),
+            "tasks_sha256": adm.tasks_sha256,
+            "base_commit": adm.base_commit,
+            "engine": call.engine,
+            "route": "rehearsal" if call.rehearsal is not None else "subscription",
+        }
+        journal.open_batch(identity, adm.tasks, {"batch_id": secrets.token_hex(6)})
+        rows = todo(journal.rows())
+        screen = _screen(call, [r.id for r in journal.rows()])
+        interrupted = False
+        try:
+            interrupted = trio.run(_engine_main, adm, journal, screen, rows)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            stop = getattr(screen, "stop", None)
+            if stop is not None:
+                stop()
+            report = write_report(journal, out)
+        return Finished(report, exit_code_of(report, interrupted), interrupted, len(rows))
+    finally:
+        journal.close()
+
+
+async def _engine_main(
+    adm: Admitted, journal: Journal, screen: Screen, rows: list[TaskRow]
+) -> bool:
+    """Run ``rows``; True when a signal or the batch deadline cut the batch short."""
+    call = adm.call
+    cut = False
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_signal() -> None:
+                nonlocal cut
+                async for _ in signals:
+                    cut = True
+                    screen.note("stopping: a signal asked the batch to end")
+                    nursery.cancel_scope.cancel()
+
+            nursery.start_soon(on_signal)
+            with trio.move_on_after(call.deadline_s or float("inf")) as deadline:
+                await _run_engine(adm, journal, screen, rows)
+            if deadline.cancelled_caught:
+                cut = True
+                screen.note("the batch deadline passed: tasks still running were stopped")
+            nursery.cancel_scope.cancel()
+    return cut
+
+
+async def _run_engine(adm: Admitted, journal: Journal, screen: Screen, rows: list[TaskRow]) -> None:
+    call = adm.call
+    if call.engine == "temporal":
+        from factory.batch.remote import run_on_temporal
+
+        await run_on_temporal(adm, journal, screen, rows)
+        return
+    cfg = BatchConfig(
+        repo=call.repo.absolute(),
+        out=call.out.absolute(),
+        base_commit=adm.base_commit,
+        jobs=call.jobs,
+        per_login=call.per_login,
+        timeout_ms=call.timeout_ms,
+        task_deadline_s=call.task_deadline_s,
+        rehearsal=call.rehearsal.absolute() if call.rehearsal else None,
+        min_free_bytes=call.min_free_mb << 20,
+        remove_done=call.remove_done,
+    )
+    await LocalEngine(cfg, journal, screen, adm.bases).run(rows)

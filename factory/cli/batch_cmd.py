@@ -1,0 +1,145 @@
+"""``factory batch run | verify | show``: many tasks at once (SPEC M-2, M-3).
+
+The decisions live in :mod:`factory.batch`; this module parses flags and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from factory.cli.framework import emit_stdout, say
+
+RUN_HELP = """\
+Run every task of TASKS (a factory.batch-tasks/1 file: TOML with [[tasks]] tables, or JSONL,
+one task per line: id, task, optional base, test, labels, queue) as 'factory agent --repo R'
+runs it — each in a worktree of its own on a new branch — several at once.
+
+--jobs caps the tasks running at once (default 2); --per-login caps those sharing one
+provider login (default 1 on the subscription route: parallel sessions of one subscription
+login log each other out as their refresh tokens rotate; the rehearsal route has no login).
+Each task is a child process under factory's supervisor: Ctrl-C, SIGTERM, --task-deadline-s
+and --deadline-s end its whole process tree and leave its receipt terminal.
+
+--out DIR holds the journal (batch.sqlite3), each attempt's receipt and evidence
+(tasks/<id>/attempt-<n>/), and batch-report.json (factory.batch-report/1). Run the same
+command again to resume: a task whose receipt verifies is never run again; interrupted or
+unfinished ones run again in a new worktree. Publication stays one operator grant per
+candidate: a batch never pushes.
+
+No task starts while less than --min-free-mb (default 1024) is free for DIR or the
+worktrees; --remove-done removes each finished task's worktree (branch, receipt and
+evidence stay). --engine temporal runs the tasks on 'factory worker' machines instead (see
+'Batches beyond one machine' in the README).
+
+Progress on stderr: a live table at a terminal, factory.batch-progress/1 JSON lines
+otherwise (--progress). stdout: the report. Exit 0 every task completed, 3 some rejected,
+4 some failed or were not run, 2 refused (nothing ran), 130 interrupted.
+"""
+
+VERIFY_HELP = """\
+Verify a batch folder offline: the report's revision and canonical bytes, and every receipt
+it binds with the checks of 'factory receipt verify', each against the revision the report
+recorded. stdout: factory.batch-verification/1 JSON. Exit 0 all hold, 4 otherwise.
+"""
+
+SHOW_HELP = """\
+Show a batch for the operator reviewing it: each task's outcome, whether its receipt
+verifies now, and the commands to look closer. --html OUT writes one page linking each
+receipt's own page (written beside it). Exit 0, or 4 when something does not verify.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("batch", help="run many tasks at once")
+    bsub = p.add_subparsers(title="batch commands", metavar="COMMAND", parser_class=type(p))
+    r = bsub.add_parser("run", help="run a tasks file", description=RUN_HELP)
+    r.add_argument("tasks", metavar="TASKS", help="factory.batch-tasks/1 file (.toml or .jsonl)")
+    r.add_argument("--repo", required=True, help="the repository the tasks run on")
+    r.add_argument("--out", required=True, help="the batch folder (created; reused to resume)")
+    r.add_argument("--jobs", type=int, default=2, help="tasks at once (default 2)")
+    r.add_argument("--per-login", type=int, default=1, help="tasks at once per login (default 1)")
+    r.add_argument("--base", help="revision the tasks start from (default HEAD)")
+    r.add_argument("--timeout-ms", type=int, default=600_000, help="each agent run's limit")
+    r.add_argument("--task-deadline-s", type=float, help="wall-clock limit of one task")
+    r.add_argument("--deadline-s", type=float, help="wall-clock limit of the whole batch")
+    r.add_argument("--min-free-mb", type=int, default=1024, help="free-space floor (MB)")
+    r.add_argument("--remove-done", action="store_true", help="remove finished worktrees")
+    r.add_argument("--progress", choices=("human", "jsonl"), help="progress format on stderr")
+    r.add_argument("--rehearsal", metavar="SCENARIO", help="the rehearsal route (scripted model)")
+    r.add_argument("--engine", choices=("local", "temporal"), default="local")
+    r.add_argument("--temporal", metavar="HOST:PORT", help="Temporal server (--engine temporal)")
+    r.add_argument("--task-queue", default="factory", help="default task queue (temporal)")
+    r.add_argument("--remote", help="remote name or URL the workers clone (default origin)")
+    r.set_defaults(handler=run_run)
+    v = bsub.add_parser("verify", help="verify a batch folder offline", description=VERIFY_HELP)
+    v.add_argument("dir", metavar="DIR")
+    v.set_defaults(handler=run_verify)
+    s = bsub.add_parser("show", help="show a batch for review", description=SHOW_HELP)
+    s.add_argument("dir", metavar="DIR")
+    s.add_argument("--html", metavar="OUT.html", help="also write one page")
+    s.set_defaults(handler=run_show)
+
+
+def run_run(args: argparse.Namespace) -> int:
+    from factory.batch.service import BatchCall, run_batch
+    from factory.cli.framework import refuse_non_utf8
+
+    refuse_non_utf8(args, {"tasks": "TASKS", "repo": "--repo", "out": "--out", "base": "--base"})
+
+    def path(value: str | None) -> Path | None:
+        return None if value is None else Path(value)
+
+    call = BatchCall(
+        tasks=Path(args.tasks),
+        repo=Path(args.repo),
+        out=Path(args.out),
+        jobs=args.jobs,
+        per_login=args.per_login,
+        base=args.base,
+        rehearsal=path(args.rehearsal),
+        timeout_ms=args.timeout_ms,
+        task_deadline_s=args.task_deadline_s,
+        deadline_s=args.deadline_s,
+        min_free_mb=args.min_free_mb,
+        remove_done=args.remove_done,
+        progress=args.progress,
+        engine=args.engine,
+        temporal=args.temporal,
+        task_queue=args.task_queue,
+        remote=args.remote,
+    )
+    done = run_batch(call)
+    counts = ", ".join(f"{v} {k}" for k, v in done.report.counts.items())
+    say(f"factory batch: {counts}; report {Path(args.out) / 'batch-report.json'}")
+    if done.report.route == "rehearsal":
+        say("factory batch: REHEARSAL — scripted model, proves the control path only")
+    emit_stdout(done.report.canonical() + b"\n", kept_in=str(Path(args.out) / "batch-report.json"))
+    return done.exit_code
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from factory.batch.report import verify_batch
+
+    result = verify_batch(Path(args.dir))
+    for problem in result["problems"]:
+        from factory.display import safe_line
+
+        say(safe_line(f"factory batch verify: {problem}"))
+    emit_stdout((json.dumps(result, ensure_ascii=True, sort_keys=True) + "\n").encode())
+    return 0 if result["ok"] else 4
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from factory.batch.show import render_html, render_text
+
+    folder = Path(args.dir)
+    text, ok = render_text(folder)
+    if args.html:
+        render_html(folder, Path(args.html))
+    if sys.stdout is not None:
+        emit_stdout(text.encode("utf-8"))
+    return 0 if ok else 4
