@@ -57,15 +57,12 @@ def resolve_remote(common_dir: Path, remote: str | None) -> str:
 async def run_on_temporal(
     adm: Admitted, journal: Journal, screen: Screen, rows: list[TaskRow]
 ) -> None:
-    from factory.cli.worker_cmd import check_address
     from factory.distributed.coordinator import run_remote
     from factory.distributed.payloads import RemoteBatch, RemoteTask
 
     call = adm.call
-    if call.temporal is None:
-        raise TEMPORAL_REQUIRED("--engine temporal needs --temporal")
-    address = check_address(call.temporal)
-    url = resolve_remote(adm.common_dir, call.remote)
+    assert call.temporal is not None and adm.remote_url is not None  # admitted
+    address, url = call.temporal, adm.remote_url
     scenario = call.rehearsal.read_text(encoding="utf-8") if call.rehearsal else None
     tasks = tuple(
         RemoteTask(

@@ -70,6 +70,7 @@ class Admitted:
     common_dir: Path
     base_commit: str
     bases: dict[str, str]
+    remote_url: str | None = None
 
 
 def admit(call: BatchCall) -> Admitted:
@@ -95,7 +96,16 @@ def admit(call: BatchCall) -> Admitted:
     where = out if out.exists() else out.parent
     if free_bytes(where, Path(os.path.realpath(call.repo)).parent) < call.min_free_mb << 20:
         raise DISK_FLOOR(f"less than {call.min_free_mb} MB free for the batch or its worktrees")
-    return Admitted(call, tasks, digest, repo.common_dir, base_commit, bases)
+    remote_url = None
+    if call.engine == "temporal":
+        from factory.batch.remote import TEMPORAL_REQUIRED, resolve_remote
+        from factory.cli.worker_cmd import check_address
+
+        if call.temporal is None:
+            raise TEMPORAL_REQUIRED("--engine temporal needs --temporal")
+        check_address(call.temporal)
+        remote_url = resolve_remote(repo.common_dir, call.remote)
+    return Admitted(call, tasks, digest, repo.common_dir, base_commit, bases, remote_url)
 
 
 def _screen(call: BatchCall, ids: list[str]) -> Screen:
