@@ -90,6 +90,9 @@ def test_a_tampered_mirror_is_refused_by_fetch_and_denied_by_the_gate(
     git(fresh, "fetch", "-q", "origin", f"{NS}*:{NS}*")
     denied = gate(fresh, "--from-refs")
     assert denied.code == 3 and code(denied) == "receipt-discovery/authority-corrupted"
+    first = f"git update-ref -d {NS}{lineage}"
+    assert denied.doc["context"]["next"] == [first, "factory review fetch"]
+    assert denied.doc["reason"].endswith(f"(next: {first})")
     # the clone that imported the honest entry keeps it: the forged one is a conflict
     conflict = review("fetch", cwd=honest)
     assert conflict.code == 2 and conflict.doc["error"]["code"] == "review-mirror-conflict"
@@ -160,3 +163,40 @@ def test_push_with_nothing_approved_and_a_steering_remote_are_refused(
     assert review("push", cwd=repo).code == 0  # twin: the same push without the rule
     unknown = review("push", "--remote", "nowhere", cwd=repo)
     assert unknown.code == 2 and unknown.doc["error"]["code"] == "review-mirror-remote"
+
+
+def test_a_recovered_lineage_travels_with_its_predecessor(repo: Path, tmp_path: Path) -> None:
+    from factory.review.recovery import recover
+    from tests.review.gates_support import approve, commit, finish, loaded
+
+    bare = with_remote(repo, tmp_path)
+    git(repo, "switch", "-q", "-c", "topic")
+    guide = repo / "docs" / "guide.md"
+    guide.write_text("# guide\n\nreviewed words\n")
+    first = str(approve(repo, tmp_path)["lineage"])
+    guide.write_text("# guide\n\nchanged after approval\n")
+    made = recover(
+        repo,
+        predecessor=first,
+        expected_revision=loaded(repo, first).revision,
+        disposition="scope_changed",
+        reason="edited after approval",
+        actor="maintainer",
+        authorization=None,
+    )
+    assert finish(repo, tmp_path)["state"] == "approved"
+    commit(repo, "the recovered candidate")
+    git(repo, "push", "-q", "origin", "HEAD")
+    pushed = review("push", cwd=repo)
+    assert pushed.code == 0, pushed.stderr
+    assert [r["lineage"] for r in pushed.doc["lineages"]] == [made["lineage"], first]
+    ci = clone(bare, tmp_path / "ci", "topic")
+    assert review("fetch", cwd=ci).code == 0
+    allowed = gate(ci, "--from-refs")
+    assert allowed.code == 0, allowed.stderr
+    assert allowed.doc["context"]["lineage_id"] == made["lineage"]
+    assert allowed.doc["context"]["generation"] == 2
+    # twin: the successor without its predecessor is a dangling edge, which fails closed
+    git(ci, "update-ref", "-d", NS + first)
+    denied = gate(ci, "--from-refs")
+    assert denied.code == 3 and code(denied) == "receipt-discovery/authority-corrupted"

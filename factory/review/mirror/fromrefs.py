@@ -24,7 +24,7 @@ from factory.review import nextcmd
 from factory.review.gates.live import GateRequest
 from factory.review.gates.result import GateResult, gate_result
 from factory.review.gates.verdict import deny
-from factory.review.mirror.objects import list_refs, read_entry
+from factory.review.mirror.objects import NAMESPACE, list_refs, read_entry
 from factory.review.names import valid_lineage
 from factory.review.store import ReviewStore
 
@@ -58,6 +58,28 @@ def mirror_store(root: Path, scratch: Path, refs: Mapping[str, str]) -> tuple[Re
     return store, bad
 
 
+_LOCAL_ONLY = ("factory review reclaim ", "factory review repair ")
+
+
+def _mirror_next(result: GateResult) -> GateResult:
+    """The denial with the local store's ceremonies (reclaim, repair: they act on the
+    store's folders) replaced by what makes progress with a mirror: drop the bad local
+    ref, then fetch again (which validates before importing)."""
+    nxt = result.context.next
+    if result.denial is None or not any(n.startswith(_LOCAL_ONLY) for n in nxt):
+        return result
+    out: list[str] = []
+    for n in nxt:
+        if n.startswith(_LOCAL_ONLY) and " --lineage " in n:
+            lid = n.split(" --lineage ", 1)[1].split(" ", 1)[0]
+            n = f"git update-ref -d {NAMESPACE}{lid}"
+        out.append(n)
+    out.append("factory review fetch")
+    core = result.reason.rsplit(" (next: ", 1)[0]
+    verdict = deny(f"{result.denial.stage}/{result.denial.code}", core, *dict.fromkeys(out))
+    return gate_result(verdict, result.context)
+
+
 def validate_from_refs(cwd: Path, req: GateRequest) -> tuple[GateResult, int, int]:
     """The gate result for ``req`` with the mirror refs as the store; with the number of
     mirrored lineages read and of refs that were not mirror entries."""
@@ -68,6 +90,7 @@ def validate_from_refs(cwd: Path, req: GateRequest) -> tuple[GateResult, int, in
     with tempfile.TemporaryDirectory(prefix="factory-review-mirror-") as tmp:
         store, bad = mirror_store(wt.root, Path(tmp), before)
         result = validate(cwd, req, store=store)
+    result = _mirror_next(result)
     if result.allowed and list_refs(wt.root) != before:
         verdict = deny(
             "final-authorization/changed",
