@@ -95,9 +95,7 @@ def push(cwd: Path, remote: str | None) -> dict[str, Any]:
     rows = []
     for lid in lineages:
         oid = write_entry(root, lid, entry_files(ctx.store, ctx.store.load(lid)))
-        if local.get(lid, oid) != oid or (
-            lid not in local and not create_ref(root, NAMESPACE + lid, oid)
-        ):
+        if not _ensure_ref(root, lid, oid, local.get(lid)):
             raise refused(
                 MIRROR_CONFLICT,
                 f"the local mirror ref {NAMESPACE}{lid} names another entry than the store holds",
@@ -135,19 +133,20 @@ def fetch(cwd: Path, remote: str | None) -> dict[str, Any]:
     root = ctx.wt.root
     name = transport.checked_remote(root, remote or default_remote(cwd), push=False)
     staging = f"{STAGING}{secrets.token_hex(8)}/"
-    transport.fetch_refs(root, name, NAMESPACE, staging)
-    incoming = list_refs(root, staging)
     try:
+        transport.fetch_refs(root, name, NAMESPACE, staging)
+        incoming = list_refs(root, staging)
         plan, rows = _check_incoming(root, name, incoming, list_refs(root))
         for lid, oid in plan:
-            if not create_ref(root, NAMESPACE + lid, oid):
+            if not _ensure_ref(root, lid, oid, None):
                 raise refused(
                     MIRROR_CONFLICT,
-                    f"the local mirror ref {NAMESPACE}{lid} appeared meanwhile",
+                    f"the local mirror ref {NAMESPACE}{lid} appeared meanwhile, naming "
+                    "another entry",
                     f"factory review fetch --remote {name}",
                 )
     finally:
-        for lid in incoming:
+        for lid in list_refs(root, staging):
             delete_ref(root, staging + lid)
     return {
         "operation": "review/fetch",
@@ -155,6 +154,14 @@ def fetch(cwd: Path, remote: str | None) -> dict[str, Any]:
         "lineages": rows,
         "next": ["factory review validate --gate pre-pr --from-refs"],
     }
+
+
+def _ensure_ref(root: Path, lineage_id: str, oid: str, current: str | None) -> bool:
+    """Whether the local mirror ref of ``lineage_id`` names ``oid`` (creating it when
+    absent; a concurrent creation of the same entry is fine, of another is not)."""
+    if current is None and not create_ref(root, NAMESPACE + lineage_id, oid):
+        current = list_refs(root).get(lineage_id)
+    return current in (None, oid)
 
 
 def _inspect(remote: str) -> str:
