@@ -5,6 +5,7 @@ would (same reason codes), each refusal with its negative-control twin."""
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
@@ -200,3 +201,39 @@ def test_a_recovered_lineage_travels_with_its_predecessor(repo: Path, tmp_path: 
     git(ci, "update-ref", "-d", NS + first)
     denied = gate(ci, "--from-refs")
     assert denied.code == 3 and code(denied) == "receipt-discovery/authority-corrupted"
+
+
+def _reshaped(repo: Path, lineage: str, how: str) -> str:
+    """A commit for ``lineage`` that is not its mirror entry, in one way."""
+    files, _ = read_entry(repo, lineage, git(repo, "rev-parse", NS + lineage).strip())
+    if how == "extra-file":
+        return write_entry(repo, lineage, dict(files, **{"notes.txt": b"hello\n"}))
+    if how == "unbound-evidence":
+        name = "evidence/extra-" + hashlib.sha256(b"x").hexdigest()
+        return write_entry(repo, lineage, dict(files, **{name: b"x"}))
+    tree = git(repo, "rev-parse", f"{NS}{lineage}^{{tree}}").strip()
+    return git(repo, "commit-tree", "-m", "a look-alike", tree).strip()  # another author
+
+
+def test_an_entry_of_another_shape_is_refused_and_its_twin_imports(
+    repo: Path, tmp_path: Path
+) -> None:
+    bare = with_remote(repo, tmp_path)
+    lineage = approve_and_push(repo, tmp_path)
+    assert review("push", cwd=repo).code == 0
+    git(bare, "update-ref", "-m", "keep", "refs/keep", f"{NS}{lineage}")
+    for how in ("extra-file", "unbound-evidence", "foreign-commit"):
+        oid = _reshaped(repo, lineage, how)
+        git(repo, "push", "-q", "--force", str(bare), f"{oid}:{NS}{lineage}")
+        fresh = clone(bare, tmp_path / f"fresh-{how}", branch_of(repo))
+        refused = review("fetch", cwd=fresh)
+        assert refused.code == 4, (how, refused.stderr)
+        assert refused.doc["error"]["code"] == "review-mirror-invalid"
+        git(fresh, "fetch", "-q", "origin", f"{NS}*:{NS}*")
+        # the gate judges the record and its receipt; which blobs travel is fetch's check
+        assert gate(fresh, "--from-refs").code == (0 if how == "unbound-evidence" else 3), how
+    honest = git(bare, "rev-parse", "refs/keep").strip()
+    git(repo, "push", "-q", "--force", str(bare), f"{honest}:{NS}{lineage}")
+    twin = clone(bare, tmp_path / "twin", branch_of(repo))
+    assert review("fetch", cwd=twin).code == 0
+    assert gate(twin, "--from-refs").code == 0
