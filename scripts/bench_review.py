@@ -109,7 +109,8 @@ def _stats(clocks: list[Clock], scale: float = 1.0) -> dict[str, float]:
 def cli(
     args: list[str], cwd: Path, stdin: bytes = b"", env: dict[str, str] | None = None
 ) -> tuple[Clock, int, dict[str, Any]]:
-    """Wall and CPU time, peak RSS (KiB) of the child, and its JSON output."""
+    """Wall and CPU time, peak RSS (KiB) of the child, and its JSON output (or its exit
+    code when it printed none)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     clock = Clock().__enter__()
     proc = subprocess.run(
@@ -124,6 +125,8 @@ def cli(
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     if proc.returncode not in (0, 3):
         raise SystemExit(f"bench: {' '.join(args[:2])} failed: {proc.stderr.decode()[-400:]}")
+    if not proc.stdout.strip():  # a gate as a hook runs it: one line, no document
+        return clock, max(peak, before), {"exit_code": proc.returncode}
     return clock, max(peak, before), json.loads(proc.stdout)
 
 

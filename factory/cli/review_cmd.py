@@ -31,6 +31,8 @@ Review transactions: the model judges; code owns ids, hashes, budget, state and 
   factory review validate --gate G   allow or deny at pre-commit, pre-push, pre-pr, release
   factory review invalidate | recover | reclaim | repair   exits for stuck or invalid authority
   factory review install-hooks       plain git pre-commit and pre-push hooks (--uninstall)
+  factory review push | fetch        mirror approved authority as refs/factory/review/v1/*
+                                     (validate --from-refs judges with it, e.g. in CI)
 
 The store lives under the git common dir (shared by linked worktrees):
 <git-common-dir>/factory/review/v1/. Exit codes: 0 ok, 2 refused or malformed input

@@ -37,8 +37,29 @@ the live one is used. An allow is decided twice: again under the store lock, and
 that changed in between answers invalidated. Output: factory.review-gate-result/1.
 An allow at pre-commit or pre-push replays the store's facts from the gate memo when
 no record changed since the last full validation (--no-memo: validate them all again).
+Prints one line (ALLOW, or DENIED with the reason and the next command); the JSON document
+only with --json. --from-refs judges with the review mirror fetched by 'review fetch'
+(same validation, same decision, the live target from this checkout).
 Exit 0 allow, 3 denial, 2 usage, 4 failure. Inside the pre-commit framework's pre-push
 stage, PRE_COMMIT_TO_REF and PRE_COMMIT_REMOTE_NAME stand for --pushed-commit/--remote.
+"""
+
+PUSH_HELP = """\
+mirror approved review authority to a remote as refs/factory/review/v1/<lineage>
+Each approved lineage (and the predecessors its recovery chain names) becomes one commit
+holding its review-state.json, review-receipt.json and the evidence blobs its state binds;
+the commit depends on nothing else, so the same lineage is the same commit everywhere. A
+ref is created once and never moved: a remote or local ref naming another entry for the
+same lineage is refused (review-mirror-conflict). Nothing is ever force-pushed.
+"""
+
+FETCH_HELP = """\
+import the remote's review mirror refs after validating each with the store's own code
+Every remote entry is checked (exact commit shape, only the record, its receipt and the
+evidence it binds) and loaded by the same validation as the local store; then, only if
+none is invalid (review-mirror-invalid) and none conflicts with a local mirror ref
+(review-mirror-conflict), each new ref is created locally. Judge with the mirror through
+'factory review validate --gate G --from-refs'.
 """
 
 RECOVER_HELP = """\
@@ -98,7 +119,21 @@ def register(rsub: Any) -> None:
         action="store_true",
         help="validate every record of the store again instead of replaying the gate memo",
     )
+    v.add_argument(
+        "--from-refs",
+        action="store_true",
+        help="judge with the review mirror (refs/factory/review/v1/*, see 'review fetch') "
+        "instead of the local store",
+    )
+    v.add_argument(
+        "--json", action="store_true", help="print the factory.review-gate-result/1 document"
+    )
     v.set_defaults(handler=run_validate)
+    for verb, text in (("push", PUSH_HELP), ("fetch", FETCH_HELP)):
+        m = rsub.add_parser(verb, help=text.splitlines()[0], description=text)
+        _cwd(m)
+        m.add_argument("--remote", metavar="NAME", help="default: the current branch's push remote")
+        m.set_defaults(handler=run_mirror, verb=verb)
     i = rsub.add_parser("invalidate", help="stop a pristine reviewing lineage as invalidated")
     _cwd(i)
     i.add_argument("--lineage", required=True, metavar="ID")
@@ -183,28 +218,45 @@ def run_validate(args: argparse.Namespace) -> int:
     from factory.review.gates.quick import try_allow
 
     req = _request(args)
-    doc = None if args.no_memo else try_allow(Path(args.cwd), req)
+    full_only = args.no_memo or args.from_refs
+    doc = None if full_only else try_allow(Path(args.cwd), req)
     if doc is not None:
-        _emit(doc)
+        if args.json:
+            _emit(doc)
         say(
             f"factory review: ALLOW at {args.gate}: {inert(doc['reason'], limit=400)} "
             "(store facts replayed from the gate memo of these exact records)"
         )
         return int(ExitCode.OK)
-    with imports_settled():
-        from factory.review.gates.validate import validate
+    source = ""
+    if args.from_refs:
+        from factory.review.mirror.fromrefs import validate_from_refs
 
-    result = validate(Path(args.cwd), req)
-    _emit(result.to_json_value())
+        result, read, bad = validate_from_refs(Path(args.cwd), req)
+        source = f" (authority: the review mirror, {read} ref(s), {bad} not mirror entries)"
+    else:
+        with imports_settled():
+            from factory.review.gates.validate import validate
+
+        result = validate(Path(args.cwd), req)
+    if args.json:
+        _emit(result.to_json_value())
     if result.allowed:
-        say(f"factory review: ALLOW at {args.gate}: {inert(result.reason, limit=400)}")
+        say(f"factory review: ALLOW at {args.gate}: {inert(result.reason, limit=400)}{source}")
         return int(ExitCode.OK)
     assert result.denial is not None
     say(
         f"factory review: DENIED at {args.gate} ({result.result}, "
-        f"{result.denial.stage}/{result.denial.code}): {inert(result.reason, limit=600)}"
+        f"{result.denial.stage}/{result.denial.code}): {inert(result.reason, limit=600)}{source}"
     )
     return int(ExitCode.REJECTED)
+
+
+def run_mirror(args: argparse.Namespace) -> int:
+    from factory.review.mirror import sync
+
+    work = sync.push if args.verb == "push" else sync.fetch
+    return _json(f"review/{args.verb}", lambda: work(Path(args.cwd), args.remote))
 
 
 def _json(operation: str, work: Callable[[], dict[str, Any]]) -> int:

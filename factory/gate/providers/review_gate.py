@@ -3,7 +3,7 @@
 Arguments: ``gate`` (pre-commit, pre-push, pre-pr or release) and ``repo`` (where the
 review transaction lives). The provider runs an injected *runner* that returns the
 command's stdout bytes and exit code; the default runner starts
-``python -m factory review validate --gate G`` in ``repo`` under the project's supervision.
+``python -m factory review validate --gate G --json`` in ``repo`` under the project's supervision.
 The output must be one ``factory.review-gate-result/1`` object with exactly the fields
 ``schema, result, allowed, action, reason, denial, context``: ``result`` is one of allow,
 scope-changed, invalidated, escalated; ``allowed`` is a boolean that must agree with
@@ -40,7 +40,7 @@ Runner = Callable[[str, Path], Awaitable[tuple[int, bytes]]]
 async def default_runner(gate: str, repo: Path) -> tuple[int, bytes]:
     """``factory review validate --gate GATE`` in ``repo``; returns (exit code, stdout)."""
     spec = RunSpec(
-        argv=[sys.executable, "-m", "factory", "review", "validate", "--gate", gate],
+        argv=[sys.executable, "-m", "factory", "review", "validate", "--gate", gate, "--json"],
         env=pick(os.environ), cwd=repo, timeout_s=300.0,
     )  # fmt: skip
     result = await run(spec)

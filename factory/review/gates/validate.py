@@ -40,7 +40,7 @@ from factory.review.gates.result import (
 )
 from factory.review.graph import LineageGraph, build_graph
 from factory.review.receipt import derive_receipt
-from factory.review.service import open_context
+from factory.review.service import Context, open_context
 from factory.review.state import paths_digest
 from factory.review.store import ReviewStore
 
@@ -125,13 +125,17 @@ def context(
     )
 
 
-def validate(cwd: Path, req: GateRequest) -> GateResult:
-    """The gate result for ``req`` in the repository containing ``cwd``.
+def validate(cwd: Path, req: GateRequest, *, store: ReviewStore | None = None) -> GateResult:
+    """The gate result for ``req`` in the repository containing ``cwd``; ``store``: the
+    authority to judge with instead of the repository's own store (the review mirror's
+    refs, laid out as a store by :mod:`factory.review.mirror.fromrefs`).
 
     Raises:
         FactoryError: a typed failure (git failed, the store is busy, …), never a verdict.
     """
     ctx = open_context(cwd)
+    if store is not None:
+        ctx = Context(ctx.wt, store)
     first = _decide(ctx.wt, ctx.store, req, None)
     derived, graph, _, decision = first
     if decision.verdict.denial is not None:
