@@ -132,7 +132,12 @@ def register(rsub: Any) -> None:
     for verb, text in (("push", PUSH_HELP), ("fetch", FETCH_HELP)):
         m = rsub.add_parser(verb, help=text.splitlines()[0], description=text)
         _cwd(m)
-        m.add_argument("--remote", metavar="NAME", help="default: the current branch's push remote")
+        m.add_argument(
+            "--remote",
+            metavar="NAME",
+            help="default: the remote git uses for the current branch (its push remote for push), "
+            "else origin",
+        )
         m.set_defaults(handler=run_mirror, verb=verb)
     i = rsub.add_parser("invalidate", help="stop a pristine reviewing lineage as invalidated")
     _cwd(i)

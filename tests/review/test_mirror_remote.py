@@ -4,6 +4,8 @@ smart-HTTP remote (``git http-backend`` on loopback)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 from tests.review.cli_helpers import review
@@ -74,3 +76,21 @@ def test_the_mirror_clone_twin_without_a_push_has_nothing_to_fetch(
     fetched = review("fetch", cwd=ci)
     assert fetched.code == 0 and fetched.doc["lineages"] == []
     assert gate(ci, "--from-refs").code == 3
+
+
+def test_a_remote_helper_the_repository_names_never_runs(repo: Path, tmp_path: Path) -> None:
+    with_remote(repo, tmp_path)
+    approve_and_push(repo, tmp_path)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    prog, mark = _sentinel_program(tmp_path, "helper")
+    (bin_dir / "git-remote-evil").symlink_to(prog)
+    git(repo, "config", "remote.origin.vcs", "evil")
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    for verb in ("push", "fetch"):
+        refused = review(verb, cwd=repo, env=env)
+        assert refused.code == 4 and "not allowed" in refused.stderr, refused.stderr
+    assert not mark.exists()
+    # twin: plain git runs the helper the configuration names
+    subprocess.run(["git", "fetch", "origin"], cwd=repo, env=env, capture_output=True)
+    assert mark.exists()

@@ -77,6 +77,7 @@ def test_the_pre_commit_framework_runs_the_review_gates(repo: Path, tmp_path: Pa
     assert "factory review gate (pre-commit)" in screen and "Failed" in screen
     assert "DENIED at pre-commit" in screen and "receipt-discovery/scope-changed" in screen
     assert "next: factory review recover" in screen
+    assert '"schema"' not in screen  # one line, not the document (that needs --json)
 
     (repo / GUIDE).write_text("# guide\n\nreviewed words\n")
     git(repo, "add", "-A")

@@ -50,10 +50,15 @@ from factory.review.store import ReviewStore
 STAGING = "refs/factory/review-fetch/"
 
 
-def default_remote(cwd: Path) -> str:
-    """The remote a push of the current branch goes to (git's order), else ``origin``."""
+def default_remote(cwd: Path, *, push: bool) -> str:
+    """The remote git would use for the current branch: a push's (``pushRemote``,
+    ``remote.pushDefault``, ``branch.<b>.remote``), a fetch's (``branch.<b>.remote``);
+    else ``origin``."""
     ctx = open_context(cwd)
-    return push_remote(read_config(ctx.wt.root), _current_branch(ctx.wt))
+    cfg, branch = read_config(ctx.wt.root), _current_branch(ctx.wt)
+    if push:
+        return push_remote(cfg, branch)
+    return (cfg.last(f"branch.{branch}.remote") if branch else None) or "origin"
 
 
 def _lineages_to_mirror(store: ReviewStore) -> tuple[list[str], list[str]]:
@@ -83,7 +88,7 @@ def push(cwd: Path, remote: str | None) -> dict[str, Any]:
     """
     ctx = open_context(cwd)
     root = ctx.wt.root
-    name = transport.checked_remote(root, remote or default_remote(cwd), push=True)
+    name = transport.checked_remote(root, remote or default_remote(cwd, push=True), push=True)
     lineages, skipped = _lineages_to_mirror(ctx.store)
     if not lineages:
         raise refused(
@@ -131,7 +136,7 @@ def fetch(cwd: Path, remote: str | None) -> dict[str, Any]:
     """
     ctx = open_context(cwd)
     root = ctx.wt.root
-    name = transport.checked_remote(root, remote or default_remote(cwd), push=False)
+    name = transport.checked_remote(root, remote or default_remote(cwd, push=False), push=False)
     staging = f"{STAGING}{secrets.token_hex(8)}/"
     try:
         transport.fetch_refs(root, name, NAMESPACE, staging)
