@@ -157,7 +157,7 @@ def _not_busy(wt: Worktree) -> None:
         from factory.runs.registry import foreign_labels, is_foreign
 
         foreign = foreign_labels(wt.common_dir, None, wt.root)
-        locks = [k for k in locks if not is_foreign(os.fsencode(k.label[:-5]), foreign)]
+        locks = [k for k in locks if not is_foreign(os.fsencode(k.label), foreign)]
     if locks:
         raise _LOCKED[locks[0].code](
             f"git left a lock file ({locks[0].label}): a git command is running or crashed"

@@ -183,8 +183,10 @@ def registry_label(label: bytes) -> bool:
 
 
 def is_foreign(label: bytes, foreign: set[bytes]) -> bool:
-    """Whether ``label`` is one of ``foreign``, lies under one of them, or is a folder
-    above one (``refs/heads/factory``, ``worktrees``: made when the first such run was)."""
+    """Whether ``label`` is one of ``foreign`` (or its ``.lock``: git holds it while it
+    writes that ref), lies under one of them, or is a folder above one
+    (``refs/heads/factory``, ``worktrees``: made when the first such run was)."""
     return any(
-        label == f or label.startswith(f + b"/") or f.startswith(label + b"/") for f in foreign
+        label in (f, f + b".lock") or label.startswith(f + b"/") or f.startswith(label + b"/")
+        for f in foreign
     )

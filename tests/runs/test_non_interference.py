@@ -125,6 +125,15 @@ async def test_a_record_of_a_dead_creator_exempts_nothing(tmp_path: Path, repo: 
     assert outcome.exit_code == 4
 
 
+def _mutations(outcome: RunOutcome) -> list[str]:
+    """The paths a failed run recorded as mutated (its mutation-paths evidence)."""
+    folder = Path(outcome.receipt.evidence_dir)
+    found: list[str] = []
+    for item in sorted(folder.glob("*mutation-paths*")):
+        found += [p.decode("utf-8", "replace") for p in item.read_bytes().split(b"\0") if p]
+    return found
+
+
 async def test_eight_runs_at_once_twenty_times(tmp_path: Path, repo: Path) -> None:
     for round_ in range(20):
         outcomes: list[RunOutcome] = []
@@ -135,7 +144,7 @@ async def test_eight_runs_at_once_twenty_times(tmp_path: Path, repo: Path) -> No
         async with trio.open_nursery() as nursery:
             for i in range(8):
                 nursery.start_soon(one, f"r{round_}-{i}", outcomes)
-        failed = [o.receipt.error for o in outcomes if o.exit_code != 0]
+        failed = [(o.receipt.error, _mutations(o)) for o in outcomes if o.exit_code != 0]
         assert failed == [], f"round {round_}: {failed}"
     assert len(list_runs(repo / ".git")) == 160
 
@@ -150,7 +159,9 @@ def test_labels_of_another_run_and_never_of_ones_own(tmp_path: Path, repo: Path)
     assert any(label.startswith(b"common-dir/worktrees/") for label in mine)
     assert foreign_labels(common, None, plan.path) == set()  # one's own is never foreign
     assert is_foreign(b"common-dir/refs/heads/factory", mine)  # the folder above
+    assert is_foreign(f"common-dir/refs/heads/{plan.branch}.lock".encode(), mine)
     assert not is_foreign(b"common-dir/refs/heads/main", mine)
+    assert not is_foreign(b"common-dir/refs/heads/main.lock", mine)
     assert registry_label(b"common-dir/factory/runs/" + plan.run_id.encode() + b".json")
     assert not registry_label(b"common-dir/factory/runs/notes.txt")
     record = json.loads((common / "factory" / "runs" / f"{plan.run_id}.json").read_text())
