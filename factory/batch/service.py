@@ -18,7 +18,7 @@ from typing import Literal
 
 import trio
 
-from factory.batch.journal import Journal, TaskRow
+from factory.batch.journal import JOURNAL_NAME, Journal, TaskRow
 from factory.batch.local import BatchConfig, LocalEngine, free_bytes
 from factory.batch.report import BatchReport, write_report
 from factory.batch.screen import HumanScreen, JsonlScreen, Screen
@@ -37,13 +37,16 @@ DISK_FLOOR = BatchRefused.define(
 )
 OUT_UNUSABLE = BatchRefused.define("batch-out-unusable", "give --out a folder factory can create")
 BAD_LIMIT = BatchRefused.define("batch-limit-invalid", "see 'factory batch run --help'")
+TASKS_SOURCE = BatchRefused.define(
+    "batch-tasks-source", "give either a TASKS file or --from-forge OWNER/NAME"
+)
 
 
 @dataclass(frozen=True, slots=True)
 class BatchCall:
     """``factory batch run``'s flags as values."""
 
-    tasks: Path
+    tasks: Path | None
     repo: Path
     out: Path
     jobs: int = 2
@@ -60,6 +63,9 @@ class BatchCall:
     temporal: str | None = None
     task_queue: str = "factory"
     remote: str | None = None
+    from_forge: str | None = None
+    label: str = "factory"
+    forge_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +90,7 @@ def admit(call: BatchCall) -> Admitted:
     for value in (call.deadline_s, call.task_deadline_s):
         if value is not None and value <= 0:
             raise BAD_LIMIT("deadlines are positive numbers of seconds")
-    tasks, digest = load_tasks(call.tasks)
+    tasks, digest = _tasks_of(call)
     repo = locate_repository(call.repo)
     base_commit, _ = resolve_base(repo, call.base)
     bases = {t.id: (resolve_base(repo, t.base)[0] if t.base else base_commit) for t in tasks}
@@ -106,6 +112,28 @@ def admit(call: BatchCall) -> Admitted:
         check_address(call.temporal)
         remote_url = resolve_remote(repo.common_dir, call.remote)
     return Admitted(call, tasks, digest, repo.common_dir, base_commit, bases, remote_url)
+
+
+def _tasks_of(call: BatchCall) -> tuple[list[BatchTask], str]:
+    """The tasks and what identifies their source: the file's SHA-256, or for the forge
+    its repository and label (a resumed forge batch runs the tasks it started with, from
+    its journal, without reading the forge again)."""
+    if (call.tasks is None) == (call.from_forge is None):
+        raise TASKS_SOURCE("name a TASKS file or --from-forge OWNER/NAME (one of the two)")
+    if call.tasks is not None:
+        return load_tasks(call.tasks)
+    assert call.from_forge is not None
+    source = f"forge:{call.from_forge}:{call.label}"
+    journal_path = call.out.absolute() / JOURNAL_NAME
+    if journal_path.exists():
+        journal = Journal(call.out.absolute())
+        try:
+            return [row.spec for row in journal.rows()], source
+        finally:
+            journal.close()
+    from factory.batch.forge_tasks import forge_tasks
+
+    return forge_tasks(call.from_forge, call.label, call.forge_url)[0], source
 
 
 def _screen(call: BatchCall, ids: list[str]) -> Screen:

@@ -15,8 +15,11 @@ from factory.cli.framework import emit_stdout, say
 
 RUN_HELP = """\
 Run every task of TASKS (a factory.batch-tasks/1 file: TOML with [[tasks]] tables, or JSONL,
-one task per line: id, task, optional base, test, labels, queue) as 'factory agent --repo R'
-runs it — each in a worktree of its own on a new branch — several at once.
+one task per line: id, task, optional base, test, labels, queue) — or, with --from-forge
+OWNER/NAME, of the forge's open issues carrying --label (read as 'operator plan' reads
+them; task ids issue-<number>) — as 'factory agent --repo R' runs it, each in a worktree
+of its own on a new branch, several at once. The rehearsal route's scenario: --rehearsal
+FILE (factory ships one: factory/rehearsal/scenarios/demo.json in the package).
 
 --jobs caps the tasks running at once (default 2); --per-login caps those sharing one
 provider login (default 1 on the subscription route: parallel sessions of one subscription
@@ -57,7 +60,12 @@ def register(sub: Any) -> None:
     p = sub.add_parser("batch", help="run many tasks at once")
     bsub = p.add_subparsers(title="batch commands", metavar="COMMAND", parser_class=type(p))
     r = bsub.add_parser("run", help="run a tasks file", description=RUN_HELP)
-    r.add_argument("tasks", metavar="TASKS", help="factory.batch-tasks/1 file (.toml or .jsonl)")
+    r.add_argument(
+        "tasks", metavar="TASKS", nargs="?", help="factory.batch-tasks/1 file (.toml or .jsonl)"
+    )
+    r.add_argument("--from-forge", metavar="OWNER/NAME", help="tasks: the forge's open issues")
+    r.add_argument("--label", default="factory", help="with --from-forge: the label (factory)")
+    r.add_argument("--forge-url", help="with --from-forge: the API root (default GitHub's)")
     r.add_argument("--repo", required=True, help="the repository the tasks run on")
     r.add_argument("--out", required=True, help="the batch folder (created; reused to resume)")
     r.add_argument("--jobs", type=int, default=2, help="tasks at once (default 2)")
@@ -94,7 +102,10 @@ def run_run(args: argparse.Namespace) -> int:
         return None if value is None else Path(value)
 
     call = BatchCall(
-        tasks=Path(args.tasks),
+        tasks=path(args.tasks),
+        from_forge=args.from_forge,
+        label=args.label,
+        forge_url=args.forge_url,
         repo=Path(args.repo),
         out=Path(args.out),
         jobs=args.jobs,
