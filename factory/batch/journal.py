@@ -33,7 +33,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     id TEXT PRIMARY KEY, position INTEGER NOT NULL, spec TEXT NOT NULL,
     state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
     receipt TEXT, revision TEXT, outcome TEXT, error TEXT, worktree TEXT, branch TEXT,
-    started_at TEXT, ended_at TEXT, worker TEXT
+    started_at TEXT, ended_at TEXT, worker TEXT,
+    gate_state TEXT, gate_run TEXT, gate_head TEXT, gate_why TEXT
 );
 CREATE TABLE IF NOT EXISTS events (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, task TEXT NOT NULL,
@@ -72,6 +73,10 @@ class TaskRow:
     worktree: str | None
     branch: str | None
     worker: str | None
+    gate_state: str | None = None
+    gate_run: str | None = None
+    gate_head: str | None = None
+    gate_why: str | None = None
 
 
 class Journal:
@@ -130,7 +135,8 @@ class Journal:
     def rows(self) -> list[TaskRow]:
         cur = self.db.execute(
             "SELECT id, position, spec, state, attempts, receipt, revision, outcome, error,"
-            " worktree, branch, worker FROM tasks ORDER BY position"
+            " worktree, branch, worker, gate_state, gate_run, gate_head, gate_why"
+            " FROM tasks ORDER BY position"
         )
         return [
             TaskRow(r[0], r[1], BatchTask.model_validate_json(r[2]), *r[3:]) for r in cur.fetchall()
@@ -141,7 +147,8 @@ class Journal:
         with self._tx() as db:
             db.execute(
                 "UPDATE tasks SET state='running', attempts=attempts+1, receipt=?, revision=NULL,"
-                " outcome=NULL, error=NULL, started_at=?, ended_at=NULL, worker=? WHERE id=?",
+                " outcome=NULL, error=NULL, started_at=?, ended_at=NULL, worker=?,"
+                " gate_state=NULL, gate_run=NULL, gate_head=NULL, gate_why=NULL WHERE id=?",
                 (receipt, now(), worker, task_id),
             )
             db.execute(
@@ -173,6 +180,15 @@ class Journal:
                 "INSERT INTO events (at, task, event, running, detail)"
                 " VALUES (?, ?, 'ended', ?, ?)",
                 (now(), task_id, running, state),
+            )
+
+    def set_gate(
+        self, task_id: str, state: str, run: str | None, head: str | None, why: str | None
+    ) -> None:
+        with self._tx() as db:
+            db.execute(
+                "UPDATE tasks SET gate_state=?, gate_run=?, gate_head=?, gate_why=? WHERE id=?",
+                (state, run, head, why, task_id),
             )
 
     def set_receipt(self, task_id: str, receipt: str) -> None:

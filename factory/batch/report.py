@@ -33,6 +33,15 @@ REPORT_INVALID = BatchInvalid.define(
 )
 
 
+class TaskGate(StrictModel):
+    """The decision gate for the task's candidate (``--test``): accepted, held or failed."""
+
+    state: str
+    run: str | None
+    head: str | None
+    why: str | None
+
+
 class TaskResult(StrictModel):
     """One task as the batch counts it."""
 
@@ -45,6 +54,7 @@ class TaskResult(StrictModel):
     error: str | None
     worktree: str | None
     branch: str | None
+    gate: TaskGate | None = None
 
 
 class BatchReport(RevisionedModel):
@@ -88,6 +98,9 @@ def build_report(journal: Journal, folder: Path) -> BatchReport:
             error=r.error,
             worktree=r.worktree,
             branch=r.branch,
+            gate=None
+            if r.gate_state is None
+            else TaskGate(state=r.gate_state, run=r.gate_run, head=r.gate_head, why=r.gate_why),
         )
         for r in journal.rows()
     ]

@@ -9,6 +9,7 @@ journal row terminal and writes the report.
 
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 import signal
@@ -63,6 +64,7 @@ class BatchCall:
     temporal: str | None = None
     task_queue: str = "factory"
     remote: str | None = None
+    test_argv: tuple[str, ...] | None = None
     from_forge: str | None = None
     label: str = "factory"
     forge_url: str | None = None
@@ -174,9 +176,9 @@ def exit_code_of(report: BatchReport, interrupted: bool) -> int:
     if interrupted:
         return int(ExitCode.INTERRUPTED)
     bad = {"failed", "interrupted", "refused", "pending"}
-    if any(t.outcome in bad for t in report.tasks):
+    if any(t.outcome in bad or (t.gate and t.gate.state == "failed") for t in report.tasks):
         return int(ExitCode.FAILURE)
-    if any(t.outcome == "rejected" for t in report.tasks):
+    if any(t.outcome == "rejected" or (t.gate and t.gate.state == "held") for t in report.tasks):
         return int(ExitCode.REJECTED)
     return int(ExitCode.OK)
 
@@ -232,6 +234,7 @@ async def _engine_main(
             nursery.start_soon(on_signal)
             with trio.move_on_after(call.deadline_s or float("inf")) as deadline:
                 await _run_engine(adm, journal, screen, rows)
+                await gate_phase(call, journal, screen)
             if deadline.cancelled_caught:
                 cut = True
                 screen.note("the batch deadline passed: tasks still running were stopped")
@@ -259,3 +262,31 @@ async def _run_engine(adm: Admitted, journal: Journal, screen: Screen, rows: lis
         remove_done=call.remove_done,
     )
     await LocalEngine(cfg, journal, screen, adm.bases).run(rows)
+
+
+async def gate_phase(call: BatchCall, journal: Journal, screen: Screen) -> None:
+    """``--test``: the decision gate for every approved task whose gate has not accepted
+    yet, one after the other (a resumed batch resumes the same gate runs)."""
+    from factory.batch.gating import gate_task
+
+    if not call.test_argv:
+        return
+    out = call.out.absolute()
+    for row in journal.rows():
+        if row.state != "done" or row.outcome != "completed" or row.gate_state == "accepted":
+            continue
+        assert row.receipt is not None
+        folder = Path(row.receipt).parent
+        export = folder / f"gate-{len(list(folder.glob('gate-*'))) + 1}"
+        screen.progress(row.id, {"stage": "decision gate"})
+        work = functools.partial(
+            gate_task,
+            Path(row.receipt),
+            list(call.test_argv),
+            out / "gate.sqlite3",
+            rehearsal=call.rehearsal is not None,
+            export_to=export,
+        )
+        result = await trio.to_thread.run_sync(work)
+        journal.set_gate(row.id, result.state, result.run, result.head, result.why)
+        screen.note(f"{row.id}: decision gate {result.state}")

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import emit_stdout, say
+from factory.errors import UsageError
+
+BAD_TEST = UsageError.define("batch-test-command", "write it as --test -- ARGV… (argv, no shell)")
 
 RUN_HELP = """\
 Run every task of TASKS (a factory.batch-tasks/1 file: TOML with [[tasks]] tables, or JSONL,
@@ -38,9 +41,15 @@ worktrees; --remove-done removes each finished task's worktree (branch, receipt 
 evidence stay). --engine temporal runs the tasks on 'factory worker' machines instead (see
 'Batches beyond one machine' in the README).
 
+--test -- ARGV…: after every approved task, the decision gate for its candidate, as
+'factory publish' runs it (the test command run by factory in the task's worktree as
+evidence; on the rehearsal route the publish-candidate-rehearsal scenario), evaluated and
+accepted — and nothing past it: a batch never pushes or opens a pull request.
+
 Progress on stderr: a live table at a terminal, factory.batch-progress/1 JSON lines
-otherwise (--progress). stdout: the report. Exit 0 every task completed, 3 some rejected,
-4 some failed or were not run, 2 refused (nothing ran), 130 interrupted.
+otherwise (--progress). stdout: the report. Exit 0 every task completed (and, with --test,
+its gate accepted), 3 some rejected or held by the gate, 4 some failed or were not run, 2
+refused (nothing ran), 130 interrupted.
 """
 
 VERIFY_HELP = """\
@@ -56,9 +65,33 @@ receipt's own page (written beside it). Exit 0, or 4 when something does not ver
 """
 
 
+class _TestTail:
+    """Splits ``--test -- ARGV…`` off the end before the flags are parsed: argparse gives
+    every word after ``--`` to the positionals, and TASKS is one."""
+
+    @staticmethod
+    def split(args: list[str]) -> tuple[list[str], list[str] | None]:
+        if "--test" not in args:
+            return args, None
+        i = args.index("--test")
+        if i + 1 >= len(args) or args[i + 1] != "--" or i + 2 >= len(args):
+            raise BAD_TEST("--test needs the command after '--' (--test -- ARGV…)")
+        return args[:i], args[i + 2 :]
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("batch", help="run many tasks at once")
-    bsub = p.add_subparsers(title="batch commands", metavar="COMMAND", parser_class=type(p))
+    base = type(p)
+
+    class BatchParser(base):  # type: ignore[valid-type,misc]
+        def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+            words, tail = _TestTail.split(list(args or []))
+            ns, extras = super().parse_known_args(words, namespace)
+            if getattr(ns, "test_argv", None) is None:
+                ns.test_argv = tail
+            return ns, extras
+
+    bsub = p.add_subparsers(title="batch commands", metavar="COMMAND", parser_class=BatchParser)
     r = bsub.add_parser("run", help="run a tasks file", description=RUN_HELP)
     r.add_argument(
         "tasks", metavar="TASKS", nargs="?", help="factory.batch-tasks/1 file (.toml or .jsonl)"
@@ -82,7 +115,11 @@ def register(sub: Any) -> None:
     r.add_argument("--temporal", metavar="HOST:PORT", help="Temporal server (--engine temporal)")
     r.add_argument("--task-queue", default="factory", help="default task queue (temporal)")
     r.add_argument("--remote", help="remote name or URL the workers clone (default origin)")
-    r.set_defaults(handler=run_run)
+    r.usage = (
+        "factory batch run (TASKS | --from-forge OWNER/NAME) --repo R --out DIR [options]"
+        " [--test -- ARGV…]"
+    )
+    r.set_defaults(handler=run_run, test_argv=None)
     v = bsub.add_parser("verify", help="verify a batch folder offline", description=VERIFY_HELP)
     v.add_argument("dir", metavar="DIR")
     v.set_defaults(handler=run_verify)
@@ -122,6 +159,7 @@ def run_run(args: argparse.Namespace) -> int:
         temporal=args.temporal,
         task_queue=args.task_queue,
         remote=args.remote,
+        test_argv=tuple(args.test_argv) if args.test_argv else None,
     )
     done = run_batch(call)
     counts = ", ".join(f"{v} {k}" for k, v in done.report.counts.items())
