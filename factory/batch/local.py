@@ -36,7 +36,7 @@ CHILD_ENV = (
     *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"),
     *("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "FACTORY_STATE_DIR"),
 )
-Route = Literal["subscription", "rehearsal"]
+Route = Literal["subscription", "rehearsal", "api"]
 Spawn = Callable[["BatchConfig", TaskRow, Path, str], Awaitable[int | None]]
 JudgeFn = Callable[[Path, int | None, str | None], "Judged"]
 
@@ -55,10 +55,15 @@ class BatchConfig:
     rehearsal: Path | None = None
     min_free_bytes: int = 1 << 30
     remove_done: bool = False
+    credentials: Path | None = None
+    credentials_env: str | None = None
 
     @property
     def route(self) -> Route:
-        return "rehearsal" if self.rehearsal is not None else "subscription"
+        if self.rehearsal is not None:
+            return "rehearsal"
+        api = self.credentials is not None or self.credentials_env is not None
+        return "api" if api else "subscription"
 
 
 @dataclass
@@ -82,6 +87,10 @@ def agent_argv(cfg: BatchConfig, row: TaskRow, receipt: Path, base: str) -> list
     argv += ["--timeout-ms", str(cfg.timeout_ms), "--progress", "jsonl"]
     if cfg.rehearsal is not None:
         argv += ["--rehearsal", os.fspath(cfg.rehearsal)]
+    if cfg.credentials is not None:
+        argv += ["--credentials", os.fspath(cfg.credentials)]
+    if cfg.credentials_env is not None:
+        argv += ["--credentials-env", cfg.credentials_env]
     return argv
 
 
@@ -115,7 +124,7 @@ async def run_child(cfg: BatchConfig, row: TaskRow, receipt: Path, base: str) ->
     folder = receipt.parent
     spec = RunSpec(
         argv=agent_argv(cfg, row, receipt, base),
-        env=pick(os.environ, CHILD_ENV),
+        env=pick(os.environ, (*CHILD_ENV, *([cfg.credentials_env] if cfg.credentials_env else []))),
         timeout_s=(cfg.task_deadline_s or cfg.timeout_ms / 1000) + MARGIN_S,
         cwd=folder,
         stdout_spool=folder / "agent-stdout.json",

@@ -66,6 +66,8 @@ class BatchCall:
     remote: str | None = None
     test_argv: tuple[str, ...] | None = None
     review: bool = False
+    credentials: Path | None = None
+    credentials_env: str | None = None
     from_forge: str | None = None
     label: str = "factory"
     forge_url: str | None = None
@@ -93,6 +95,13 @@ def admit(call: BatchCall) -> Admitted:
     for value in (call.deadline_s, call.task_deadline_s):
         if value is not None and value <= 0:
             raise BAD_LIMIT("deadlines are positive numbers of seconds")
+    from factory import credentials
+
+    keys = credentials.load(call.credentials, call.credentials_env, os.environ)
+    if keys is not None and call.rehearsal is not None:
+        raise credentials.CREDENTIALS_INVALID("the rehearsal route takes no credentials")
+    if keys is not None and call.engine == "temporal":
+        raise credentials.CREDENTIALS_INVALID("workers hold their own credentials; none travel")
     tasks, digest = _tasks_of(call)
     repo = locate_repository(call.repo)
     base_commit, _ = resolve_base(repo, call.base)
@@ -115,6 +124,12 @@ def admit(call: BatchCall) -> Admitted:
         check_address(call.temporal)
         remote_url = resolve_remote(repo.common_dir, call.remote)
     return Admitted(call, tasks, digest, repo.common_dir, base_commit, bases, remote_url)
+
+
+def route_of(call: BatchCall) -> str:
+    if call.rehearsal is not None:
+        return "rehearsal"
+    return "api" if call.credentials or call.credentials_env else "subscription"
 
 
 def _tasks_of(call: BatchCall) -> tuple[list[BatchTask], str]:
@@ -196,7 +211,7 @@ def run_batch(call: BatchCall) -> Finished:
             "tasks_sha256": adm.tasks_sha256,
             "base_commit": adm.base_commit,
             "engine": call.engine,
-            "route": "rehearsal" if call.rehearsal is not None else "subscription",
+            "route": route_of(call),
         }
         journal.open_batch(identity, adm.tasks, {"batch_id": secrets.token_hex(6)})
         rows = todo(journal.rows())
@@ -261,6 +276,8 @@ async def _run_engine(adm: Admitted, journal: Journal, screen: Screen, rows: lis
         rehearsal=call.rehearsal.absolute() if call.rehearsal else None,
         min_free_bytes=call.min_free_mb << 20,
         remove_done=call.remove_done and not call.test_argv,  # else after the gate phase
+        credentials=call.credentials.absolute() if call.credentials else None,
+        credentials_env=call.credentials_env,
     )
     await LocalEngine(cfg, journal, screen, adm.bases).run(rows)
 

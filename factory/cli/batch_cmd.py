@@ -27,6 +27,10 @@ FILE (factory ships one: factory/rehearsal/scenarios/demo.json in the package).
 --jobs caps the tasks running at once (default 2); --per-login caps those sharing one
 provider login (default 1 on the subscription route: parallel sessions of one subscription
 login log each other out as their refresh tokens rotate; the rehearsal route has no login).
+The api route takes provider API keys only from a source you name — --credentials FILE (a
+private JSON or TOML file: anthropic_api_key, codex_api_key) or --credentials-env NAME (the
+same as JSON in that variable) — never from your environment by accident; keys have no
+shared refresh token, so only --jobs caps it. Receipts record the route, never a key.
 Each task is a child process under factory's supervisor: Ctrl-C, SIGTERM, --task-deadline-s
 and --deadline-s end its whole process tree and leave its receipt terminal.
 
@@ -113,6 +117,8 @@ def register(sub: Any) -> None:
     r.add_argument("--min-free-mb", type=int, default=1024, help="free-space floor (MB)")
     r.add_argument("--remove-done", action="store_true", help="remove finished worktrees")
     r.add_argument("--review", action="store_true", help="with --test: the review transaction")
+    r.add_argument("--credentials", metavar="FILE", help="the api route: keys from this file")
+    r.add_argument("--credentials-env", metavar="NAME", help="the api route: keys from NAME")
     r.add_argument("--progress", choices=("human", "jsonl"), help="progress format on stderr")
     r.add_argument("--rehearsal", metavar="SCENARIO", help="the rehearsal route (scripted model)")
     r.add_argument("--engine", choices=("local", "temporal"), default="local")
@@ -167,6 +173,8 @@ def run_run(args: argparse.Namespace) -> int:
         remote=args.remote,
         test_argv=tuple(args.test_argv) if args.test_argv else None,
         review=args.review,
+        credentials=path(args.credentials),
+        credentials_env=args.credentials_env,
     )
     done = run_batch(call)
     counts = ", ".join(f"{v} {k}" for k, v in done.report.counts.items())
