@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ import trio
 
 from factory.batch.journal import Journal, TaskRow
 from factory.batch.screen import Screen
+from factory.selfexec import factory_argv
 
 if TYPE_CHECKING:
     from factory.batch.judge import Judged
@@ -82,7 +82,7 @@ def free_bytes(*folders: Path) -> int:
 
 
 def agent_argv(cfg: BatchConfig, row: TaskRow, receipt: Path, base: str) -> list[str]:
-    argv = [sys.executable, "-I", "-m", "factory", "agent", "--repo", os.fspath(cfg.repo)]
+    argv = factory_argv("agent", "--repo", os.fspath(cfg.repo))
     argv += ["--base", base, "--task", row.spec.task, "--out", os.fspath(receipt)]
     argv += ["--timeout-ms", str(cfg.timeout_ms), "--progress", "jsonl"]
     if cfg.rehearsal is not None:
