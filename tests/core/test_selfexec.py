@@ -78,3 +78,15 @@ def test_no_module_spawns_factory_another_way() -> None:
                 if "-m factory" in text and "-I -m factory" not in text:
                     offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_smoke_from_a_folder_holding_a_factory_package(tmp_path: Path) -> None:
+    """Observed before: ImportError, exit 4 — the bus server imported the folder's package."""
+    marker = tmp_path / "ran"
+    here = tmp_path / "here"
+    plant(here, marker)
+    (here / "artifact.txt").write_text("an artifact\n")
+    argv = factory_argv("smoke", "--data-dir", "bus", "--artifact", "artifact.txt")
+    done = subprocess.run([*argv, "--out", "report.json"], cwd=here, capture_output=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert not marker.exists()
