@@ -105,14 +105,16 @@ def last_progress(spool: Path, seen: int) -> tuple[dict[str, object] | None, int
     end = data.rfind(b"\n")
     if end < 0:
         return None, seen
-    latest = None
+    latest, verdict = None, None
     for line in data[:end].split(b"\n"):
         try:
             value = json.loads(line)
         except ValueError:
             continue
         if isinstance(value, dict) and value.get("schema") == "factory.agent-progress/1":
-            latest = value
+            latest, verdict = value, value.get("verdict") or verdict
+    if latest is not None and verdict and not latest.get("verdict"):
+        latest = {**latest, "verdict": verdict}  # a verdict between two polls stays shown
     return latest, seen + end + 1
 
 
@@ -228,11 +230,18 @@ class LocalEngine:
 
     async def _follow(self, task_id: str, spool: Path) -> None:
         seen = 0
-        while True:
-            await trio.sleep(POLL_S)
-            latest, seen = last_progress(spool, seen)
-            if latest is not None:
-                self.screen.progress(task_id, latest)
+        try:
+            while True:
+                await trio.sleep(POLL_S)
+                seen = self._show(task_id, spool, seen)
+        finally:
+            self._show(task_id, spool, seen)  # the lines written since the last poll
+
+    def _show(self, task_id: str, spool: Path, seen: int) -> int:
+        latest, seen = last_progress(spool, seen)
+        if latest is not None:
+            self.screen.progress(task_id, latest)
+        return seen
 
     async def _close(self, row: TaskRow, receipt: Path, code: int | None) -> None:
         said = last_said(receipt.parent / "agent-stderr.jsonl")

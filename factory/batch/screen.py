@@ -118,7 +118,7 @@ class HumanScreen:
         for task_id, r in self.rows.items():
             elapsed = "" if r.started is None else f"{(r.ended or now) - r.started:.0f}s"
             bound = "" if r.bound_ms is None else f"≤ {r.bound_ms // 1000}s"
-            result = r.outcome or r.verdict
+            result = ", ".join(x for x in (r.verdict, r.outcome) if x)
             phase = r.phase.replace("_", " ")
             table.add_row(task_id, str(r.attempt or ""), phase, elapsed, bound, result)
         return table

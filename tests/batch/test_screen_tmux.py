@@ -33,5 +33,6 @@ def test_the_live_table_fits_and_cuts_nothing(tmp_path: Path, cols: int) -> None
     for task in ("t00", "t01", "t02"):
         assert task in final
     assert final.count("completed") >= 3
+    assert "APPROVE" in final  # the verdict of the last review stays shown beside the outcome
     assert "…" not in final  # nothing cut
     assert all(len(line) <= cols for line in rows.splitlines())
