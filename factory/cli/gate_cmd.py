@@ -7,11 +7,11 @@ Thin: parse flags, call :mod:`factory.gate.service` (and ``acquire``, ``runpack`
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from factory.cli.framework import default_state_dir, emit_stdout, say
+from factory.documents.emit import json_line
 
 if TYPE_CHECKING:
     from factory.gate.scenario import Scenario
@@ -123,7 +123,7 @@ def _gate(args: argparse.Namespace) -> Gate:
 
 
 def _print(value: Any) -> None:
-    emit_stdout((json.dumps(value, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+    emit_stdout(json_line(value, sort_keys=True))
 
 
 def _load(gate: Gate, run_id: str) -> LoadedRun:
