@@ -152,3 +152,18 @@ def test_evaluate_acquires_bound_evidence(tmp_path: Path) -> None:
     assert used.startswith("acq:failed:")
     code, _, err = gate("evaluate", "--run", "r", "--store", db, "--request", "x")
     assert code == 2 and "--request" in err
+
+
+@pytest.mark.parametrize("verb", [["status"], ["export", "--out"]])
+def test_read_only_verbs_on_a_missing_store_create_nothing(tmp_path: Path, verb: list[str]) -> None:
+    db = tmp_path / "state" / "g.sqlite3"
+    args = [*verb, str(tmp_path / "pack")] if "--out" in verb else verb
+    code, out, err = gate(*args, "--run", "r", "--store", str(db))
+    assert code == 2 and out is None and "gate-run-missing" in err
+    assert not db.exists() and not db.parent.exists() and not (tmp_path / "pack").exists()
+
+
+def test_twin_start_on_a_missing_store_creates_it(setup: dict[str, Any]) -> None:
+    db = setup["tmp"] / "state" / "g.sqlite3"
+    code, out, _ = gate("start", "--scenario", str(setup["spec"]), "--run", "r", "--store", str(db))
+    assert code == 0 and out["created"] and db.is_file()
