@@ -167,3 +167,19 @@ def test_twin_start_on_a_missing_store_creates_it(setup: dict[str, Any]) -> None
     db = setup["tmp"] / "state" / "g.sqlite3"
     code, out, _ = gate("start", "--scenario", str(setup["spec"]), "--run", "r", "--store", str(db))
     assert code == 0 and out["created"] and db.is_file()
+
+
+@pytest.mark.parametrize("ext", ["toml", "json"])
+@pytest.mark.parametrize("depth", [500, 5])
+def test_a_scenario_nested_deep_is_a_named_refusal(tmp_path: Path, ext: str, depth: int) -> None:
+    nest = "[" * depth + "]" * depth
+    head = {"toml": 'schema = "factory.gate-scenario/1"\nid = "x"\nz = ', "json": '{"z": '}[ext]
+    spec = tmp_path / f"deep.{ext}"
+    spec.write_text(head + nest + ("}" if ext == "json" else "\n"))
+    code, out, err = gate(
+        "start", "--scenario", str(spec), "--run", "r", "--store", str(tmp_path / "g")
+    )
+    assert code == 2 and out is None
+    # twin: a shallow one reaches the scenario check, a deep one is named as too deep
+    assert ("input-too-deep" in err or "nested deeper" in err) == (depth == 500), err
+    assert "internal" not in err
