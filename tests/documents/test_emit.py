@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -50,3 +52,26 @@ def test_ordinary_text_stays_readable(text: str) -> None:
     data = json_line({"t": text})
     assert text in json.loads(data)["t"]
     assert json.dumps(text, ensure_ascii=False) in data.decode("utf-8")
+
+
+def _printers() -> dict[str, Callable[[Any], None]]:
+    from factory.cli import gate_cmd, operator_wiring, review_cmd
+
+    return {
+        "operator": operator_wiring.print_json,
+        "gate": gate_cmd._print,
+        "review": review_cmd._emit,
+    }
+
+
+@pytest.mark.parametrize("command", ["operator", "gate", "review"])
+@pytest.mark.parametrize("text", ["\u202eevil\u2066\u200b\u2028\x85\x7f" + "t" * 10_000, "é 日本"])
+def test_each_command_printer_is_inert(
+    command: str, text: str, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    _printers()[command]({"title": text})
+    out = capsysbinary.readouterr().out
+    assert json.loads(out) == {"title": text}
+    shown = out.decode("utf-8")
+    assert not any(c in shown for c in "\u202e\u2066\u200b\u2028\x85\x7f")
+    assert ("é 日本" in shown) == (text == "é 日本")  # the twin stays readable
