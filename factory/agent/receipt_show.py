@@ -180,7 +180,8 @@ def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         )
         swept = sweep_note(p)
         if swept is not None:
-            line.append_text(plain("\n" + swept, "yellow"))
+            line.append("\n")  # a real line break; plain() would show it as \x0a
+            line.append_text(plain(swept, "yellow"))
         grid.add_row(plain(p.phase), line)
     if not f.receipt.phases:
         grid.add_row(plain("-"), plain("no phase ran"))
