@@ -19,8 +19,9 @@ and every string is left for the renderer to pass through the display sanitiser.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -75,6 +76,7 @@ class ReceiptFacts:
     reviews: list[ReviewNote] = field(default_factory=list)
     patches: list[PatchText] = field(default_factory=list)
     mutations: list[MutationNote] = field(default_factory=list)
+    checked_at: str | None = None
 
     @property
     def evidence_checked(self) -> int:
@@ -186,8 +188,19 @@ def mutation_notes(
     return notes
 
 
-def gather(receipt: AgentReceipt, report: Mapping[str, Any], receipt_path: Path) -> ReceiptFacts:
-    """Everything a renderer needs, from a receipt and its ``verify`` report."""
+def _utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def gather(
+    receipt: AgentReceipt,
+    report: Mapping[str, Any],
+    receipt_path: Path,
+    *,
+    now: Callable[[], str] = _utc_now,
+) -> ReceiptFacts:
+    """Everything a renderer needs, from a receipt and its ``verify`` report; ``now`` gives
+    the time the check was made (shown beside the integrity line)."""
     ok = report.get("ok") is True
     return ReceiptFacts(
         receipt=receipt,
@@ -197,4 +210,5 @@ def gather(receipt: AgentReceipt, report: Mapping[str, Any], receipt_path: Path)
         reviews=review_notes(receipt, receipt_path, report),
         patches=patch_texts(receipt, receipt_path, report),
         mutations=mutation_notes(receipt, receipt_path, report),
+        checked_at=now(),
     )

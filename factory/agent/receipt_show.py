@@ -55,6 +55,7 @@ from factory.agent.receipt_text import (
     evidence_rows,
     format_bytes,
     format_ms,
+    headline,
     liveness_note,
     short_digest,
     sweep_note,
@@ -83,22 +84,31 @@ Section = Callable[[ReceiptFacts, bool], list[RenderableType]]
 
 
 def _verification(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
+    words, style = headline(f)
+    lines: list[RenderableType] = [Text(words, style=style)]
+    when = f" (checked {f.checked_at})" if f.checked_at else ""
     if f.verified:
-        return [
+        lines.append(
             Text.assemble(
+                ("integrity: ", "bold"),
                 ("VERIFIED ", "bold green"),
                 plain(
                     f"revision, canonical bytes and {f.evidence_checked} evidence file(s) "
-                    f"re-checked; {f.candidate_note()} (consistency, not authorship)"
+                    f"re-checked; {f.candidate_note()} (consistency, not authorship){when}"
                 ),
             )
-        ]
-    lines: list[RenderableType] = [
-        Text(
-            "VERIFICATION FAILED: do not trust this receipt; what follows is what it claims",
-            style="bold white on red",
         )
-    ]
+        return lines
+    lines.append(
+        Text.assemble(
+            ("integrity: ", "bold"),
+            (
+                "VERIFICATION FAILED: do not trust this receipt; what follows is what it claims",
+                "bold red",
+            ),
+            plain(when),
+        )
+    )
     lines.extend(plain(f"  - {item}", "bold red") for item in f.failed)
     return lines
 

@@ -71,6 +71,32 @@ def evidence_file(ref: EvidenceRef) -> str:
     return ref.path
 
 
+_OUTCOME: Final = {
+    "completed": ("COMPLETED", "bold green"),
+    "rejected": ("REJECTED", "bold black on yellow"),
+    "failed": ("FAILED", "bold white on red"),
+    "interrupted": ("INTERRUPTED", "bold white on magenta"),
+    "running": ("IN PROGRESS", "bold black on cyan"),
+}
+
+
+def headline(f: ReceiptFacts) -> tuple[str, str]:
+    """The one line a receipt view leads with, and its rich style (issue 28 §1).
+
+    Integrity and outcome are two facts; the headline joins them so neither can be misread
+    for the other, and it is coloured by the outcome: ``Run FAILED — receipt intact``,
+    ``Run APPROVED — receipt intact``; a receipt that failed verification has no outcome
+    worth naming: ``Receipt does NOT verify``.
+    """
+    if not f.verified:
+        return "Receipt does NOT verify", "bold white on red"
+    r = f.receipt
+    word, style = _OUTCOME.get(r.status, (r.status.upper(), "bold"))
+    if r.status == "completed" and r.verdict == "APPROVE":
+        word = "APPROVED"
+    return f"Run {word} — receipt intact", style
+
+
 def liveness_note(f: ReceiptFacts) -> tuple[str, str] | None:
     """For a ``running`` receipt: its liveness (``running``, ``abandoned``, ``unknown``, as
     ``receipt verify`` judged it) and what that means in words; None for a terminal one."""

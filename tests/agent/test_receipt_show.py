@@ -57,7 +57,8 @@ def test_a_completed_rehearsal_receipt_reads_plainly() -> None:
     assert "this is not OS containment" in flat
     assert f"patch-{HEX[:12]}..." in text and f"status-{HEX[:12]}..." in text
     assert "policy: local-sensitive-content-addressed" in text
-    assert text.startswith("VERIFIED ")
+    # One headline joins outcome and integrity; integrity is the labelled second line.
+    assert text.startswith("Run APPROVED — receipt intact\nintegrity: VERIFIED ")
 
 
 def test_a_subscription_receipt_does_not_claim_rehearsal() -> None:
@@ -187,9 +188,12 @@ def test_a_failed_verification_is_named_first_and_last_and_nothing_looks_reassur
     failed = ["evidence worker-stdout: digest-mismatch", "revision does not match the body"]
     text = show(facts(value, failed=failed))
     lines = text.splitlines()
-    assert lines[0].startswith("VERIFICATION FAILED: do not trust this receipt")
-    assert "  - evidence worker-stdout: digest-mismatch" in lines[1:3]
-    assert lines[-3].startswith("VERIFICATION FAILED") and lines[-1].endswith("the body")
+    assert lines[0] == "Receipt does NOT verify"
+    assert lines[1].startswith("integrity: VERIFICATION FAILED: do not trust this receipt")
+    assert "  - evidence worker-stdout: digest-mismatch" in lines[2:4]
+    assert lines[-4] == "Receipt does NOT verify"
+    assert lines[-3].startswith("integrity: VERIFICATION FAILED") and lines[-1].endswith("the body")
+    assert "receipt intact" not in text
     assert "\nVERIFIED " not in text and not text.startswith("VERIFIED")
     assert "factory agent receipt" not in text
     assert "UNVERIFIED agent receipt" in text

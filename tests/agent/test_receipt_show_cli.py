@@ -36,7 +36,8 @@ def _wide() -> dict[str, str]:
 def test_a_verified_receipt_says_so_first_and_exits_0(rejected: Layout) -> None:
     code, out, err = show(rejected)
     assert code == 0, err
-    assert out.startswith("VERIFIED revision, canonical bytes and ")
+    assert out.startswith("Run REJECTED — receipt intact\nintegrity: VERIFIED revision, canonical")
+    assert " (checked 20" in out.split("\n\n")[0]
     assert "VERIFICATION FAILED" not in out and err == ""
     # The reviewers' reasons come from the verdict evidence, labelled as model output.
     assert "what the reviewers said  (model output, untrusted" in out
@@ -54,9 +55,10 @@ def test_altered_evidence_gets_the_banner_first_and_last_and_exit_4(
     assert code == 4
     lines = out.splitlines()
     role = target.rstrip("-")
-    assert lines[0].startswith("VERIFICATION FAILED: do not trust this receipt")
+    assert lines[0] == "Receipt does NOT verify"
+    assert lines[1].startswith("integrity: VERIFICATION FAILED: do not trust this receipt")
     assert f"  - evidence {role}: size-mismatch" in lines
-    assert lines[-2].startswith("VERIFICATION FAILED")
+    assert lines[-2].startswith("integrity: VERIFICATION FAILED")
     assert "VERIFIED " not in out.replace("UNVERIFIED ", "")
     assert "body digest matches" not in out
     assert err.startswith(f"factory: receipt-verification-failed: evidence {role}: size-mismatch")
