@@ -77,6 +77,7 @@ class ReceiptFacts:
     patches: list[PatchText] = field(default_factory=list)
     mutations: list[MutationNote] = field(default_factory=list)
     checked_at: str | None = None
+    receipt_path: Path | None = None
 
     @property
     def evidence_checked(self) -> int:
@@ -211,4 +212,5 @@ def gather(
         patches=patch_texts(receipt, receipt_path, report),
         mutations=mutation_notes(receipt, receipt_path, report),
         checked_at=now(),
+        receipt_path=receipt_path,
     )

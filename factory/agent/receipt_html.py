@@ -30,6 +30,7 @@ from factory.agent.receipt_text import (
     MAX_DIFF_LINES,
     MAX_ROWS,
     evidence_file,
+    evidence_place,
     evidence_rows,
     format_bytes,
     format_ms,
@@ -271,7 +272,7 @@ def context(facts: ReceiptFacts, receipt_path: Path) -> dict[str, Any]:
             for m in facts.mutations
         ],
         "evidence": evidence,
-        "evidence_dir": r.evidence_dir,
+        "evidence_place": evidence_place(facts),
         "policies": ", ".join(sorted({e.policy for _, e in evidence_rows(r)})) or "-",
         "residuals": r.residuals,
         "revision": r.revision or "none (a running reservation is not closed)",

@@ -52,6 +52,7 @@ from factory.agent.receipt_show_candidates import (
 from factory.agent.receipt_text import (
     MAX_TASK_CHARS,
     evidence_file,
+    evidence_place,
     evidence_rows,
     format_bytes,
     format_ms,
@@ -237,7 +238,7 @@ def _evidence(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     parts: list[RenderableType] = [table]
     if left_out:
         parts.append(plain(f"... and {left_out} more evidence file(s)", "dim"))
-    parts.append(plain(f"evidence folder: {r.evidence_dir}", "dim"))
+    parts.append(plain(evidence_place(f), "dim"))
     parts.append(
         plain("'...' stands for the rest of the SHA-256; full paths are in the receipt", "dim")
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from factory.agent.evidence import resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, EvidenceRef, PhaseRecord
 from factory.agent.receipt_facts import ReceiptFacts
 from factory.display import inert
@@ -95,6 +96,26 @@ def headline(f: ReceiptFacts) -> tuple[str, str]:
     if r.status == "completed" and r.verdict == "APPROVE":
         word = "APPROVED"
     return f"Run {word} — receipt intact", style
+
+
+def evidence_place(f: ReceiptFacts) -> str:
+    """Where this receipt's evidence is, said of the receipt file being shown.
+
+    Evidence references resolve against the receipt's own folder, so a copied receipt
+    names the folder beside the copy; when nothing is there it says so, rather than
+    pointing at the folder the original run recorded.
+    """
+    r = f.receipt
+    refs = [e for _, e in evidence_rows(r)]
+    if f.receipt_path is None or not refs:
+        return f"evidence folder: {clean(r.evidence_dir)}"
+    here = resolve_evidence_path(refs[0], f.receipt_path).parent
+    if here.is_dir():
+        return f"evidence folder: {clean(str(here))}"
+    return (
+        f"evidence folder: NOT beside this receipt (looked in {clean(str(here))}; "
+        f"the run recorded {clean(r.evidence_dir)})"
+    )
 
 
 def liveness_note(f: ReceiptFacts) -> tuple[str, str] | None:

@@ -102,3 +102,25 @@ def test_a_hostile_path_in_a_refusal_reaches_stderr_inert(rejected: Layout) -> N
     assert "page\\x1b]0;owned\\x07\\u202e.html" in err
     assert "\x1b" not in err and "\u202e" not in err
     assert taken.read_text() == "mine\n"  # refused before any effect
+
+
+def test_a_copied_receipt_names_its_own_evidence_or_says_it_is_not_beside_it(
+    rejected: Layout, tmp_path: Path
+) -> None:
+    import shutil
+
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(rejected.receipt, alone / "receipt.json")
+    proc = run_factory(["receipt", "show", str(alone / "receipt.json")], env=_wide())
+    out = " ".join(proc.stdout.decode().split())
+    assert proc.returncode == 4  # its evidence cannot be re-checked here
+    assert f"evidence folder: NOT beside this receipt (looked in {alone}" in out
+    # The twin: the receipt copied with its evidence folder names the copy's folder.
+    both = tmp_path / "both"
+    shutil.copytree(rejected.out, both)
+    code_out = run_factory(["receipt", "show", str(both / "receipt.json")], env=_wide())
+    text = " ".join(code_out.stdout.decode().split())
+    assert code_out.returncode == 0, code_out.stderr.decode()
+    assert f"evidence folder: {both}" in text and "NOT beside" not in text
+    assert str(rejected.out) not in text.replace(str(both), "")
