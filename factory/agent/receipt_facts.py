@@ -43,6 +43,8 @@ class ReviewNote:
     verdict: str | None
     summary: str | None
     withheld: str | None = None
+    #: What the reviewer wrote (its stdout), when no verdict could be read from it.
+    wrote: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +148,12 @@ def review_notes(
         summary = _summary_of(data) if data is not None else None
         if data is not None and summary is None:
             withheld = "the verdict file holds no summary"
-        notes.append(ReviewNote(phase.phase, phase.verdict, summary, withheld))
+        wrote = None
+        if summary is None:
+            out = next((e for e in phase.evidence if e.role.endswith("-stdout")), None)
+            raw, _ = _read_verified(out, receipt_path, ok_paths) if out else (None, None)
+            wrote = raw.decode("utf-8", "replace") if raw else None
+        notes.append(ReviewNote(phase.phase, phase.verdict, summary, withheld, wrote))
     return notes
 
 

@@ -208,6 +208,11 @@ def _reviews(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         out.append(Text.assemble("  ", plain(note.phase, "bold"), " ", plain(note.verdict or "-")))
         if note.summary is None:
             out.append(plain(f"    {note.withheld}", "dim"))
+            if note.wrote is not None:
+                out.append(
+                    plain(f"    what the reviewer wrote instead ({MODEL_OUTPUT_LABEL}):", "dim")
+                )
+                out.extend(Text("      " + ln) for ln in inert_lines(note.wrote, max_lines=40))
             continue
         out.extend(Text("    " + line) for line in inert_lines(note.summary, max_lines=40))
     return out

@@ -124,3 +124,19 @@ def test_a_copied_receipt_names_its_own_evidence_or_says_it_is_not_beside_it(
     assert code_out.returncode == 0, code_out.stderr.decode()
     assert f"evidence folder: {both}" in text and "NOT beside" not in text
     assert str(rejected.out) not in text.replace(str(both), "")
+
+
+def test_a_reviewer_format_failure_shows_what_the_reviewer_wrote(layout: Layout) -> None:
+    proc = fake("prose", agent_args(layout))
+    assert proc.returncode == 4, proc.stderr
+    code, out, _ = show(layout)
+    assert code == 0
+    assert "what the reviewer wrote instead (model output" in out
+    assert "Looks fine to me, ship it" in out and "<b>really</b>" in out
+    assert "\x1b" not in out  # the escape is shown inert, never sent to the terminal
+
+
+def test_a_reviewer_with_a_verdict_shows_its_summary_not_its_stdout(rejected: Layout) -> None:
+    _, out, _ = show(rejected)
+    assert "review 1: REQUEST_CHANGES" in out
+    assert "what the reviewer wrote instead" not in out
