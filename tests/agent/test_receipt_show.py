@@ -241,3 +241,25 @@ def test_candidate_warnings_and_mutation_paths_are_shown_inert() -> None:
     assert "\x1b" not in text and "\u202e" not in text
     plain = show(receipt_json(make_receipt()))  # negative control: nothing to warn about
     assert "WARNING" not in plain and "paths changed where" not in plain
+
+
+@pytest.mark.parametrize(
+    ("changes", "failed", "words", "sgr"),
+    [
+        ({}, None, "Run APPROVED — receipt intact", "32m"),  # green
+        (
+            {"status": "rejected", "verdict": "REQUEST_CHANGES", "exit_code": 3},
+            None,
+            "Run REJECTED — receipt intact",
+            "43m",  # amber background, never green
+        ),
+        ({}, ["revision does not match the body"], "Receipt does NOT verify", "41m"),
+    ],
+)
+def test_the_terminal_headline_is_coloured_by_the_outcome(
+    changes: dict[str, Any], failed: list[str] | None, words: str, sgr: str
+) -> None:
+    view = facts(receipt_json(make_receipt(**changes)), failed=failed)
+    first = show(view, color=True).splitlines()[0]
+    assert words in first and sgr in first
+    assert ("32m" in first) is (sgr == "32m")
