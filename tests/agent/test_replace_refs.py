@@ -9,11 +9,24 @@ the substituted commit, so the plant was live.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
-from tests.agent.test_creating import fake_cli
+from tests.agent.creating_helpers import FAKE
 from tests.support.git import git, init_repo
+
+
+def fake_cli(scenario: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``factory agent ARGS`` with the scripted fake profiles (tests/agent/fake_factory.py)."""
+    return subprocess.run(
+        [sys.executable, str(FAKE), scenario, "--", "agent", "--timeout-ms", "5000", *args],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
 
 BASE_APP = "def add(a, b):\n    return a - b\n"
 

@@ -9,9 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.operator.helpers import ScriptedTerminal, World
-from tests.operator.test_publish_flow import publish
+from factory.operator.publish_flow import PublishFlow
+from factory.operator.session import Result, operate
+from tests.operator.helpers import REPO, ScriptedTerminal, World
 from tests.support.git import git
+
+
+def publish(world: World, terminal: ScriptedTerminal) -> Result:
+    """One ``operator publish`` of the world's receipt, as the publish-flow tests run it."""
+    flow = PublishFlow(world.client(), REPO, world.agent_receipt, "origin", None)
+    return operate(world.out(), flow, lambda: (terminal, world.authority()))
 
 
 def _plant(world: World, key: str, real: str) -> Path:
