@@ -57,7 +57,7 @@ def resolve_remote(common_dir: Path, remote: str | None) -> str:
 async def run_on_temporal(
     adm: Admitted, journal: Journal, screen: Screen, rows: list[TaskRow]
 ) -> None:
-    from factory.distributed.coordinator import run_remote
+    from factory.distributed.coordinator import run_remote, workflow_id
     from factory.distributed.payloads import RemoteBatch, RemoteTask
 
     call = adm.call
@@ -115,6 +115,11 @@ async def run_on_temporal(
         ended = True
     finally:
         if not ended:
+            screen.note(
+                "the coordinator stopped waiting; the workflow goes on in Temporal and its"
+                " workers: run the same command to attach (nothing reruns), or cancel it"
+                f" with 'temporal workflow cancel' ({workflow_id(batch)})"
+            )
             with trio.CancelScope(shield=True):
                 for row in rows:
                     journal.end(row.id, state="interrupted", outcome="interrupted", revision=None,

@@ -102,6 +102,10 @@ def admit(call: BatchCall) -> Admitted:
         raise credentials.CREDENTIALS_INVALID("the rehearsal route takes no credentials")
     if keys is not None and call.engine == "temporal":
         raise credentials.CREDENTIALS_INVALID("workers hold their own credentials; none travel")
+    if call.rehearsal is not None:
+        from factory.rehearsal import load_scenario
+
+        load_scenario(call.rehearsal)  # a bad scenario is refused here, before anything
     tasks, digest = _tasks_of(call)
     repo = locate_repository(call.repo)
     base_commit, _ = resolve_base(repo, call.base)
@@ -221,6 +225,13 @@ def run_batch(call: BatchCall) -> Finished:
             interrupted = trio.run(_engine_main, adm, journal, screen, rows)
         except KeyboardInterrupt:
             interrupted = True
+        except BaseExceptionGroup as group:  # a typed failure raised inside the engine
+            from factory.agent.faults import typed_error
+
+            typed = typed_error(group)
+            if typed is None:
+                raise
+            raise typed from None
         finally:
             stop = getattr(screen, "stop", None)
             if stop is not None:

@@ -201,6 +201,10 @@ def run_show(args: argparse.Namespace) -> int:
     from factory.batch.show import render_html, render_text
 
     folder = Path(args.dir)
+    if args.html:
+        from factory.cli.receipt_cmd import reserve_html
+
+        reserve_html(Path(args.html))
     text, ok = render_text(folder)
     if args.html:
         render_html(folder, Path(args.html))

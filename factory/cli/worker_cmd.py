@@ -14,6 +14,7 @@ BAD_ADDRESS = UsageError.define(
     "temporal-address-invalid", "give the server as HOST:PORT (e.g. 127.0.0.1:7233)"
 )
 BAD_JOBS = UsageError.define("worker-jobs-invalid", "give --jobs a whole number from 1 to 64")
+BAD_WORKDIR = UsageError.define("worker-workdir-invalid", "give --workdir a folder (made if new)")
 
 HELP = """\
 Take tasks of a distributed batch ('factory batch run --engine temporal') from a Temporal
@@ -63,6 +64,10 @@ def run(args: argparse.Namespace) -> int:
     import trio
 
     from factory.distributed.worker import WorkerConfig, run_until_signalled
+
+    workdir = Path(args.workdir)
+    if workdir.exists() and not workdir.is_dir():
+        raise BAD_WORKDIR(f"--workdir {args.workdir} exists and is not a folder")
 
     cfg = WorkerConfig(
         address=check_address(args.temporal),

@@ -108,7 +108,12 @@ async def _sdk_worker(cfg: WorkerConfig, side: TrioSide, stop: asyncio.Event) ->
     from temporalio.client import Client
     from temporalio.worker import Worker
 
-    client = await Client.connect(cfg.address, namespace=cfg.namespace)
+    from factory.distributed.coordinator import TEMPORAL_UNREACHABLE
+
+    try:
+        client = await Client.connect(cfg.address, namespace=cfg.namespace)
+    except Exception as exc:  # the SDK's connection errors (RuntimeError, RPCError)
+        raise TEMPORAL_UNREACHABLE(f"{cfg.address}: {str(exc)[:200]}") from None
     worker = Worker(
         client,
         task_queue=cfg.task_queue,
@@ -144,16 +149,24 @@ async def run_until_signalled(cfg: WorkerConfig) -> int:
     from factory.errors import ExitCode
 
     say(f"polling {cfg.task_queue!r} at {cfg.address} with {cfg.jobs} slot(s) as {cfg.who()}")
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
+    from factory.agent.faults import typed_error
 
-            async def stop_on_signal() -> None:
-                async for signum in signals:
-                    say(f"stopping ({signal.Signals(signum).name}); attempts in progress end")
-                    nursery.cancel_scope.cancel()
-                    return
+    try:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
 
-            nursery.start_soon(stop_on_signal)
-            await serve(cfg)
-            nursery.cancel_scope.cancel()
+                async def stop_on_signal() -> None:
+                    async for signum in signals:
+                        say(f"stopping ({signal.Signals(signum).name}); attempts in progress end")
+                        nursery.cancel_scope.cancel()
+                        return
+
+                nursery.start_soon(stop_on_signal)
+                await serve(cfg)
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:  # a typed failure (the server unreachable) inside
+        typed = typed_error(group)
+        if typed is None:
+            raise
+        raise typed from None
     return int(ExitCode.INTERRUPTED)

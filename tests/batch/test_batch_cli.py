@@ -159,3 +159,26 @@ def test_out_holding_another_batch_is_refused(tmp_path: Path) -> None:
     proc = run_factory(_batch_argv(tasks, repo, out))
     assert proc.returncode == 2 and b"factory: batch-mismatch:" in proc.stderr
     assert os.path.exists(out / "batch-report.json")
+
+
+def test_a_bad_scenario_is_refused_before_anything_and_a_rerun_can_start(tmp_path: Path) -> None:
+    """Observed before: the folder was made and every task recorded 'refused' for good."""
+    repo, tasks = repo_and_tasks(tmp_path, 1)
+    out = tmp_path / "out"
+    argv = _batch_argv(tasks, repo, out)
+    bad = [*argv[: argv.index("--rehearsal") + 1], str(tmp_path / "nope.json"),
+           *argv[argv.index("--rehearsal") + 2 :]]  # fmt: skip
+    proc = run_factory(bad)
+    assert proc.returncode == 2 and b"factory: rehearsal-scenario-" in proc.stderr
+    assert not out.exists()
+    assert run_factory(argv, timeout=600).returncode == 0  # the twin: the right scenario runs
+
+
+def test_show_html_to_a_missing_folder_is_refused(tmp_path: Path) -> None:
+    repo, tasks = repo_and_tasks(tmp_path, 1)
+    out = tmp_path / "out"
+    assert run_factory(_batch_argv(tasks, repo, out), timeout=600).returncode == 0
+    proc = run_factory(["batch", "show", str(out), "--html", str(tmp_path / "no" / "x.html")])
+    assert proc.returncode == 2 and b"factory: html-folder-missing:" in proc.stderr
+    ok = run_factory(["batch", "show", str(out), "--html", str(tmp_path / "x.html")])
+    assert ok.returncode == 0 and (tmp_path / "x.html").read_bytes().startswith(b"<!DOCTYPE")

@@ -61,3 +61,22 @@ def test_temporal_engine_needs_a_server_and_a_remote(tmp_path: Path) -> None:
         _argv(tasks, repo, tmp_path / "o2", "--engine", "temporal", "--temporal", "127.0.0.1:1")
     )
     assert no_remote.returncode == 2 and b"batch-remote-unknown" in no_remote.stderr
+
+
+def test_an_unreachable_server_is_a_typed_failure(tmp_path: Path) -> None:
+    """Observed before: 'internal error (ExceptionGroup)', exit 1, for both commands."""
+    repo, tasks = repo_and_tasks(tmp_path, 1)
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    argv = _argv(tasks, repo, tmp_path / "o", "--engine", "temporal", "--temporal", "127.0.0.1:9")
+    batch = run_factory(argv, timeout=120)
+    assert batch.returncode == 4 and b"factory: temporal-unreachable:" in batch.stderr
+    work = ["worker", "--temporal", "127.0.0.1:9", "--workdir", str(tmp_path / "w")]
+    worker = run_factory(work, timeout=120)
+    assert worker.returncode == 4 and b"factory: temporal-unreachable:" in worker.stderr
+    (tmp_path / "afile").write_text("x")
+    notdir = run_factory(
+        ["worker", "--temporal", "127.0.0.1:9", "--workdir", str(tmp_path / "afile")]
+    )
+    assert notdir.returncode == 2 and b"factory: worker-workdir-invalid:" in notdir.stderr
