@@ -36,6 +36,7 @@ from factory.provider_api import (
     RehearsalRoute,
     Route,
     Spool,
+    SubscriptionRoute,
     Verdict,
 )
 from providers.codex_output import VERDICT_SCHEMA, classify, parse_events, parse_verdict
@@ -159,6 +160,11 @@ class CodexProfile(ClosedProfile):
             ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("WARNING")
         ]
         return res.exit_code == 0, (lines[-1] if lines else f"exit {res.exit_code}")
+
+    async def login_present(self, resolved: Resolved) -> tuple[bool, str]:
+        """``codex login status`` on the subscription route's environment (as the run
+        itself decides)."""
+        return await self.login_status(resolved, build_env(SubscriptionRoute(), self._fx.env()))
 
     async def run_reviewer(
         self,
