@@ -12,9 +12,12 @@
    tree reproduces the candidate tree and every bound file (mode and SHA-256)
    (:func:`factory.agent.verify_git.check_patches`).
 6. When the worktree still exists, the candidate the authoritative verdict judged is
-   re-derived from it and compared by identity ("still matches" or not); a mismatch fails
-   only a receipt that claims the worktree holds it (``completed``, ``rejected``) — a
-   truthful ``failed`` or ``interrupted`` receipt verifies as what it is.
+   re-derived from it and compared by identity ("still matches" or not), and its
+   representation is recognised (:mod:`factory.agent.representation`): still uncommitted
+   in the worktree, committed as a commit on the base, committed then changed, or a
+   mismatch. Only a mismatch fails, and only a receipt that claims the worktree holds it
+   (``completed``, ``rejected``) — a truthful ``failed`` or ``interrupted`` receipt
+   verifies as what it is.
 7. A ``running`` receipt is not verified; ``liveness`` says whether the factory process
    that wrote it still runs or the run was ``abandoned`` (that process is gone).
 
@@ -32,13 +35,14 @@ from typing import Any
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, EvidenceRef, receipt_bytes
+from factory.agent.representation import represent
 from factory.agent.verification import (
     EvidenceCheck,
     Liveness,
     ReceiptVerification,
     RevisionCheck,
 )
-from factory.agent.verify_git import check_candidate, check_patches
+from factory.agent.verify_git import check_patches, live_candidate
 from factory.errors import IntegrityFailure, UsageError
 from factory.filehash import digest_file
 from factory.models import parse_model
@@ -189,7 +193,11 @@ def verify(path: Path) -> ReceiptVerification:
     exact = data == receipt_bytes(receipt)
     evidence = [check_evidence(ref, path) for ref in all_evidence(receipt)]
     patches = check_patches(receipt, path)
-    candidate = check_candidate(receipt, path)
+    live = live_candidate(receipt, path)
+    candidate = live.check
+    # A commit of the candidate is the same candidate: only a worktree that holds neither
+    # it nor such a commit is a mismatch (issue 22).
+    representation = represent(receipt, live.tree, live.problem)
     terminal = receipt.status != "running"
     problems = consistency_problems(receipt)
     ok = (
@@ -199,7 +207,7 @@ def verify(path: Path) -> ReceiptVerification:
         and not problems
         and all(e.ok for e in evidence)
         and all(p.ok is not False for p in patches)
-        and not (candidate.gating and candidate.still_matches is False)
+        and not (candidate.gating and representation.state == "mismatch")
     )
     return ReceiptVerification(
         receipt=os.fspath(path),
@@ -220,6 +228,7 @@ def verify(path: Path) -> ReceiptVerification:
         patches=patches,
         candidate=candidate,
         ok=ok,
+        representation=representation,
     )
 
 

@@ -16,45 +16,14 @@ import pytest
 import trio
 
 from factory.agent.admission import hold_worktree
-from factory.agent.creating import prepare
-from factory.agent.run import AgentDeps, RunOutcome, run_agent
-from factory.gitio.create import WorktreeSpec
+from factory.agent.run import AgentDeps, run_agent
 from factory.gitio.worktree import locate
 from factory.provider_api import SubscriptionRoute
-from tests.agent.creating_helpers import FAKE, FIX, RUN_ID, draft
+from tests.agent.creating_helpers import FAKE, FIX, Created, completed, draft
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
 from tests.gitio.helpers import registrations, snapshot
 from tests.support.cli import run_factory
 from tests.support.git import add_linked_worktree, git, init_repo
-
-
-class Created:
-    def __init__(self, tmp: Path, agent: list[Step], reviewer: list[Step]) -> None:
-        self.repo = init_repo(tmp / "proj", {"src/app.py": "def add(a, b):\n    return a - b\n"})
-        self.receipt = tmp / "receipt.json"
-        prelude = prepare(WorktreeSpec(self.repo), draft(tmp, self.repo), run_id=RUN_ID)
-        deps = AgentDeps(
-            agent=FakeAgent(agent), reviewer=FakeReviewer(reviewer), route=SubscriptionRoute()
-        )
-        self.outcome: RunOutcome = trio.run(
-            lambda: run_agent(prelude.planned.request, deps, prelude=prelude)
-        )
-        self.wt = Path(prelude.record.path)
-        self.branch = prelude.record.branch
-
-    def remove(self, receipt: Path | None = None) -> tuple[int, dict[str, object], bytes]:
-        proc = run_factory(["worktree", "remove", str(receipt or self.receipt)])
-        return proc.returncode, json.loads(proc.stdout or b"{}"), proc.stderr
-
-    def verify(self) -> tuple[int, dict[str, object], bytes]:
-        proc = run_factory(["receipt", "verify", str(self.receipt)])
-        return proc.returncode, json.loads(proc.stdout), proc.stderr
-
-
-def completed(tmp: Path) -> Created:
-    run = Created(tmp, [Step(effect=FIX)], [Step()])
-    assert run.outcome.exit_code == 0
-    return run
 
 
 def untouched(tmp: Path) -> dict[str, str]:
@@ -78,7 +47,7 @@ def test_dirty_worktree_is_refused_and_the_receipt_still_verifies(tmp_path: Path
     assert code == 4 and report["revision"]["ok"] is True  # type: ignore[index]
     assert all(e["ok"] for e in report["evidence"])  # type: ignore[attr-defined]
     assert report["candidate"]["still_matches"] is False  # type: ignore[index]
-    assert b"no longer holds the judged candidate" in err
+    assert b"holds neither the judged candidate nor a commit of it" in err
 
     (run.wt / "notes.txt").unlink()  # back to exactly the candidate
     assert run.verify()[0] == 0
