@@ -167,3 +167,72 @@ def represent(
     key = "changed_since" if state == "committed-then-changed" else "differing_paths"
     listed = {key: paths, "paths_left_out": left_out}
     return _made(state, head=head, committed_as=commit, reason=live_problem, **listed)
+
+
+@dataclass(frozen=True, slots=True)
+class RepresentationNote:
+    """What both receipt views say about the representation (one wording): ``state``,
+    the sentence, the paths listed under it (``paths_label`` names them) and how many more
+    were left out; ``bad``: a mismatch."""
+
+    state: str
+    sentence: str
+    paths_label: str | None = None
+    paths: tuple[str, ...] = ()
+    left_out: int = 0
+    bad: bool = False
+
+
+def _short(commit: str | None) -> str:
+    return (commit or "?")[:12]
+
+
+def describe(value: object) -> RepresentationNote | None:
+    """The note for a report's ``representation`` value (``None``: nothing to say — no
+    candidate, or a report from before the field existed). Strings are returned raw: the
+    renderers pass them through the display sanitiser."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        rep = Representation.model_validate(value)
+    except ValueError:
+        return None
+    reason = f" ({rep.reason})" if rep.reason else ""
+    state = rep.state
+    if state == "uncommitted":
+        return RepresentationNote(state, "uncommitted in the worktree (HEAD is still the base)")
+    if state == "committed":
+        return RepresentationNote(
+            state,
+            f"committed as {_short(rep.committed_as)}: HEAD's tree is the judged candidate "
+            "tree and its parent the base commit",
+        )
+    if state == "committed-then-changed":
+        return RepresentationNote(
+            state,
+            f"committed as {_short(rep.committed_as)}, then changed: the receipt's claims stand "
+            f"for that commit; the worktree has moved on since{reason}",
+            "changed since" if rep.changed_since is not None else None,
+            tuple(rep.changed_since or ()),
+            rep.paths_left_out or 0,
+        )
+    if state == "worktree-gone":
+        return RepresentationNote(state, "the worktree is gone: verified from the evidence alone")
+    if state == "mismatch" and rep.differing_paths == [] and not rep.paths_left_out:
+        return RepresentationNote(
+            state,
+            "MISMATCH: the files are the judged candidate's, but HEAD does not commit them on "
+            "the base",
+            bad=True,
+        )
+    if state == "mismatch":
+        return RepresentationNote(
+            state,
+            "MISMATCH: the worktree holds neither the judged candidate nor a commit of it on "
+            f"the base{reason}",
+            "differing paths" if rep.differing_paths is not None else None,
+            tuple(rep.differing_paths or ()),
+            rep.paths_left_out or 0,
+            bad=True,
+        )
+    return None
