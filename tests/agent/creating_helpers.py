@@ -35,10 +35,13 @@ class Created:
     """A ``factory agent --repo`` run, in process with scripted fake providers, on a new
     repository ``proj`` under ``tmp``; ``remove``/``verify`` run the real CLI on it."""
 
-    def __init__(self, tmp: Path, agent: list[Step], reviewer: list[Step]) -> None:
+    def __init__(
+        self, tmp: Path, agent: list[Step], reviewer: list[Step], branch: str | None = None
+    ) -> None:
         self.repo = init_repo(tmp / "proj", {"src/app.py": "def add(a, b):\n    return a - b\n"})
         self.receipt = tmp / "receipt.json"
-        prelude = prepare(WorktreeSpec(self.repo), draft(tmp, self.repo), run_id=RUN_ID)
+        spec = WorktreeSpec(self.repo, branch=branch)
+        prelude = prepare(spec, draft(tmp, self.repo), run_id=RUN_ID)
         deps = AgentDeps(
             agent=FakeAgent(agent), reviewer=FakeReviewer(reviewer), route=SubscriptionRoute()
         )
