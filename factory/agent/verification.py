@@ -89,8 +89,9 @@ class ReceiptVerification(StrictModel):
     ok: bool
     representation: Representation | None = None
     """Where the judged candidate is now (:mod:`factory.agent.representation`): a commit of
-    it is the same candidate, not a mismatch. Absent only in reports read back from before
-    it existed."""
+    it is the same candidate, not a mismatch. ``None`` when the worktree was not asked
+    (``factory receipt apply`` proves the patch itself) and in reports from before it
+    existed."""
 
     def candidate_mismatch(self) -> bool:
         """A receipt that claims the worktree holds its candidate, whose worktree holds

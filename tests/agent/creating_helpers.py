@@ -11,7 +11,7 @@ from factory.agent.admission import AgentRequest
 from factory.agent.creating import prepare
 from factory.agent.run import AgentDeps, RunOutcome, run_agent
 from factory.gitio.create import WorktreeSpec
-from factory.provider_api import SubscriptionRoute
+from factory.provider_api import Route, SubscriptionRoute
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
 from tests.support.cli import run_factory
 from tests.support.git import init_repo
@@ -36,14 +36,21 @@ class Created:
     repository ``proj`` under ``tmp``; ``remove``/``verify`` run the real CLI on it."""
 
     def __init__(
-        self, tmp: Path, agent: list[Step], reviewer: list[Step], branch: str | None = None
+        self,
+        tmp: Path,
+        agent: list[Step],
+        reviewer: list[Step],
+        branch: str | None = None,
+        route: Route | None = None,
     ) -> None:
         self.repo = init_repo(tmp / "proj", {"src/app.py": "def add(a, b):\n    return a - b\n"})
         self.receipt = tmp / "receipt.json"
         spec = WorktreeSpec(self.repo, branch=branch)
         prelude = prepare(spec, draft(tmp, self.repo), run_id=RUN_ID)
         deps = AgentDeps(
-            agent=FakeAgent(agent), reviewer=FakeReviewer(reviewer), route=SubscriptionRoute()
+            agent=FakeAgent(agent),
+            reviewer=FakeReviewer(reviewer),
+            route=route or SubscriptionRoute(),
         )
         self.outcome: RunOutcome = trio.run(
             lambda: run_agent(prelude.planned.request, deps, prelude=prelude)
