@@ -26,16 +26,15 @@ from rich.console import Console
 from rich.text import Text
 
 from factory.agent.receipt import AgentReceipt
-from factory.demo.screen import COMMAND_STYLE, REHEARSAL_LINE, verdict_line, verification_line
+from factory.demo.screen import (
+    COMMAND_STYLE,
+    OUTCOME_STYLE,
+    REHEARSAL_LINE,
+    verdict_line,
+    verification_line,
+)
 from factory.display import inert
 from factory.usercmd import factory_command, shown_path
-
-_OUTCOME_STYLE = {
-    "completed": "bold green",
-    "rejected": "bold yellow",
-    "failed": "bold red",
-    "interrupted": "bold magenta",
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +84,7 @@ def ending_lines(
         )
     else:
         status = f"{receipt.status} (exit {ending.exit_code})"
-        lines.append(_line("outcome", status, _OUTCOME_STYLE.get(receipt.status, "")))
+        lines.append(_line("outcome", status, OUTCOME_STYLE.get(receipt.status, "")))
         if receipt.error is not None:
             lines.append(_line("error", f"{receipt.error.code}: {receipt.error.message}"))
         lines.append(_line("verdicts", verdict_line(receipt)))
