@@ -43,7 +43,8 @@ _ALWAYS = frozenset(
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
-def _needs_escape(char: str) -> bool:
+def needs_escape(char: str) -> bool:
+    """Whether the sanitiser shows ``char`` only as an escape."""
     point = ord(char)
     if point < 0x20 or 0x7F <= point < 0xA0 or point in _ALWAYS:
         return True
@@ -67,7 +68,7 @@ def _escape(text: str, keep: frozenset[str]) -> str:
     for char in text:
         if char == "\\":
             out.append("\\\\")
-        elif char in keep or not _needs_escape(char):
+        elif char in keep or not needs_escape(char):
             out.append(char)
         else:
             out.append(escape_char(char))
@@ -107,14 +108,14 @@ def safe_line(text: str, *, limit: int | None = LINE_LIMIT) -> str:
     """A message for stderr that may already hold escapes made by the module that raised
     it (``fol\\nder``): left as it is when nothing in it needs escaping (backslashes
     aside), else made :func:`inert` whole. Capped either way."""
-    if not any(_needs_escape(char) for char in text):
+    if not any(needs_escape(char) for char in text):
         return cap(text, limit)
     return inert(text, limit=limit)
 
 
 def is_inert(text: str) -> bool:
     """True when ``text`` would display as itself (nothing to escape, no backslash)."""
-    return "\\" not in text and not any(_needs_escape(char) for char in text)
+    return "\\" not in text and not any(needs_escape(char) for char in text)
 
 
 def inert_join(parts: Iterable[str], sep: str = ", ", *, limit: int | None = LINE_LIMIT) -> str:

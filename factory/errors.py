@@ -216,6 +216,12 @@ ARGUMENT_NOT_UTF8 = UsageError.define(
     "argument-not-utf8", "pass it as UTF-8 (what a command records is JSON text)"
 )
 
+# One code for input nested deeper than the parsers' recursion allows (a TOML scenario, a
+# forge's JSON), whichever reader meets it: a RecursionError is bad input, not a bug.
+INPUT_TOO_DEEP = UsageError.define(
+    "input-too-deep", "flatten the document: it is nested deeper than factory reads"
+)
+
 
 def exit_code_for(error: BaseException) -> ExitCode:
     """Map any exception to its exit code (SPEC F-3).

@@ -92,7 +92,32 @@ class RehearsalRoute:
         return REHEARSAL_EXECUTION
 
 
-Route = SubscriptionRoute | RehearsalRoute
+API_EXECUTION: Final = "api: provider API keys from a source the user named; real model judgement"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiRoute:
+    """Route on provider API keys taken only from a source the user named
+    (``--credentials FILE`` or ``--credentials-env NAME``), never from the caller's
+    environment by accident: Claude gets ``ANTHROPIC_API_KEY``, Codex ``CODEX_API_KEY``,
+    each with a private config home under ``config_root`` so no login store is read.
+
+    The keys are never shown (``repr=False``), recorded or passed to anything but the one
+    CLI each is for; ``source`` says where they came from without them.
+    """
+
+    anthropic_api_key: str = field(repr=False)
+    codex_api_key: str = field(repr=False)
+    config_root: Path
+    source: str
+    name: Literal["api"] = "api"
+
+    @property
+    def execution(self) -> str:
+        return API_EXECUTION
+
+
+Route = SubscriptionRoute | RehearsalRoute | ApiRoute
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +257,7 @@ class ReviewerProfile(Protocol):
         ...
 
 
-RouteName = Literal["subscription", "rehearsal"]
+RouteName = Literal["subscription", "rehearsal", "api"]
 
 
 @runtime_checkable

@@ -101,11 +101,14 @@ def _npm_scripts(checkout: Path) -> dict[str, str]:
 
 def factory_program(argv0: str | None = None) -> list[str]:
     """The words that start this very factory: the console script that is running, or
-    ``<python> -m factory`` when it was started as a module."""
+    ``<python> -I -m factory`` when it was started as a module (isolated: never the
+    ``factory`` of the folder the command is run in)."""
     first = sys.argv[0] if argv0 is None else argv0
     if Path(first).name == "factory" and os.path.isfile(first):
         return [os.path.abspath(first)]
-    return [sys.executable, "-m", "factory"]
+    from factory.selfexec import factory_argv
+
+    return factory_argv()
 
 
 def factory_command(

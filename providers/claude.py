@@ -32,6 +32,7 @@ from factory.provider_api import (
     PROVIDER_FAILED,
     PROVIDER_NETWORK,
     PROVIDER_PROTOCOL,
+    ApiRoute,
     ProviderResult,
     RehearsalRoute,
     Role,
@@ -128,6 +129,10 @@ def build_env(route: Route, environ: Mapping[str, str]) -> dict[str, str]:
         env["ANTHROPIC_API_KEY"] = route.api_key
         env["CLAUDE_CONFIG_DIR"] = str(rehearsal_home(route, "claude"))
         env["CLAUDE_CODE_MAX_RETRIES"] = "0"
+    elif isinstance(route, ApiRoute):
+        env["ANTHROPIC_API_KEY"] = route.anthropic_api_key
+        env["CLAUDE_CONFIG_DIR"] = str(rehearsal_home(route, "claude"))
+        env["CLAUDE_CODE_MAX_RETRIES"] = SUBSCRIPTION_RETRIES
     else:
         env["CLAUDE_CODE_MAX_RETRIES"] = SUBSCRIPTION_RETRIES
     return env

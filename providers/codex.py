@@ -32,6 +32,7 @@ from factory.provider_api import (
     PROVIDER_AUTH_REQUIRED,
     PROVIDER_NETWORK,
     PROVIDER_PROTOCOL,
+    ApiRoute,
     ProviderResult,
     RehearsalRoute,
     Route,
@@ -141,6 +142,9 @@ def build_env(route: Route, environ: Mapping[str, str]) -> dict[str, str]:
     if isinstance(route, RehearsalRoute):
         env["CODEX_HOME"] = str(rehearsal_home(route, "codex"))
         env[REHEARSAL_KEY_VAR] = route.api_key
+    elif isinstance(route, ApiRoute):
+        env["CODEX_HOME"] = str(rehearsal_home(route, "codex"))
+        env["CODEX_API_KEY"] = route.codex_api_key
     return env
 
 
@@ -239,7 +243,7 @@ class CodexProfile(ClosedProfile):
         except ProviderFailure as exc:
             call.failed(exc, None)  # what is known so far: the argv shape
             raise
-        if not isinstance(route, RehearsalRoute):
+        if isinstance(route, SubscriptionRoute):  # 'login status' ignores CODEX_API_KEY
             logged_in, message = await self.login_status(resolved, env)
             if not logged_in:
                 failure = PROVIDER_AUTH_REQUIRED(f"codex has no login here ({message})")

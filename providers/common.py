@@ -29,6 +29,7 @@ from factory.provider_api import (
     PROVIDER_NOT_FOUND,
     PROVIDER_OUTPUT_LIMIT,
     PROVIDER_TIMEOUT,
+    ApiRoute,
     ProviderResult,
     RehearsalRoute,
     Role,
@@ -89,7 +90,7 @@ def caller_base(environ: Mapping[str, str]) -> dict[str, str]:
     return pick(environ, CALLER_ALLOW)
 
 
-def rehearsal_home(route: RehearsalRoute, sub: str) -> Path:
+def rehearsal_home(route: RehearsalRoute | ApiRoute, sub: str) -> Path:
     """``route.config_root/<sub>``, created (private, 0700) if missing."""
     folder = Path(route.config_root) / sub
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -97,9 +98,9 @@ def rehearsal_home(route: RehearsalRoute, sub: str) -> Path:
 
 
 def route_home(route: Route, base: dict[str, str]) -> None:
-    """Point ``HOME`` at a private folder on the rehearsal route, so no real login store
-    or user configuration of the caller can be read or written there."""
-    if isinstance(route, RehearsalRoute):
+    """Point ``HOME`` at a private folder on the rehearsal and api routes, so no real login
+    store or user configuration of the caller can be read or written there."""
+    if isinstance(route, RehearsalRoute | ApiRoute):
         base["HOME"] = str(rehearsal_home(route, "home"))
 
 
@@ -288,7 +289,7 @@ class ClosedProfile:
         """Locate the native binary (see :mod:`providers.resolve`)."""
         return self._fx.resolve(self.name)
 
-    async def preflight(self, route: Literal["subscription", "rehearsal"]) -> str:
+    async def preflight(self, route: Literal["subscription", "rehearsal", "api"]) -> str:
         """Could this profile start on ``route``? Executable found, ``--version`` answers,
         and on the subscription route a login is present — before a run creates anything
         (:class:`factory.provider_api.Preflight`). Returns the version line.

@@ -308,7 +308,7 @@ class AgentReceipt(StrictModel):
     status: Status
     exit_code: int | None
     execution: str
-    route: Literal["subscription", "rehearsal"]
+    route: Literal["subscription", "rehearsal", "api"]
     factory_version: str
     task: str
     worktree: str

@@ -19,8 +19,9 @@ and every string is left for the renderer to pass through the display sanitiser.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -43,6 +44,8 @@ class ReviewNote:
     verdict: str | None
     summary: str | None
     withheld: str | None = None
+    #: What the reviewer wrote (its stdout), when no verdict could be read from it.
+    wrote: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +79,8 @@ class ReceiptFacts:
     reviews: list[ReviewNote] = field(default_factory=list)
     patches: list[PatchText] = field(default_factory=list)
     mutations: list[MutationNote] = field(default_factory=list)
+    checked_at: str | None = None
+    receipt_path: Path | None = None
 
     @property
     def evidence_checked(self) -> int:
@@ -152,7 +157,12 @@ def review_notes(
         summary = _summary_of(data) if data is not None else None
         if data is not None and summary is None:
             withheld = "the verdict file holds no summary"
-        notes.append(ReviewNote(phase.phase, phase.verdict, summary, withheld))
+        wrote = None
+        if summary is None:
+            out = next((e for e in phase.evidence if e.role.endswith("-stdout")), None)
+            raw, _ = _read_verified(out, receipt_path, ok_paths) if out else (None, None)
+            wrote = raw.decode("utf-8", "replace") if raw else None
+        notes.append(ReviewNote(phase.phase, phase.verdict, summary, withheld, wrote))
     return notes
 
 
@@ -195,8 +205,19 @@ def mutation_notes(
     return notes
 
 
-def gather(receipt: AgentReceipt, report: Mapping[str, Any], receipt_path: Path) -> ReceiptFacts:
-    """Everything a renderer needs, from a receipt and its ``verify`` report."""
+def _utc_now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def gather(
+    receipt: AgentReceipt,
+    report: Mapping[str, Any],
+    receipt_path: Path,
+    *,
+    now: Callable[[], str] = _utc_now,
+) -> ReceiptFacts:
+    """Everything a renderer needs, from a receipt and its ``verify`` report; ``now`` gives
+    the time the check was made (shown beside the integrity line)."""
     ok = report.get("ok") is True
     return ReceiptFacts(
         receipt=receipt,
@@ -206,4 +227,6 @@ def gather(receipt: AgentReceipt, report: Mapping[str, Any], receipt_path: Path)
         reviews=review_notes(receipt, receipt_path, report),
         patches=patch_texts(receipt, receipt_path, report),
         mutations=mutation_notes(receipt, receipt_path, report),
+        checked_at=now(),
+        receipt_path=receipt_path,
     )

@@ -17,6 +17,7 @@ loads nothing: CSS is inline, there is no script, and a Content-Security-Policy 
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +30,11 @@ from factory.agent.receipt_text import (
     MAX_DIFF_LINES,
     MAX_ROWS,
     evidence_file,
+    evidence_place,
     evidence_rows,
     format_bytes,
     format_ms,
+    headline,
     liveness_note,
     short_digest,
     sweep_note,
@@ -259,6 +262,10 @@ def context(facts: ReceiptFacts, receipt_path: Path) -> dict[str, Any]:
         "title": f"factory receipt: {r.status}"
         + (" (REHEARSAL)" if r.route == "rehearsal" else ""),
         "verified": facts.verified,
+        "headline": headline(facts)[0],
+        "headline_class": f"outcome-{r.status}" if facts.verified else "outcome-unverified",
+        "checked_at": facts.checked_at or "an unrecorded time",
+        "check_again": shlex.join(["factory", "receipt", "verify", str(receipt_path)]),
         "verified_text": f"revision, canonical bytes and {facts.evidence_checked} evidence "
         f"file(s) re-checked; {facts.candidate_note()} (consistency, not authorship)",
         "failed": facts.failed,
@@ -281,7 +288,7 @@ def context(facts: ReceiptFacts, receipt_path: Path) -> dict[str, Any]:
             for m in facts.mutations
         ],
         "evidence": evidence,
-        "evidence_dir": r.evidence_dir,
+        "evidence_place": evidence_place(facts),
         "policies": ", ".join(sorted({e.policy for _, e in evidence_rows(r)})) or "-",
         "residuals": r.residuals,
         "revision": r.revision or "none (a running reservation is not closed)",

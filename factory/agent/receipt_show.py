@@ -52,9 +52,11 @@ from factory.agent.receipt_show_candidates import (
 from factory.agent.receipt_text import (
     MAX_TASK_CHARS,
     evidence_file,
+    evidence_place,
     evidence_rows,
     format_bytes,
     format_ms,
+    headline,
     liveness_note,
     short_digest,
     sweep_note,
@@ -83,22 +85,31 @@ Section = Callable[[ReceiptFacts, bool], list[RenderableType]]
 
 
 def _verification(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
+    words, style = headline(f)
+    lines: list[RenderableType] = [Text(words, style=style)]
+    when = f" (checked {f.checked_at})" if f.checked_at else ""
     if f.verified:
-        return [
+        lines.append(
             Text.assemble(
+                ("integrity: ", "bold"),
                 ("VERIFIED ", "bold green"),
                 plain(
                     f"revision, canonical bytes and {f.evidence_checked} evidence file(s) "
-                    f"re-checked; {f.candidate_note()} (consistency, not authorship)"
+                    f"re-checked; {f.candidate_note()} (consistency, not authorship){when}"
                 ),
             )
-        ]
-    lines: list[RenderableType] = [
-        Text(
-            "VERIFICATION FAILED: do not trust this receipt; what follows is what it claims",
-            style="bold white on red",
         )
-    ]
+        return lines
+    lines.append(
+        Text.assemble(
+            ("integrity: ", "bold"),
+            (
+                "VERIFICATION FAILED: do not trust this receipt; what follows is what it claims",
+                "bold red",
+            ),
+            plain(when),
+        )
+    )
     lines.extend(plain(f"  - {item}", "bold red") for item in f.failed)
     return lines
 
@@ -200,7 +211,8 @@ def _phases(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         )
         swept = sweep_note(p)
         if swept is not None:
-            line.append_text(plain("\n" + swept, "yellow"))
+            line.append("\n")  # a real line break; plain() would show it as \x0a
+            line.append_text(plain(swept, "yellow"))
         grid.add_row(plain(p.phase), line)
     if not f.receipt.phases:
         grid.add_row(plain("-"), plain("no phase ran"))
@@ -217,6 +229,11 @@ def _reviews(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
         out.append(Text.assemble("  ", plain(note.phase, "bold"), " ", plain(note.verdict or "-")))
         if note.summary is None:
             out.append(plain(f"    {note.withheld}", "dim"))
+            if note.wrote is not None:
+                out.append(
+                    plain(f"    what the reviewer wrote instead ({MODEL_OUTPUT_LABEL}):", "dim")
+                )
+                out.extend(Text("      " + ln) for ln in inert_lines(note.wrote, max_lines=40))
             continue
         out.extend(Text("    " + line) for line in inert_lines(note.summary, max_lines=40))
     return out
@@ -247,7 +264,7 @@ def _evidence(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     parts: list[RenderableType] = [table]
     if left_out:
         parts.append(plain(f"... and {left_out} more evidence file(s)", "dim"))
-    parts.append(plain(f"evidence folder: {r.evidence_dir}", "dim"))
+    parts.append(plain(evidence_place(f), "dim"))
     parts.append(
         plain("'...' stands for the rest of the SHA-256; full paths are in the receipt", "dim")
     )

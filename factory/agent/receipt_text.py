@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from factory.agent.evidence import resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, EvidenceRef, PhaseRecord
 from factory.agent.receipt_facts import ReceiptFacts
 from factory.display import inert
@@ -69,6 +70,52 @@ def evidence_file(ref: EvidenceRef) -> str:
     if ref.sha256 and ref.sha256 in name and len(ref.sha256) > 12:
         return name.replace(ref.sha256, ref.sha256[:12] + "...")
     return ref.path
+
+
+_OUTCOME: Final = {
+    "completed": ("COMPLETED", "bold green"),
+    "rejected": ("REJECTED", "bold black on yellow"),
+    "failed": ("FAILED", "bold white on red"),
+    "interrupted": ("INTERRUPTED", "bold white on magenta"),
+    "running": ("IN PROGRESS", "bold black on cyan"),
+}
+
+
+def headline(f: ReceiptFacts) -> tuple[str, str]:
+    """The one line a receipt view leads with, and its rich style (issue 28 §1).
+
+    Integrity and outcome are two facts; the headline joins them so neither can be misread
+    for the other, and it is coloured by the outcome: ``Run FAILED — receipt intact``,
+    ``Run APPROVED — receipt intact``; a receipt that failed verification has no outcome
+    worth naming: ``Receipt does NOT verify``.
+    """
+    if not f.verified:
+        return "Receipt does NOT verify", "bold white on red"
+    r = f.receipt
+    word, style = _OUTCOME.get(r.status, (r.status.upper(), "bold"))
+    if r.status == "completed" and r.verdict == "APPROVE":
+        word = "APPROVED"
+    return f"Run {word} — receipt intact", style
+
+
+def evidence_place(f: ReceiptFacts) -> str:
+    """Where this receipt's evidence is, said of the receipt file being shown.
+
+    Evidence references resolve against the receipt's own folder, so a copied receipt
+    names the folder beside the copy; when nothing is there it says so, rather than
+    pointing at the folder the original run recorded.
+    """
+    r = f.receipt
+    refs = [e for _, e in evidence_rows(r)]
+    if f.receipt_path is None or not refs:
+        return f"evidence folder: {clean(r.evidence_dir)}"
+    here = resolve_evidence_path(refs[0], f.receipt_path).parent
+    if here.is_dir():
+        return f"evidence folder: {clean(str(here))}"
+    return (
+        f"evidence folder: NOT beside this receipt (looked in {clean(str(here))}; "
+        f"the run recorded {clean(r.evidence_dir)})"
+    )
 
 
 def liveness_note(f: ReceiptFacts) -> tuple[str, str] | None:

@@ -76,7 +76,7 @@ class ReceiptVerification(StrictModel):
     receipt: str
     status: Status
     exit_code: int | None
-    route: Literal["subscription", "rehearsal"]
+    route: Literal["subscription", "rehearsal", "api"]
     execution: str
     terminal: bool
     liveness: Liveness | None

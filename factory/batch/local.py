@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ import trio
 
 from factory.batch.journal import Journal, TaskRow
 from factory.batch.screen import Screen
+from factory.selfexec import factory_argv
 
 if TYPE_CHECKING:
     from factory.batch.judge import Judged
@@ -36,7 +36,7 @@ CHILD_ENV = (
     *("PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR"),
     *("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "FACTORY_STATE_DIR"),
 )
-Route = Literal["subscription", "rehearsal"]
+Route = Literal["subscription", "rehearsal", "api"]
 Spawn = Callable[["BatchConfig", TaskRow, Path, str], Awaitable[int | None]]
 JudgeFn = Callable[[Path, int | None, str | None], "Judged"]
 
@@ -55,10 +55,15 @@ class BatchConfig:
     rehearsal: Path | None = None
     min_free_bytes: int = 1 << 30
     remove_done: bool = False
+    credentials: Path | None = None
+    credentials_env: str | None = None
 
     @property
     def route(self) -> Route:
-        return "rehearsal" if self.rehearsal is not None else "subscription"
+        if self.rehearsal is not None:
+            return "rehearsal"
+        api = self.credentials is not None or self.credentials_env is not None
+        return "api" if api else "subscription"
 
 
 @dataclass
@@ -77,11 +82,15 @@ def free_bytes(*folders: Path) -> int:
 
 
 def agent_argv(cfg: BatchConfig, row: TaskRow, receipt: Path, base: str) -> list[str]:
-    argv = [sys.executable, "-I", "-m", "factory", "agent", "--repo", os.fspath(cfg.repo)]
+    argv = factory_argv("agent", "--repo", os.fspath(cfg.repo))
     argv += ["--base", base, "--task", row.spec.task, "--out", os.fspath(receipt)]
     argv += ["--timeout-ms", str(cfg.timeout_ms), "--progress", "jsonl"]
     if cfg.rehearsal is not None:
         argv += ["--rehearsal", os.fspath(cfg.rehearsal)]
+    if cfg.credentials is not None:
+        argv += ["--credentials", os.fspath(cfg.credentials)]
+    if cfg.credentials_env is not None:
+        argv += ["--credentials-env", cfg.credentials_env]
     return argv
 
 
@@ -96,14 +105,16 @@ def last_progress(spool: Path, seen: int) -> tuple[dict[str, object] | None, int
     end = data.rfind(b"\n")
     if end < 0:
         return None, seen
-    latest = None
+    latest, verdict = None, None
     for line in data[:end].split(b"\n"):
         try:
             value = json.loads(line)
         except ValueError:
             continue
         if isinstance(value, dict) and value.get("schema") == "factory.agent-progress/1":
-            latest = value
+            latest, verdict = value, value.get("verdict") or verdict
+    if latest is not None and verdict and not latest.get("verdict"):
+        latest = {**latest, "verdict": verdict}  # a verdict between two polls stays shown
     return latest, seen + end + 1
 
 
@@ -115,7 +126,7 @@ async def run_child(cfg: BatchConfig, row: TaskRow, receipt: Path, base: str) ->
     folder = receipt.parent
     spec = RunSpec(
         argv=agent_argv(cfg, row, receipt, base),
-        env=pick(os.environ, CHILD_ENV),
+        env=pick(os.environ, (*CHILD_ENV, *([cfg.credentials_env] if cfg.credentials_env else []))),
         timeout_s=(cfg.task_deadline_s or cfg.timeout_ms / 1000) + MARGIN_S,
         cwd=folder,
         stdout_spool=folder / "agent-stdout.json",
@@ -219,11 +230,18 @@ class LocalEngine:
 
     async def _follow(self, task_id: str, spool: Path) -> None:
         seen = 0
-        while True:
-            await trio.sleep(POLL_S)
-            latest, seen = last_progress(spool, seen)
-            if latest is not None:
-                self.screen.progress(task_id, latest)
+        try:
+            while True:
+                await trio.sleep(POLL_S)
+                seen = self._show(task_id, spool, seen)
+        finally:
+            self._show(task_id, spool, seen)  # the lines written since the last poll
+
+    def _show(self, task_id: str, spool: Path, seen: int) -> int:
+        latest, seen = last_progress(spool, seen)
+        if latest is not None:
+            self.screen.progress(task_id, latest)
+        return seen
 
     async def _close(self, row: TaskRow, receipt: Path, code: int | None) -> None:
         said = last_said(receipt.parent / "agent-stderr.jsonl")

@@ -65,7 +65,7 @@ class BatchReport(RevisionedModel):
     schema_id: Literal["factory.batch-report/1"] = Field(default=REPORT_SCHEMA, alias="schema")
     batch_id: str
     engine: Literal["local", "temporal"]
-    route: Literal["subscription", "rehearsal"]
+    route: Literal["subscription", "rehearsal", "api"]
     repository: str
     base_commit: str
     tasks_sha256: str

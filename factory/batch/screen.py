@@ -15,6 +15,15 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 PROGRESS_SCHEMA = "factory.batch-progress/1"
+#: The live table's columns: at 80 columns nothing is cut (long cells fold, never "…").
+COLUMNS = (
+    ("task", "left"),
+    ("try", "right"),
+    ("phase", "left"),
+    ("time", "right"),
+    ("provider time left (not an ETA)", "right"),
+    ("verdict / outcome", "left"),
+)
 
 
 class Screen(Protocol):
@@ -98,26 +107,20 @@ class HumanScreen:
         self.live.start()
 
     def _table(self) -> Any:
+        from rich import box
         from rich.table import Table
 
         now = time.monotonic()
-        table = Table(title="factory batch", caption="; ".join(self.notes[-3:]) or None)
-        for name in (
-            "task",
-            "attempt",
-            "phase",
-            "elapsed",
-            "provider time left",
-            "verdict",
-            "outcome",
-        ):
-            table.add_column(name, no_wrap=True)
+        caption = "; ".join(self.notes[-3:]) or None
+        table = Table(title="factory batch", caption=caption, box=box.SIMPLE_HEAD)
+        for name, justify in COLUMNS:
+            table.add_column(name, justify=justify, overflow="fold")  # type: ignore[arg-type]
         for task_id, r in self.rows.items():
-            elapsed = "" if r.started is None else f"{(r.ended or now) - r.started:5.0f}s"
-            bound = "" if r.bound_ms is None else f"≤ {r.bound_ms // 1000}s (not an ETA)"
-            table.add_row(
-                task_id, str(r.attempt or ""), r.phase, elapsed, bound, r.verdict, r.outcome
-            )
+            elapsed = "" if r.started is None else f"{(r.ended or now) - r.started:.0f}s"
+            bound = "" if r.bound_ms is None else f"≤ {r.bound_ms // 1000}s"
+            result = ", ".join(x for x in (r.verdict, r.outcome) if x)
+            phase = r.phase.replace("_", " ")
+            table.add_row(task_id, str(r.attempt or ""), phase, elapsed, bound, result)
         return table
 
     def _refresh(self) -> None:

@@ -65,6 +65,9 @@ class BatchCall:
     task_queue: str = "factory"
     remote: str | None = None
     test_argv: tuple[str, ...] | None = None
+    review: bool = False
+    credentials: Path | None = None
+    credentials_env: str | None = None
     from_forge: str | None = None
     label: str = "factory"
     forge_url: str | None = None
@@ -92,6 +95,13 @@ def admit(call: BatchCall) -> Admitted:
     for value in (call.deadline_s, call.task_deadline_s):
         if value is not None and value <= 0:
             raise BAD_LIMIT("deadlines are positive numbers of seconds")
+    from factory import credentials
+
+    keys = credentials.load(call.credentials, call.credentials_env, os.environ)
+    if keys is not None and call.rehearsal is not None:
+        raise credentials.CREDENTIALS_INVALID("the rehearsal route takes no credentials")
+    if keys is not None and call.engine == "temporal":
+        raise credentials.CREDENTIALS_INVALID("workers hold their own credentials; none travel")
     tasks, digest = _tasks_of(call)
     repo = locate_repository(call.repo)
     base_commit, _ = resolve_base(repo, call.base)
@@ -114,6 +124,12 @@ def admit(call: BatchCall) -> Admitted:
         check_address(call.temporal)
         remote_url = resolve_remote(repo.common_dir, call.remote)
     return Admitted(call, tasks, digest, repo.common_dir, base_commit, bases, remote_url)
+
+
+def route_of(call: BatchCall) -> str:
+    if call.rehearsal is not None:
+        return "rehearsal"
+    return "api" if call.credentials or call.credentials_env else "subscription"
 
 
 def _tasks_of(call: BatchCall) -> tuple[list[BatchTask], str]:
@@ -195,7 +211,7 @@ def run_batch(call: BatchCall) -> Finished:
             "tasks_sha256": adm.tasks_sha256,
             "base_commit": adm.base_commit,
             "engine": call.engine,
-            "route": "rehearsal" if call.rehearsal is not None else "subscription",
+            "route": route_of(call),
         }
         journal.open_batch(identity, adm.tasks, {"batch_id": secrets.token_hex(6)})
         rows = todo(journal.rows())
@@ -259,15 +275,21 @@ async def _run_engine(adm: Admitted, journal: Journal, screen: Screen, rows: lis
         task_deadline_s=call.task_deadline_s,
         rehearsal=call.rehearsal.absolute() if call.rehearsal else None,
         min_free_bytes=call.min_free_mb << 20,
-        remove_done=call.remove_done,
+        remove_done=call.remove_done and not call.test_argv,  # else after the gate phase
+        credentials=call.credentials.absolute() if call.credentials else None,
+        credentials_env=call.credentials_env,
     )
     await LocalEngine(cfg, journal, screen, adm.bases).run(rows)
 
 
 async def gate_phase(call: BatchCall, journal: Journal, screen: Screen) -> None:
-    """``--test``: the decision gate for every approved task whose gate has not accepted
-    yet, one after the other (a resumed batch resumes the same gate runs)."""
+    """``--test`` (and ``--review``): for every approved task whose gate has not accepted
+    yet, one after the other, the review transaction when asked, then the decision gate (a
+    resumed batch resumes the same lineages and gate runs). ``--remove-done`` removes the
+    worktrees after this phase, since the review and the tests run in them."""
     from factory.batch.gating import gate_task
+    from factory.batch.local import remove_worktree
+    from factory.batch.reviewing import review_task
 
     if not call.test_argv:
         return
@@ -276,12 +298,26 @@ async def gate_phase(call: BatchCall, journal: Journal, screen: Screen) -> None:
         if row.state != "done" or row.outcome != "completed" or row.gate_state == "accepted":
             continue
         assert row.receipt is not None
-        folder = Path(row.receipt).parent
-        export = folder / f"gate-{len(list(folder.glob('gate-*'))) + 1}"
+        receipt = Path(row.receipt)
+        if call.review:
+            screen.progress(row.id, {"stage": "review transaction"})
+            if row.worktree is None or not Path(row.worktree).is_dir():
+                journal.set_gate(row.id, "held", None, None, "review: the worktree is gone")
+                continue
+            reviewed = await review_task(
+                Path(row.worktree), list(call.test_argv), rehearsal=call.rehearsal is not None,
+                incidents=out / "review-incidents",
+            )  # fmt: skip
+            screen.note(f"{row.id}: review {reviewed.state}")
+            if reviewed.state != "approved":
+                state = "failed" if reviewed.state == "failed" else "held"
+                journal.set_gate(row.id, state, None, None, f"review: {reviewed.why}")
+                continue
+        export = receipt.parent / f"gate-{len(list(receipt.parent.glob('gate-*'))) + 1}"
         screen.progress(row.id, {"stage": "decision gate"})
         work = functools.partial(
             gate_task,
-            Path(row.receipt),
+            receipt,
             list(call.test_argv),
             out / "gate.sqlite3",
             rehearsal=call.rehearsal is not None,
@@ -290,3 +326,7 @@ async def gate_phase(call: BatchCall, journal: Journal, screen: Screen) -> None:
         result = await trio.to_thread.run_sync(work)
         journal.set_gate(row.id, result.state, result.run, result.head, result.why)
         screen.note(f"{row.id}: decision gate {result.state}")
+    if call.remove_done:
+        for row in journal.rows():
+            if row.state == "done" and row.receipt is not None:
+                await trio.to_thread.run_sync(remove_worktree, Path(row.receipt), screen.note)

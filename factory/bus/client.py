@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -54,7 +53,9 @@ def server_env(environ: dict[str, str] | None = None) -> dict[str, str]:
 
 def server_argv(data_dir: Path) -> list[str]:
     """argv of the bus server child: this interpreter running ``factory bus serve``."""
-    serve = [sys.executable, "-m", "factory", "bus", "serve", "--data-dir", os.fspath(data_dir)]
+    from factory.selfexec import factory_argv
+
+    serve = factory_argv("bus", "serve", "--data-dir", os.fspath(data_dir), unbuffered=True)
     return checked_argv(serve)
 
 

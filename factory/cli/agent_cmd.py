@@ -69,6 +69,16 @@ def register(sub: Subcommands) -> None:
     p.add_argument("--otel-endpoint", metavar="URL", help="http://127.0.0.1:PORT/v1/traces only")
     p.add_argument("--rehearsal", metavar="SCENARIO", help="scripted loopback model scenario file")
     p.add_argument(
+        "--credentials",
+        metavar="FILE",
+        help="the api route: provider API keys from this private file (JSON or TOML)",
+    )
+    p.add_argument(
+        "--credentials-env",
+        metavar="NAME",
+        help="the api route: provider API keys from this variable (a JSON document)",
+    )
+    p.add_argument(
         "--json",
         action="store_true",
         help="print the receipt's JSON on stdout even at a terminal (the default elsewhere)",

@@ -57,7 +57,7 @@ def next_commands(receipt: AgentReceipt | None, ending: Ending) -> list[tuple[st
         out.append(("take the change", factory_command("receipt", "apply", ending.receipt, *to)))
     if receipt.worktree_creation is not None:
         out.append(("remove the worktree", factory_command("worktree", "remove", ending.receipt)))
-    if receipt.status == "completed" and receipt.route == "subscription":
+    if receipt.status == "completed" and receipt.route != "rehearsal":
         out.append(("open a pull request", factory_command("publish", "--help")))
     return out
 

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from factory.agent.creating import Prelude
     from factory.agent.deps import RouteReport
     from factory.agent.observer import RunObserver
-    from factory.provider_api import AgentProfile, ReviewerProfile, Route
+    from factory.credentials import ApiKeys
+    from factory.provider_api import AgentProfile, ReviewerProfile, Route, RouteName
     from factory.rehearsal import RehearsalSession
     from factory.rehearsal.scenario import Scenario
 
@@ -64,6 +65,8 @@ class AgentCall:
     progress: Progress = "human"
     otel_endpoint: str | None = None
     rehearsal: Path | None = None
+    credentials: Path | None = None
+    credentials_env: str | None = None
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> AgentCall:
@@ -91,6 +94,8 @@ class AgentCall:
             progress=args.progress,
             otel_endpoint=args.otel_endpoint,
             rehearsal=path(args.rehearsal),
+            credentials=path(args.credentials),
+            credentials_env=args.credentials_env,
         )
 
 
@@ -184,6 +189,11 @@ def execute(call: AgentCall) -> tuple[int, bytes]:
     refuse_non_utf8(call, TEXT_FLAGS)
     check_worktree_flags(call)
     check_endpoint(call.otel_endpoint)
+    from factory import credentials
+
+    keys = credentials.load(call.credentials, call.credentials_env, os.environ)
+    if keys is not None and call.rehearsal is not None:
+        raise credentials.CREDENTIALS_INVALID("the rehearsal route takes no credentials")
     scenario = None
     if call.rehearsal is not None:
         from factory.rehearsal import load_scenario
@@ -209,7 +219,10 @@ def execute(call: AgentCall) -> tuple[int, bytes]:
     from factory.cli.preflight import preflight
 
     # Still before anything exists: a provider that could not start refuses the run here.
-    preflight(agent, reviewer, route="rehearsal" if scenario is not None else "subscription")
+    route_name: RouteName = (
+        "rehearsal" if scenario is not None else ("api" if keys is not None else "subscription")
+    )
+    preflight(agent, reviewer, route=route_name)
     if prelude is not None and call.repo is not None and call.progress == "human":
         _note_uncommitted(call.repo, prelude.planned.base_commit)
     observer, tasks, trace_id = _observer(call)
@@ -217,7 +230,7 @@ def execute(call: AgentCall) -> tuple[int, bytes]:
     # after it must stay interruptible. 'factory agent' installed the handler already.
     previous = SIGNALS.install()
     try:
-        run = _Run(request, agent, reviewer, observer, tasks, scenario, evidence, trace_id)
+        run = _Run(request, agent, reviewer, observer, tasks, scenario, evidence, trace_id, keys)
         code, data = trio.run(run.main, prelude)
     finally:
         SIGNALS.restore(previous)
@@ -267,11 +280,18 @@ def rehearsal_report(session: RehearsalSession) -> RouteReport:
 
 @contextlib.asynccontextmanager
 async def _route(
-    scenario: Scenario | None, near: Path
+    scenario: Scenario | None, near: Path, keys: ApiKeys | None = None
 ) -> AsyncIterator[tuple[Route, ReportHook | None]]:
-    """The route and its report hook (``None`` on the subscription route)."""
-    from factory.provider_api import SubscriptionRoute
+    """The route and its report hook (``None`` on the subscription and api routes)."""
+    from factory.provider_api import ApiRoute, SubscriptionRoute
 
+    if keys is not None:
+        home = Path(tempfile.mkdtemp(prefix="factory-api-", dir=os.fspath(near.parent)))
+        try:
+            yield ApiRoute(keys.anthropic_api_key, keys.codex_api_key, home, keys.source), None
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
+        return
     if scenario is None:
         yield SubscriptionRoute(), None
         return
@@ -297,6 +317,7 @@ class _Run:
     scenario: Scenario | None
     evidence: Path
     trace_id: str | None
+    keys: ApiKeys | None = None
 
     async def main(self, prelude: Prelude | None) -> tuple[int, bytes]:
         from factory.agent.faults import interrupted, typed_error
@@ -331,7 +352,7 @@ class _Run:
         from factory.agent.deps import AgentDeps
         from factory.agent.run import run_agent
 
-        async with _route(self.scenario, self.evidence) as (route, report):
+        async with _route(self.scenario, self.evidence, self.keys) as (route, report):
             deps = AgentDeps(
                 agent=self.agent,
                 reviewer=self.reviewer,

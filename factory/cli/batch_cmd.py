@@ -27,6 +27,10 @@ FILE (factory ships one: factory/rehearsal/scenarios/demo.json in the package).
 --jobs caps the tasks running at once (default 2); --per-login caps those sharing one
 provider login (default 1 on the subscription route: parallel sessions of one subscription
 login log each other out as their refresh tokens rotate; the rehearsal route has no login).
+The api route takes provider API keys only from a source you name — --credentials FILE (a
+private JSON or TOML file: anthropic_api_key, codex_api_key) or --credentials-env NAME (the
+same as JSON in that variable) — never from your environment by accident; keys have no
+shared refresh token, so only --jobs caps it. Receipts record the route, never a key.
 Each task is a child process under factory's supervisor: Ctrl-C, SIGTERM, --task-deadline-s
 and --deadline-s end its whole process tree and leave its receipt terminal.
 
@@ -44,7 +48,10 @@ evidence stay). --engine temporal runs the tasks on 'factory worker' machines in
 --test -- ARGV…: after every approved task, the decision gate for its candidate, as
 'factory publish' runs it (the test command run by factory in the task's worktree as
 evidence; on the rehearsal route the publish-candidate-rehearsal scenario), evaluated and
-accepted — and nothing past it: a batch never pushes or opens a pull request.
+accepted — and nothing past it: a batch never pushes or opens a pull request. --review
+first runs the review transaction in the task's worktree (its selected lenses spent by
+factory with the reviewer CLI — scripted answers on the rehearsal route — then finalized
+with the tests as evidence), so a candidate whose risk selects a lens can be accepted.
 
 Progress on stderr: a live table at a terminal, factory.batch-progress/1 JSON lines
 otherwise (--progress). stdout: the report. Exit 0 every task completed (and, with --test,
@@ -109,6 +116,9 @@ def register(sub: Any) -> None:
     r.add_argument("--deadline-s", type=float, help="wall-clock limit of the whole batch")
     r.add_argument("--min-free-mb", type=int, default=1024, help="free-space floor (MB)")
     r.add_argument("--remove-done", action="store_true", help="remove finished worktrees")
+    r.add_argument("--review", action="store_true", help="with --test: the review transaction")
+    r.add_argument("--credentials", metavar="FILE", help="the api route: keys from this file")
+    r.add_argument("--credentials-env", metavar="NAME", help="the api route: keys from NAME")
     r.add_argument("--progress", choices=("human", "jsonl"), help="progress format on stderr")
     r.add_argument("--rehearsal", metavar="SCENARIO", help="the rehearsal route (scripted model)")
     r.add_argument("--engine", choices=("local", "temporal"), default="local")
@@ -138,6 +148,8 @@ def run_run(args: argparse.Namespace) -> int:
     def path(value: str | None) -> Path | None:
         return None if value is None else Path(value)
 
+    if args.review and not args.test_argv:
+        raise BAD_TEST("--review finalizes with the tests as evidence: give --test -- ARGV… too")
     call = BatchCall(
         tasks=path(args.tasks),
         from_forge=args.from_forge,
@@ -160,6 +172,9 @@ def run_run(args: argparse.Namespace) -> int:
         task_queue=args.task_queue,
         remote=args.remote,
         test_argv=tuple(args.test_argv) if args.test_argv else None,
+        review=args.review,
+        credentials=path(args.credentials),
+        credentials_env=args.credentials_env,
     )
     done = run_batch(call)
     counts = ", ".join(f"{v} {k}" for k, v in done.report.counts.items())

@@ -10,6 +10,7 @@ from typing import Any
 
 from factory.cli.digest_cmd import EMPTY_PATH
 from factory.cli.framework import StrictParser, emit_stdout, say
+from factory.documents.emit import json_line
 from factory.errors import Failure, Refused, UsageError
 
 BUS_VERIFICATION_FAILED = Failure.define(
@@ -274,7 +275,6 @@ def _require_stdio() -> None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    import json
 
     from factory.bus.log import LOG_NAME
     from factory.bus.verify import verify
@@ -285,7 +285,7 @@ def run_verify(args: argparse.Namespace) -> int:
         raise NO_EVENT_LOG(f"no event log at {data_dir / LOG_NAME}")
     report = verify(data_dir, as_evidence=args.as_evidence)
     value = report.to_json_value()
-    emit_stdout((json.dumps(value, ensure_ascii=False, indent=2) + "\n").encode("utf-8"))
+    emit_stdout(json_line(value, indent=2))
     if report.ok:
         return int(ExitCode.OK)
     failed = ", ".join(report.failed_gates())
@@ -294,7 +294,6 @@ def run_verify(args: argparse.Namespace) -> int:
 
 
 def run_verb(args: argparse.Namespace) -> int:
-    import json
 
     from factory.bus.log import LOG_NAME
     from factory.bus.server import handle_call, open_data_dir
@@ -316,6 +315,6 @@ def run_verb(args: argparse.Namespace) -> int:
             flag_of = {key: flag for flag, key, _kind in VERB_FLAGS[args.verb]}
             say("factory: fields: " + ", ".join(flag_of.get(str(f), str(f)) for f in fields))
         return int(ExitCode.REJECTED)
-    out = (json.dumps(payload, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8")
+    out = json_line(payload, sort_keys=True)
     emit_stdout(out, kept_in=f"the event log {data_dir / LOG_NAME}")
     return int(ExitCode.OK)

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import emit_stdout
+from factory.documents.emit import json_line
 from factory.errors import UsageError
 
 EMPTY_PATH = UsageError.define("empty-path", "name a path (an unset shell variable?)")
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         }
         if manifest is not None:
             obj["manifest"] = shown_manifest
-        out += (json.dumps(obj, ensure_ascii=False) + "\n").encode("utf-8")
+        out += json_line(obj)
     else:
         lines = [
             f"format={result.format}",

@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from factory.crashlog import write_crash_log
-from factory.errors import ARGUMENT_NOT_UTF8, USAGE, ExitCode, FactoryError, Failure, UsageError
+from factory.errors import (
+    ARGUMENT_NOT_UTF8,
+    INPUT_TOO_DEEP,
+    USAGE,
+    ExitCode,
+    FactoryError,
+    Failure,
+    UsageError,
+)
 
 _SEEN = "_factory_seen_options"
 DUPLICATE_FLAG = UsageError.define("duplicate-flag", "give each flag once")
@@ -246,5 +254,9 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
     except BrokenPipeError:
         # The reader of stdout went away; nothing useful can be printed.
         return int(ExitCode.INTERNAL)
+    except RecursionError:
+        # Any reader (tomllib, json, pydantic) that met input nested too deep: bad input.
+        say(INPUT_TOO_DEEP("an input is nested too deep to read").diagnostics())
+        return int(ExitCode.USAGE)
     except Exception as exc:
         return _internal(args, exc)

@@ -7,11 +7,11 @@ Thin: parse flags, call :mod:`factory.gate.service` (and ``acquire``, ``runpack`
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from factory.cli.framework import default_state_dir, emit_stdout, say
+from factory.documents.emit import json_line
 
 if TYPE_CHECKING:
     from factory.gate.scenario import Scenario
@@ -114,16 +114,21 @@ def _store(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", help="the SQLite store (default: STATE/gate.sqlite3)")
 
 
-def _gate(args: argparse.Namespace) -> Gate:
+def _gate(args: argparse.Namespace, *, read_only: bool = False) -> Gate:
+    """The gate over ``--store``. A read-only command (``status``, ``export``) refuses a
+    store that does not exist instead of creating it: reading writes nothing."""
+    from factory.gate.errors import RUN_MISSING
     from factory.gate.service import Gate
     from factory.gate.store import SqliteStore
 
     path = Path(args.store) if args.store else default_state_dir() / "gate.sqlite3"
+    if read_only and not path.is_file():
+        raise RUN_MISSING(f"no run {args.run!r}: there is no gate store at {path} (none created)")
     return Gate(SqliteStore(path))
 
 
 def _print(value: Any) -> None:
-    emit_stdout((json.dumps(value, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+    emit_stdout(json_line(value, sort_keys=True))
 
 
 def _load(gate: Gate, run_id: str) -> LoadedRun:
@@ -307,7 +312,7 @@ def _accept_code(outcome: str, code: int) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    gate = _gate(args)
+    gate = _gate(args, read_only=True)
     _print(gate.status(_load(gate, args.run)))
     return 0
 
@@ -315,7 +320,7 @@ def run_status(args: argparse.Namespace) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from factory.gate.runpack import export
 
-    gate = _gate(args)
+    gate = _gate(args, read_only=True)
     run = _load(gate, args.run)
     manifest = export(gate, run, Path(args.out))
     _print(

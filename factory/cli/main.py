@@ -6,6 +6,7 @@ heavy imports inside the handler, so ``factory --help`` and fast commands stay f
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Collection, Sequence
 from importlib import import_module
@@ -51,9 +52,36 @@ def build_parser(only: str | None = None) -> StrictParser:
     return _build(COMMAND_MODULES if only is None else (only,))[0]
 
 
+def version_text() -> str:
+    """``factory X`` on the first line (scripts read it), then the pinned provider CLI
+    versions (SPEC P-6) and the Python running factory (issue 28 §7)."""
+    import platform
+
+    from providers.install import pins
+
+    lines = [f"factory {__version__}"]
+    lines += [f"pinned {name}: {p['package']}@{p['version']}" for name, p in sorted(pins().items())]
+    lines.append(f"python: {platform.python_implementation()} {platform.python_version()}")
+    lines.append(f"python executable: {sys.executable}")
+    return "\n".join(lines) + "\n"
+
+
+class _VersionAction(argparse.Action):
+    """Computed only when asked for, so start-up imports nothing more."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        sys.stdout.write(version_text())
+        parser.exit(0)
+
+
 def _build(modules: Sequence[str]) -> tuple[StrictParser, Collection[str]]:
     parser = StrictParser(prog="factory", description=DESCRIPTION)
-    parser.add_argument("--version", action="version", version=f"factory {__version__}")
+    parser.add_argument(
+        "--version",
+        action=_VersionAction,
+        nargs=0,
+        help="show factory's version, the pinned provider CLI versions and the Python in use",
+    )
     sub = parser.add_subparsers(title="commands", metavar="COMMAND", parser_class=StrictParser)
     for name in modules:
         import_module(f"factory.cli.{name}").register(sub)

@@ -62,8 +62,9 @@ def gate_flags(p: argparse.ArgumentParser) -> None:
 
 def print_json(value: object) -> None:
     from factory.canonical import canonical_bytes
+    from factory.documents.emit import inert_bytes
 
-    emit_stdout(canonical_bytes(value) + b"\n")
+    emit_stdout(inert_bytes(canonical_bytes(value)) + b"\n")
 
 
 def forge_of(args: argparse.Namespace, *, token_required: bool = False) -> Forge:

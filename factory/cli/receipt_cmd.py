@@ -12,11 +12,11 @@ self-contained page): :mod:`factory.agent.receipt_show`, :mod:`factory.agent.rec
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from factory.cli.framework import emit_stdout, say
+from factory.documents.emit import json_line
 from factory.errors import IntegrityFailure, Refused
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ def run_verify(args: argparse.Namespace) -> int:
 
     report = verify(Path(args.receipt))
     value = report.to_json_value()
-    emit_stdout((json.dumps(value, ensure_ascii=False, sort_keys=True) + "\n").encode("utf-8"))
+    emit_stdout(json_line(value, sort_keys=True))
     if report.route == "rehearsal":
         say(
             "factory: REHEARSAL receipt: a scripted loopback model ran, not a real one; it "

@@ -9,7 +9,6 @@ stderr — except ``show`` (a readable rendering) and ``schema`` (a JSON Schema)
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from factory.cli.collector import imports_settled
 from factory.cli.framework import default_state_dir, emit_stdout, say
+from factory.documents.emit import json_line
 
 LENSES = ("risk", "resilience", "readability", "reliability")
 
@@ -162,7 +162,7 @@ def register(sub: Any) -> None:
 
 
 def _emit(doc: dict[str, Any]) -> None:
-    emit_stdout((json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    emit_stdout(json_line(doc, indent=2))
 
 
 def _guard(operation: str, body: Callable[[], int]) -> int:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +27,7 @@ from factory.distributed.bundle import (
 from factory.distributed.payloads import RemoteResult, RemoteTask
 from factory.errors import Refused
 from factory.gitio.run import run_git, try_git
+from factory.selfexec import factory_argv
 
 if TYPE_CHECKING:
     from factory.proc.runner import RunResult
@@ -87,7 +87,7 @@ def clone(attempt: Attempt) -> Path:
 def agent_argv(attempt: Attempt, repo: Path, scenario: Path | None) -> list[str]:
     """``factory agent --repo`` for the attempt, by factory's own module path."""
     task = attempt.task
-    argv = [sys.executable, "-I", "-m", "factory", "agent", "--repo", str(repo)]
+    argv = factory_argv("agent", "--repo", str(repo))
     argv += ["--base", task.base_commit, "--task", task.task]
     argv += ["--out", str(attempt.folder / RECEIPT_NAME)]
     argv += ["--worktree-dir", str(attempt.folder / "worktree"), "--branch", ""]

@@ -39,6 +39,7 @@ GIT_TIMEOUT_S = 300.0  # a local git command that takes longer than this is trea
 
 GIT_OPTIONS = (
     "--no-pager",
+    "--no-replace-objects",
     "--no-optional-locks",
     "-c",
     "core.fsmonitor=false",
@@ -55,7 +56,16 @@ GIT_OPTIONS = (
     "-c",
     "color.ui=false",
 )
-GIT_ENV = {"LC_ALL": "C", "GIT_OPTIONAL_LOCKS": "0", "GIT_TERMINAL_PROMPT": "0"}
+# Objects are read as they are (issue 24 §1): ``--no-replace-objects`` (above) ignores
+# ``refs/replace/*``; an empty graft file ignores ``info/grafts``. Shallow boundaries are
+# kept (they are git's own record of what the clone holds).
+GIT_ENV = {
+    "LC_ALL": "C",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "GIT_GRAFT_FILE": "/dev/null",
+}
 
 
 class GitFailure(Failure):

@@ -38,6 +38,7 @@ from factory.operator.intent import CommitPlan, PublishIntent
 
 ZERO_OID: Final = "0" * 40
 _OID = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+_SSH: Final = "ssh"
 _REMOTE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
@@ -88,8 +89,10 @@ def _safety(remote: str | None = None) -> list[str]:
     args = ["-c", "core.hooksPath=/dev/null", "-c", "protocol.ext.allow=never"]
     args += ["-c", "commit.gpgSign=false", "-c", "push.gpgSign=false"]
     if remote is not None:
-        args += ["-c", f"remote.{remote}.receivepack=git-receive-pack"]
-        args += ["-c", f"remote.{remote}.uploadpack=git-upload-pack"]
+        # A repository's remote.<name>.uploadpack/receivepack wins over a -c (git keeps
+        # the first value it reads), so the transport programs are pinned by the
+        # --upload-pack / --receive-pack options of ls-remote and push instead.
+        args += ["-c", f"core.sshCommand={_SSH}"]
     return args
 
 
@@ -169,7 +172,10 @@ def local_branch(root: Path, branch: str) -> str | None:
 def remote_branch(root: Path, remote: str, branch: str) -> str | None:
     """The commit the remote's ``refs/heads/<branch>`` names, or ``None`` (read-only)."""
     ref = f"refs/heads/{branch}"
-    code, out = try_git(root, [*_safety(remote), "ls-remote", "--refs", remote, ref])
+    code, out = try_git(
+        root,
+        [*_safety(remote), "ls-remote", "--upload-pack=git-upload-pack", "--refs", remote, ref],
+    )
     if code != 0:
         raise REMOTE_UNREACHABLE("the remote could not be read (git ls-remote failed)")
     for line in out.decode("utf-8", "surrogateescape").splitlines():
@@ -268,6 +274,7 @@ def push(root: Path, intent: PublishIntent, oid: str) -> Literal["pushed", "reus
     args = [
         *_safety(remote),
         "push",
+        "--receive-pack=git-receive-pack",
         "--porcelain",
         "--no-verify",
         "--no-recurse-submodules",

@@ -36,6 +36,7 @@ from typing import Any
 from factory.demo.sample import Sample
 from factory.demo.sample import _git as sample_git
 from factory.display import inert
+from factory.selfexec import factory_argv
 
 REPOSITORY = "demo/stats"
 SCENARIO_FILE = "publish-candidate-rehearsal.toml"
@@ -79,9 +80,7 @@ def _factory(args: list[str], cwd: Path, timeout_s: float) -> tuple[int, dict[st
     from factory.proc.local import run_local
 
     extra = {k: v for k, v in os.environ.items() if k == "FACTORY_STATE_DIR"}
-    done = run_local(
-        [sys.executable, "-m", "factory", *args], cwd=cwd, env_extra=extra, timeout_s=timeout_s
-    )
+    done = run_local(factory_argv(*args), cwd=cwd, env_extra=extra, timeout_s=timeout_s)
     try:
         doc = json.loads(done.stdout)
     except ValueError:

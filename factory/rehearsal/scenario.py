@@ -237,9 +237,12 @@ def load_scenario(path: Path) -> Scenario:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
         raise ScenarioInvalid(f"cannot read scenario {path}: {exc.strerror}") from exc
+    # Judged on the descriptor before wrapping it: os.fdopen itself refuses a directory
+    # with IsADirectoryError, which would reach the user as an internal error.
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ScenarioInvalid(f"scenario {path} is not a regular file (a folder, FIFO, device …)")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise ScenarioInvalid(f"scenario {path} is not a regular file (a FIFO, device …)")
         try:
             data = handle.read(MAX_SCENARIO_BYTES + 1)
         except OSError as exc:

@@ -22,7 +22,8 @@ was there before. The rules:
 Install writes the manifest (the intent, previous digests included) before it moves or
 writes anything, so a crash at any point is finished by rerunning the same command.
 
-Each hook runs ``<this python> -m factory review validate --gate G``; the pre-push hook
+Each hook runs ``<this python> -I -m factory review validate --gate G`` (isolated: the
+repository's own folder is never on the module path); the pre-push hook
 passes the remote name and every pushed commit (``--remote``, ``--pushed-commit``), and
 lets a push that sends nothing (deletions only) through.
 """
@@ -61,7 +62,7 @@ def hook_script(name: str, python: str, previous: str | None = None) -> bytes:
         "# Installed by 'factory review install-hooks'; 'factory review install-hooks",
         "# --uninstall' removes it. Denials print the reason and the next legal command.",
     ]
-    gate = f"{shlex.quote(python)} -m factory review validate --gate {name}"
+    gate = f"{shlex.quote(python)} -I -m factory review validate --gate {name}"
     if previous is not None:
         head += [
             "# The hook that was here before is kept byte-for-byte and runs after the gate",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import re
+import unicodedata
 from typing import Annotated, Any, Final, TypeVar
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
@@ -78,6 +79,8 @@ def concrete(text: str) -> str:
         trimmed.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError("is not valid Unicode (lone surrogate)") from None
+    if not any(_visible(ch) for ch in trimmed):
+        raise ValueError("has no visible character, not concrete evidence")
     if trimmed.lower().rstrip(".!").strip() in PLACEHOLDERS:
         raise ValueError(f"is a placeholder ({trimmed!r}), not concrete evidence")
     if _TEMPLATE.match(trimmed):
@@ -85,6 +88,11 @@ def concrete(text: str) -> str:
     if len(trimmed) > TEXT_MAX:
         raise ValueError(f"is longer than {TEXT_MAX} characters")
     return trimmed
+
+
+def _visible(ch: str) -> bool:
+    """Not a separator, control, format (``\u200b``, ``\ufeff``) or unassigned code point."""
+    return unicodedata.category(ch)[0] not in "ZC"
 
 
 def _location(text: str) -> str:

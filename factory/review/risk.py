@@ -147,13 +147,20 @@ def _is_doc(path: str) -> bool:
     dirs, name, _, suffix = _split(path)
     if name in OPERATIONAL_MD or OPERATIONAL_DIRS.intersection(dirs):
         return False
+    if _is_manifest(name, suffix):
+        return False  # a dependency manifest or lock file changes what runs
     return suffix in DOC_EXT
+
+
+def _is_manifest(name: str, suffix: str) -> bool:
+    """A listed manifest/lock file, or ``requirements*.txt`` (pip's own naming)."""
+    return name in CONFIG_NAMES or (name.startswith("requirements") and suffix == ".txt")
 
 
 def is_config(path: str) -> bool:
     """Configuration by name (``.env*``, manifests, lock files) or extension."""
     _, name, _, suffix = _split(path)
-    return name.startswith(".env") or name in CONFIG_NAMES or suffix in CONFIG_EXT
+    return name.startswith(".env") or _is_manifest(name, suffix) or suffix in CONFIG_EXT
 
 
 def _service_token(c: ChangedPath) -> bool:

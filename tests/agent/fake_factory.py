@@ -53,12 +53,19 @@ class RouteDumpingAgent(FakeAgent):
         return await super().run_agent(**kw)  # type: ignore[arg-type]
 
 
+#: A reviewer that wrote prose (and a hostile escape) instead of a verdict.
+PROSE = b"Looks fine to me, ship it \x1b[2J<b>really</b>\n"
+
 SCENARIOS = {
     "route-dump": lambda: (RouteDumpingAgent([Step(effect=FIX)]), FakeReviewer([Step()])),
     "approve": lambda: (FakeAgent([Step(effect=FIX)]), FakeReviewer([Step()])),
     "reject": lambda: (
         FakeAgent([Step(effect=FIX), Step(effect=write("t.py", "x\n"))]),
         FakeReviewer([Step(verdict="REQUEST_CHANGES"), Step(verdict="REQUEST_CHANGES")]),
+    ),
+    "prose": lambda: (
+        FakeAgent([Step(effect=FIX)]),
+        FakeReviewer([Step(verdict=None, stdout=PROSE)]),
     ),
     "fail": lambda: (FakeAgent([Step()]), FakeReviewer([])),
     "spawn": lambda: (SpawningAgent([]), FakeReviewer([])),

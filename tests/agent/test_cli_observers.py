@@ -142,7 +142,7 @@ def test_receipt_show_renders_a_real_receipt(layout: Layout) -> None:
     for phase in ("worker", "initial_review", "repair", "final_review"):
         assert phase in text
     assert "REQUEST_CHANGES" in text and "src/app.py" in text
-    assert text.startswith("VERIFIED revision, canonical bytes and ")
+    assert text.startswith("Run REJECTED — receipt intact\nintegrity: VERIFIED revision, canonical")
     assert "REHEARSAL" not in text  # the fake run is on the subscription route
 
 

@@ -7,6 +7,7 @@ must load nothing, and the demo's receipt must render with its verification firs
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -17,7 +18,7 @@ from factory.agent.receipt import Candidates, ChangedPath
 from factory.agent.receipt_facts import PatchText, ReviewNote
 from factory.agent.receipt_html import render_html, split_patch
 from tests.agent.receipt_builders import HEX, candidate_record, facts, make_receipt, receipt_json
-from tests.support.browser import dump_dom, screenshot
+from tests.support.browser import dump_dom, pixel, screenshot
 from tests.support.cli import run_factory
 
 INJECT = "<img src=x onerror=alert(1)><script>document.title='owned'</script>"
@@ -113,3 +114,44 @@ def test_the_demo_receipt_renders_in_chromium(tmp_path: Path) -> None:
     again = run_factory(["receipt", "show", str(demo / "receipt.json"), "--html", str(page)])
     assert again.returncode == 2 and again.stdout == b""
     assert b"factory: output-exists:" in again.stderr
+
+
+_GREEN, _AMBER, _RED = (0x1A, 0x7F, 0x37), (0x9A, 0x67, 0x00), (0xCF, 0x22, 0x2E)
+
+
+@pytest.mark.parametrize(
+    ("changes", "failed", "words", "colour"),
+    [
+        ({}, None, "Run APPROVED — receipt intact", _GREEN),
+        (
+            {"status": "rejected", "verdict": "REQUEST_CHANGES", "exit_code": 3},
+            None,
+            "Run REJECTED — receipt intact",
+            _AMBER,
+        ),
+        # The negative control: an approved run whose receipt does not verify is red, and
+        # says nothing about the outcome.
+        ({}, ["revision does not match the body"], "Receipt does NOT verify", _RED),
+    ],
+)
+def test_the_headline_names_the_outcome_in_its_colour(
+    tmp_path: Path,
+    changes: dict[str, object],
+    failed: list[str] | None,
+    words: str,
+    colour: tuple[int, int, int],
+) -> None:
+    view = facts(receipt_json(make_receipt(**changes)), failed=failed)
+    view = dataclasses.replace(view, checked_at="2026-12-04T03:00:00Z")
+    page = tmp_path / "r.html"
+    page.write_text(render_html(view, tmp_path / "r json"), encoding="utf-8")
+    dom = dump_dom(page, tmp_path / "profile")
+    body = dom.split("<main>", 1)[1]
+    flat = " ".join(re.sub(r"<[^>]+>", " ", body).split())
+    assert flat.startswith(words), flat[:200]
+    assert "snapshot of a check made at 2026-12-04T03:00:00Z" in flat
+    assert f"factory receipt verify '{tmp_path / 'r json'}'" in flat
+    assert ("integrity: VERIFIED:" in flat) is (failed is None)
+    shot = tmp_path / "shot.png"
+    screenshot(page, shot, tmp_path / "profile", width=800, height=200)
+    assert pixel(shot, 30, 30) == colour  # inside the headline box, left of its text

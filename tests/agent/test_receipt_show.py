@@ -57,7 +57,8 @@ def test_a_completed_rehearsal_receipt_reads_plainly() -> None:
     assert "this is not OS containment" in flat
     assert f"patch-{HEX[:12]}..." in text and f"status-{HEX[:12]}..." in text
     assert "policy: local-sensitive-content-addressed" in text
-    assert text.startswith("VERIFIED ")
+    # One headline joins outcome and integrity; integrity is the labelled second line.
+    assert text.startswith("Run APPROVED — receipt intact\nintegrity: VERIFIED ")
 
 
 def test_a_subscription_receipt_does_not_claim_rehearsal() -> None:
@@ -187,9 +188,12 @@ def test_a_failed_verification_is_named_first_and_last_and_nothing_looks_reassur
     failed = ["evidence worker-stdout: digest-mismatch", "revision does not match the body"]
     text = show(facts(value, failed=failed))
     lines = text.splitlines()
-    assert lines[0].startswith("VERIFICATION FAILED: do not trust this receipt")
-    assert "  - evidence worker-stdout: digest-mismatch" in lines[1:3]
-    assert lines[-3].startswith("VERIFICATION FAILED") and lines[-1].endswith("the body")
+    assert lines[0] == "Receipt does NOT verify"
+    assert lines[1].startswith("integrity: VERIFICATION FAILED: do not trust this receipt")
+    assert "  - evidence worker-stdout: digest-mismatch" in lines[2:4]
+    assert lines[-4] == "Receipt does NOT verify"
+    assert lines[-3].startswith("integrity: VERIFICATION FAILED") and lines[-1].endswith("the body")
+    assert "receipt intact" not in text
     assert "\nVERIFIED " not in text and not text.startswith("VERIFIED")
     assert "factory agent receipt" not in text
     assert "UNVERIFIED agent receipt" in text
@@ -237,3 +241,25 @@ def test_candidate_warnings_and_mutation_paths_are_shown_inert() -> None:
     assert "\x1b" not in text and "\u202e" not in text
     plain = show(receipt_json(make_receipt()))  # negative control: nothing to warn about
     assert "WARNING" not in plain and "paths changed where" not in plain
+
+
+@pytest.mark.parametrize(
+    ("changes", "failed", "words", "sgr"),
+    [
+        ({}, None, "Run APPROVED — receipt intact", "32m"),  # green
+        (
+            {"status": "rejected", "verdict": "REQUEST_CHANGES", "exit_code": 3},
+            None,
+            "Run REJECTED — receipt intact",
+            "43m",  # amber background, never green
+        ),
+        ({}, ["revision does not match the body"], "Receipt does NOT verify", "41m"),
+    ],
+)
+def test_the_terminal_headline_is_coloured_by_the_outcome(
+    changes: dict[str, Any], failed: list[str] | None, words: str, sgr: str
+) -> None:
+    view = facts(receipt_json(make_receipt(**changes)), failed=failed)
+    first = show(view, color=True).splitlines()[0]
+    assert words in first and sgr in first
+    assert ("32m" in first) is (sgr == "32m")

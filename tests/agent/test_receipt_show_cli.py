@@ -36,7 +36,8 @@ def _wide() -> dict[str, str]:
 def test_a_verified_receipt_says_so_first_and_exits_0(rejected: Layout) -> None:
     code, out, err = show(rejected)
     assert code == 0, err
-    assert out.startswith("VERIFIED revision, canonical bytes and ")
+    assert out.startswith("Run REJECTED — receipt intact\nintegrity: VERIFIED revision, canonical")
+    assert " (checked 20" in out.split("\n\n")[0]
     assert "VERIFICATION FAILED" not in out and err == ""
     # The reviewers' reasons come from the verdict evidence, labelled as model output.
     assert "what the reviewers said  (model output, untrusted" in out
@@ -54,9 +55,10 @@ def test_altered_evidence_gets_the_banner_first_and_last_and_exit_4(
     assert code == 4
     lines = out.splitlines()
     role = target.rstrip("-")
-    assert lines[0].startswith("VERIFICATION FAILED: do not trust this receipt")
+    assert lines[0] == "Receipt does NOT verify"
+    assert lines[1].startswith("integrity: VERIFICATION FAILED: do not trust this receipt")
     assert f"  - evidence {role}: size-mismatch" in lines
-    assert lines[-2].startswith("VERIFICATION FAILED")
+    assert lines[-2].startswith("integrity: VERIFICATION FAILED")
     assert "VERIFIED " not in out.replace("UNVERIFIED ", "")
     assert "body digest matches" not in out
     assert err.startswith(f"factory: receipt-verification-failed: evidence {role}: size-mismatch")
@@ -100,3 +102,41 @@ def test_a_hostile_path_in_a_refusal_reaches_stderr_inert(rejected: Layout) -> N
     assert "page\\x1b]0;owned\\x07\\u202e.html" in err
     assert "\x1b" not in err and "\u202e" not in err
     assert taken.read_text() == "mine\n"  # refused before any effect
+
+
+def test_a_copied_receipt_names_its_own_evidence_or_says_it_is_not_beside_it(
+    rejected: Layout, tmp_path: Path
+) -> None:
+    import shutil
+
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(rejected.receipt, alone / "receipt.json")
+    proc = run_factory(["receipt", "show", str(alone / "receipt.json")], env=_wide())
+    out = " ".join(proc.stdout.decode().split())
+    assert proc.returncode == 4  # its evidence cannot be re-checked here
+    assert f"evidence folder: NOT beside this receipt (looked in {alone}" in out
+    # The twin: the receipt copied with its evidence folder names the copy's folder.
+    both = tmp_path / "both"
+    shutil.copytree(rejected.out, both)
+    code_out = run_factory(["receipt", "show", str(both / "receipt.json")], env=_wide())
+    text = " ".join(code_out.stdout.decode().split())
+    assert code_out.returncode == 0, code_out.stderr.decode()
+    assert f"evidence folder: {both}" in text and "NOT beside" not in text
+    assert str(rejected.out) not in text.replace(str(both), "")
+
+
+def test_a_reviewer_format_failure_shows_what_the_reviewer_wrote(layout: Layout) -> None:
+    proc = fake("prose", agent_args(layout))
+    assert proc.returncode == 4, proc.stderr
+    code, out, _ = show(layout)
+    assert code == 0
+    assert "what the reviewer wrote instead (model output" in out
+    assert "Looks fine to me, ship it" in out and "<b>really</b>" in out
+    assert "\x1b" not in out  # the escape is shown inert, never sent to the terminal
+
+
+def test_a_reviewer_with_a_verdict_shows_its_summary_not_its_stdout(rejected: Layout) -> None:
+    _, out, _ = show(rejected)
+    assert "review 1: REQUEST_CHANGES" in out
+    assert "what the reviewer wrote instead" not in out

@@ -70,6 +70,12 @@ def test_terminal_names_the_sweep_and_the_truncation() -> None:
     assert CUT in text
 
 
+def test_terminal_breaks_the_line_before_the_sweep_note_without_an_escape() -> None:
+    shown = show(_json(supervised(swept=2, truncated=False)), width=250)
+    assert "\\x0a" not in shown
+    assert any(line.strip().startswith("swept: 2") for line in shown.splitlines())
+
+
 def test_twin_terminal_without_sweep_or_truncation_says_neither() -> None:
     for swept in (0, None):
         text = " ".join(show(_json(supervised(swept=swept, truncated=False)), width=250).split())

@@ -51,3 +51,26 @@ def test_a_test_command_outside_its_form_is_refused(tmp_path: Path, tail: list[s
     proc = run_factory(_argv(tasks, repo, tmp_path / "out", *tail))
     assert proc.returncode == 2 and b"factory: batch-test-command:" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_with_review_every_approved_candidate_is_accepted(tmp_path: Path) -> None:
+    """--review: the review transaction (scripted lenses on the rehearsal route, the tests as
+    final evidence) then the gate, which accepts; nothing is pushed."""
+    from tests.support.git import git
+
+    repo, tasks = repo_and_tasks(tmp_path, 2)
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    git(repo, "fetch", "-q", "origin")
+    git(repo, "remote", "set-head", "origin", "main")
+    before = git(bare, "for-each-ref")
+    out = tmp_path / "out"
+    argv = _argv(tasks, repo, out, "--review", "--test", "--", *OK_TESTS)
+    proc = run_factory(argv, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert [t["gate"]["state"] for t in report["tasks"]] == ["accepted", "accepted"]
+    assert git(bare, "for-each-ref") == before  # the gate is not authority: nothing pushed
+    refused = run_factory(_argv(tasks, repo, tmp_path / "o2", "--review"))
+    assert refused.returncode == 2 and b"factory: batch-test-command:" in refused.stderr

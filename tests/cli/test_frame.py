@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import json
+import platform
 import re
 from pathlib import Path
 
@@ -11,6 +13,8 @@ import pytest
 from factory.cli import framework
 from factory.cli.main import build_parser, main
 from tests.support.cli import run_factory
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _subcommands() -> dict[str, argparse.ArgumentParser]:
@@ -32,6 +36,13 @@ def test_top_level_help_and_version() -> None:
     version = run_factory(["--version"])
     assert version.returncode == 0
     assert version.stdout.startswith(b"factory ")
+    # The pinned provider CLIs (as shipped) and the Python in use are named too.
+    text = version.stdout.decode()
+    pins = json.loads((ROOT / "providers" / "pins.json").read_text(encoding="utf-8"))
+    for name, pin in pins.items():
+        assert f"pinned {name}: {pin['package']}@{pin['version']}\n" in text
+    assert f"python: CPython {platform.python_version()}\n" in text
+    assert version.stderr == b""
 
 
 def test_no_command_is_usage_error_with_empty_stdout() -> None:

@@ -152,3 +152,34 @@ def test_evaluate_acquires_bound_evidence(tmp_path: Path) -> None:
     assert used.startswith("acq:failed:")
     code, _, err = gate("evaluate", "--run", "r", "--store", db, "--request", "x")
     assert code == 2 and "--request" in err
+
+
+@pytest.mark.parametrize("verb", [["status"], ["export", "--out"]])
+def test_read_only_verbs_on_a_missing_store_create_nothing(tmp_path: Path, verb: list[str]) -> None:
+    db = tmp_path / "state" / "g.sqlite3"
+    args = [*verb, str(tmp_path / "pack")] if "--out" in verb else verb
+    code, out, err = gate(*args, "--run", "r", "--store", str(db))
+    assert code == 2 and out is None and "gate-run-missing" in err
+    assert not db.exists() and not db.parent.exists() and not (tmp_path / "pack").exists()
+
+
+def test_twin_start_on_a_missing_store_creates_it(setup: dict[str, Any]) -> None:
+    db = setup["tmp"] / "state" / "g.sqlite3"
+    code, out, _ = gate("start", "--scenario", str(setup["spec"]), "--run", "r", "--store", str(db))
+    assert code == 0 and out["created"] and db.is_file()
+
+
+@pytest.mark.parametrize("ext", ["toml", "json"])
+@pytest.mark.parametrize("depth", [500, 5])
+def test_a_scenario_nested_deep_is_a_named_refusal(tmp_path: Path, ext: str, depth: int) -> None:
+    nest = "[" * depth + "]" * depth
+    head = {"toml": 'schema = "factory.gate-scenario/1"\nid = "x"\nz = ', "json": '{"z": '}[ext]
+    spec = tmp_path / f"deep.{ext}"
+    spec.write_text(head + nest + ("}" if ext == "json" else "\n"))
+    code, out, err = gate(
+        "start", "--scenario", str(spec), "--run", "r", "--store", str(tmp_path / "g")
+    )
+    assert code == 2 and out is None
+    # twin: a shallow one reaches the scenario check, a deep one is named as too deep
+    assert ("input-too-deep" in err or "nested deeper" in err) == (depth == 500), err
+    assert "internal" not in err

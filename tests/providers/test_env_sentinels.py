@@ -140,3 +140,33 @@ async def test_sentinel_check_catches_a_leaking_runner(fakes: Fakes, worktree: P
     )
     with pytest.raises(AssertionError, match="received"):
         _assert_clean(fakes, {"run"})
+
+
+@pytest.mark.usefixtures("planted")
+async def test_the_api_route_passes_only_the_named_keys(
+    fakes: Fakes, effects: Effects, worktree: Path, tmp_path: Path, scratch: Path
+) -> None:
+    """The api route: each CLI gets exactly its own key from the route object (the source
+    the user named), a private config home, and none of the caller's planted sentinels —
+    the caller's own ANTHROPIC_API_KEY and CODEX_API_KEY included."""
+    from factory.provider_api import ApiRoute
+
+    route = ApiRoute("named-anthropic-key-1", "named-codex-key-1", tmp_path / "api", "file")
+    assert "named" not in repr(route)  # the keys are never shown
+    await ClaudeProfile(effects).run_agent(
+        role="worker", worktree=worktree, prompt="x", timeout_ms=10_000, route=route
+    )
+    await CodexProfile(effects).run_reviewer(
+        worktree=worktree, prompt="x", scratch=scratch, timeout_ms=10_000, route=route
+    )
+    claude_env = next(r for r in fakes.records("run") if r["name"] == "claude")["env"]
+    codex_env = next(r for r in fakes.records("run") if r["name"] == "codex")["env"]
+    assert isinstance(claude_env, dict) and isinstance(codex_env, dict)
+    assert claude_env["ANTHROPIC_API_KEY"] == "named-anthropic-key-1"
+    assert claude_env["CLAUDE_CONFIG_DIR"] == str(tmp_path / "api" / "claude")
+    assert claude_env["HOME"] == str(tmp_path / "api" / "home")
+    assert "named-codex-key-1" not in claude_env.values()
+    assert codex_env["CODEX_API_KEY"] == "named-codex-key-1"
+    assert codex_env["CODEX_HOME"] == str(tmp_path / "api" / "codex")
+    assert "named-anthropic-key-1" not in codex_env.values()
+    _assert_clean(fakes, {"version", "run"})

@@ -117,6 +117,18 @@ def test_missing_scenario_file_is_refused(tmp_path: Path) -> None:
     assert load_scenario(tmp_path / "present.json").invocations[0].role == "worker"
 
 
+def test_a_folder_or_fifo_named_as_the_scenario_is_refused_by_name(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    for name in ("folder", "fifo"):
+        with pytest.raises(ScenarioInvalid, match="not a regular file"):
+            load_scenario(tmp_path / name)
+    (tmp_path / "folder" / "s.json").write_bytes(doc(WORKER))  # twin: a file inside it loads
+    assert load_scenario(tmp_path / "folder" / "s.json").invocations[0].role == "worker"
+
+
 def test_an_mcp_tool_call_is_served_under_the_cli_s_name_for_either_role() -> None:
     from factory.rehearsal.scenario import McpCall, parse_scenario
 

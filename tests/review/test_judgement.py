@@ -71,10 +71,14 @@ def test_malformed_results_are_refused(doc: Any) -> None:
         "{{evidence}}",
         "[insert proof]",
         "...",
+        "\u200b",
+        "\ufeff",
+        "\x01\x7f",
+        "\u200b\u2060\u00a0",
     ],
 )
 def test_placeholder_evidence_is_not_concrete(text: str) -> None:
-    with pytest.raises(ReviewInputInvalid, match=r"placeholder|template|at least"):
+    with pytest.raises(ReviewInputInvalid, match=r"placeholder|template|at least|visible"):
         _parse(_reviewer(evidence=[text]))
     with pytest.raises(ReviewInputInvalid):
         _parse(_reviewer(findings=[{**finding("a.py:3"), "proof_refs": [text]}]))
@@ -86,6 +90,7 @@ def test_placeholder_evidence_is_not_concrete(text: str) -> None:
         "test_amount passes on base and fails on the candidate",
         "amount < 0 is accepted",
         "ran pytest -q: 40 passed",
+        "\u200bx < 0 is accepted",
     ],
 )
 def test_concrete_evidence_twins_are_accepted(text: str) -> None:

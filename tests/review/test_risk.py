@@ -46,6 +46,10 @@ def cp(
             ["executable_change"],
         ),
         ([cp("logo.png", binary=True)], "low", ["docs_only"]),
+        ([cp("requirements.txt")], "medium", ["configuration_change"]),
+        ([cp("sub/Requirements-dev.txt")], "medium", ["configuration_change"]),
+        ([cp("yarn.lock")], "medium", ["configuration_change"]),
+        ([cp("notes.txt")], "low", ["docs_only"]),
     ],
 )
 def test_risk_tiers_and_reason_codes(

@@ -95,7 +95,8 @@ def run(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = 900) -
 
 def check_installed(tmp: Path, env: dict[str, str]) -> None:
     factory = tmp / "bin" / "factory"
-    assert run([str(factory), "--version"], env, tmp) == f"factory {__version__}\n"
+    version = run([str(factory), "--version"], env, tmp)
+    assert version.startswith(f"factory {__version__}\npinned claude: @anthropic-ai/claude-code@")
     # The JSON Schemas ship in the package.
     shipped = REPO / "factory" / "cli" / "schemas" / "agent-receipt.json"
     assert run([str(factory), "schema", "agent-receipt"], env, tmp) == shipped.read_text()

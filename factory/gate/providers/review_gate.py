@@ -3,7 +3,8 @@
 Arguments: ``gate`` (pre-commit, pre-push, pre-pr or release) and ``repo`` (where the
 review transaction lives). The provider runs an injected *runner* that returns the
 command's stdout bytes and exit code; the default runner starts
-``python -m factory review validate --gate G --json`` in ``repo`` under the project's supervision.
+``python -I -m factory review validate --gate G --json`` in ``repo`` under the project's
+supervision (isolated: the repository's own folder is never on the module path).
 The output must be one ``factory.review-gate-result/1`` object with exactly the fields
 ``schema, result, allowed, action, reason, denial, context``: ``result`` is one of allow,
 scope-changed, invalidated, escalated; ``allowed`` is a boolean that must agree with
@@ -20,7 +21,6 @@ the review receipt the gate relied on (``context.receipt``).
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from factory.gate.jsonio import JsonRefused, loads
 from factory.gate.providers import Observed, operational
 from factory.proc.env import pick
 from factory.proc.runner import ProcessFailure, RunSpec, run
+from factory.selfexec import factory_argv
 
 RESULT_SCHEMA = "factory.review-gate-result/1"
 RESULTS = ("allow", "scope-changed", "invalidated", "escalated")
@@ -40,7 +41,7 @@ Runner = Callable[[str, Path], Awaitable[tuple[int, bytes]]]
 async def default_runner(gate: str, repo: Path) -> tuple[int, bytes]:
     """``factory review validate --gate GATE`` in ``repo``; returns (exit code, stdout)."""
     spec = RunSpec(
-        argv=[sys.executable, "-m", "factory", "review", "validate", "--gate", gate, "--json"],
+        argv=factory_argv("review", "validate", "--gate", gate, "--json"),
         env=pick(os.environ), cwd=repo, timeout_s=300.0,
     )  # fmt: skip
     result = await run(spec)

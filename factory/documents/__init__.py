@@ -1,0 +1,1 @@
+"""Documents factory prints or writes: the one stdout emitter (stdlib only)."""
