@@ -27,17 +27,19 @@ as git knows them; the message names the receipt's revision). Nothing is ever pu
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Final, Literal
 
+import trio
 from pydantic import Field
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, CandidateRecord
 from factory.canonical import sha256_hex
-from factory.errors import Failure, Refused
+from factory.errors import FactoryError, Failure, Refused
 from factory.gitio import apply as gitapply
 from factory.gitio.apply import Checkout
 from factory.models import StrictModel
@@ -176,39 +178,45 @@ def _busy(checkout: Checkout) -> str | None:
     return f"a git lock file ({locks[0].label})" if locks else None
 
 
-def _collides(a: str, b: str) -> bool:
-    return a == b or a.startswith(b + "/") or b.startswith(a + "/")
+def _in_the_way(root: Path, rel: str) -> bool:
+    """Whether something on disk (untracked, ignored) takes the place of a file the change
+    adds: the path itself, or one of its folders as a non-folder."""
+    parts = rel.split("/")
+    for i in range(1, len(parts)):
+        folder = root.joinpath(*parts[:i])
+        if not os.path.lexists(folder):
+            return False
+        if not os.path.isdir(folder):
+            return True
+    return os.path.lexists(root / rel)
 
 
-def _check_clean(checkout: Checkout, cand: CandidateRecord) -> None:
-    from factory.gitio.gitdata import status_bytes
-
-    records = status_bytes(checkout.root).split(b"\0")
-    untracked = [r[2:].decode("utf-8", "surrogateescape") for r in records if r.startswith(b"? ")]
-    tracked = [r for r in records if r and not r.startswith(b"? ")]
-    if tracked:
+def _check_clean(checkout: Checkout, cand: CandidateRecord, env: Mapping[str, str]) -> None:
+    if gitapply.has_changes(checkout, env):
         raise TARGET_DIRTY("the target has staged or unstaged changes")
-    paths = [f.path for f in cand.body.files]
-    if any(_collides(u, p) for u in untracked for p in paths):
+    added = [f.path for f in cand.body.files if f.state == "added"]
+    if any(_in_the_way(checkout.root, p) for p in added):
         raise TARGET_DIRTY("an untracked file in the target lies where the change puts one")
 
 
-def _target(to: Path, cand: CandidateRecord, three_way: bool) -> tuple[Checkout, str, str]:
-    """The checkout, its HEAD commit and HEAD tree, after checks 2 and 3."""
+def _located(to: Path) -> Checkout:
+    """Check 2's first part: a checkout, not busy, with a commit."""
     checkout = gitapply.locate_checkout(to)
     if checkout is None:
         raise NOT_A_CHECKOUT("--to is not the folder of a git checkout")
     busy = _busy(checkout)
     if busy is not None:
         raise TARGET_BUSY(f"the target is busy: {busy}")
-    head = gitapply.rev(checkout.root, "HEAD^{commit}")
-    head_tree = gitapply.rev(checkout.root, "HEAD^{tree}") if head else None
-    if head is None or head_tree is None:
+    if checkout.head is None or checkout.head_tree is None:
         raise BASE_MISMATCH("the target has no commit yet")
-    _check_clean(checkout, cand)
-    if head_tree != cand.body.base_tree and not three_way:
-        raise BASE_MISMATCH("the target's HEAD tree is not the receipt's base tree")
-    return checkout, head, head_tree
+    return checkout
+
+
+def _clean(checkout: Checkout, cand: CandidateRecord) -> dict[str, str]:
+    """Check 2's second part; returns the checkout's no-filter environment."""
+    env = gitapply.no_filters(checkout)
+    _check_clean(checkout, cand, env)
+    return env
 
 
 def _new_tree(checkout: Checkout, cand: CandidateRecord, patch: bytes, head_tree: str) -> str:
@@ -238,6 +246,101 @@ def message(receipt: AgentReceipt, cand: CandidateRecord, judged: bool) -> str:
     return "\n".join(lines) + "\n"
 
 
+@dataclass(frozen=True, slots=True)
+class _Proven:
+    """The target after checks 2–4: its checkout, no-filter environment, the tree the
+    patch makes of its HEAD tree, and the patch bytes that made it."""
+
+    checkout: Checkout
+    env: dict[str, str]
+    tree: str
+    patch: bytes
+
+
+async def _together(*works: Callable[[], object]) -> list[object]:
+    """Run ``works`` in worker threads at once; each one's result or typed error, in order
+    (the caller raises them in its own order)."""
+    outcomes: list[object] = [None] * len(works)
+
+    async def run(n: int, work: Callable[[], object]) -> None:
+        try:
+            outcomes[n] = await trio.to_thread.run_sync(work)
+        except FactoryError as exc:
+            outcomes[n] = exc
+
+    async with trio.open_nursery() as nursery:
+        for n, work in enumerate(works):
+            nursery.start_soon(run, n, work)
+    return outcomes
+
+
+def _raise_first(outcomes: list[object]) -> None:
+    for outcome in outcomes:
+        if isinstance(outcome, FactoryError):
+            raise outcome
+
+
+async def _prove(request: ApplyRequest, cand: CandidateRecord) -> _Proven:
+    """Checks 2–4 on the target; the target is not touched (a private index only). The
+    clean check and the private proof run at once; refusals keep the documented order."""
+    try:
+        patch = read_nofollow(resolve_evidence_path(cand.patch_evidence, request.receipt))
+    except OSError as exc:
+        raise NOT_VERIFIED("the patch evidence could not be read") from exc
+    checkout = await trio.to_thread.run_sync(_located, request.to)
+    head_tree = checkout.head_tree
+    assert head_tree is not None  # _located refused an unborn HEAD
+    on_base = head_tree == cand.body.base_tree
+    tree_work: Callable[[], object] = partial(_new_tree, checkout, cand, patch, head_tree)
+    if not on_base and not request.three_way:
+        tree_work = partial(_mismatch, "the target's HEAD tree is not the receipt's base tree")
+    env, tree = await _together(partial(_clean, checkout, cand), tree_work)
+    _raise_first([env, tree])
+    assert isinstance(env, dict) and isinstance(tree, str)
+    return _Proven(checkout, env, tree, patch)
+
+
+def _mismatch(fact: str) -> str:
+    raise BASE_MISMATCH(fact)
+
+
+async def _checked(request: ApplyRequest) -> tuple[AgentReceipt, CandidateRecord, _Proven]:
+    """Checks 1–4. The verification (Python's work) and the target's checks and private
+    proof (git's) run at the same time; neither touches the target, and a refusal is
+    raised in the documented order (the receipt's first). The proof is kept only for the
+    very bytes that were verified."""
+    from factory.agent.verify import load_receipt
+
+    receipt, _ = load_receipt(request.receipt)
+    cand = receipt.final_candidate()
+    if cand is None:
+        _verified(request.receipt)  # raises its own refusal first
+        raise NO_CANDIDATE("the receipt binds no candidate")
+    verified: object = None
+    proven: object = None
+
+    async def verify_it() -> None:
+        nonlocal verified
+        verified = (await _together(partial(_verified, request.receipt)))[0]
+
+    async def prove_it() -> None:
+        nonlocal proven
+        try:
+            proven = await _prove(request, cand)
+        except FactoryError as exc:
+            proven = exc
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(verify_it)
+        nursery.start_soon(prove_it)
+    _raise_first([verified, proven])
+    assert isinstance(verified, tuple) and isinstance(proven, _Proven)
+    receipt, checked, patch = verified
+    if checked != cand or patch != proven.patch:
+        raise NOT_VERIFIED("the receipt or its patch changed while it was being applied")
+    return receipt, checked, proven
+
+
 def apply_receipt(request: ApplyRequest, environ: Mapping[str, str]) -> ReceiptApplication:
     """Apply the receipt's change to the target (see the module docstring).
 
@@ -246,9 +349,10 @@ def apply_receipt(request: ApplyRequest, environ: Mapping[str, str]) -> ReceiptA
         ApplyRefused: a named refusal; the target is untouched (2).
         ApplyFailed / GitFailure: staging or committing failed after it began (4).
     """
-    receipt, cand, patch = _verified(request.receipt)
-    checkout, head, head_tree = _target(request.to, cand, request.three_way)
-    tree = _new_tree(checkout, cand, patch, head_tree)
+    receipt, cand, proven = trio.run(_checked, request)
+    checkout, env, tree = proven.checkout, proven.env, proven.tree
+    head = checkout.head
+    assert head is not None  # _target refused an unborn HEAD
     if request.commit and not gitapply.has_identity(checkout.root, environ):
         raise NO_IDENTITY("git does not know who the author is")
     if request.branch is not None:
@@ -256,7 +360,7 @@ def apply_receipt(request: ApplyRequest, environ: Mapping[str, str]) -> ReceiptA
             raise BRANCH_INVALID("--branch is not a valid branch name")
         if gitapply.rev(checkout.root, f"refs/heads/{request.branch}") is not None:
             raise BRANCH_EXISTS("--branch names a branch that exists")
-    gitapply.stage(checkout, tree)
+    gitapply.stage(checkout, tree, env)
     if gitapply.index_tree(checkout) != tree:
         raise INDEX_MISMATCH("the staged tree is not the tree that was proven")
     if request.branch is not None:  # at HEAD, whose tree the index was staged against

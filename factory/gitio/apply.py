@@ -44,27 +44,45 @@ IDENTITY_VARS = (
 
 @dataclass(frozen=True, slots=True)
 class Checkout:
-    """A non-bare checkout: its top folder, its own git dir and the common dir."""
+    """A non-bare checkout: its top folder, its own git dir and the common dir; ``head``
+    and ``head_tree``: HEAD's commit and tree (``None`` on an unborn branch)."""
 
     root: Path
     git_dir: Path
     common_dir: Path
+    head: str | None = None
+    head_tree: str | None = None
+
+
+_WHERE = ["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir"]
 
 
 def locate_checkout(path: Path) -> Checkout | None:
-    """The checkout ``path`` is the top folder of (or lies in); ``None`` when it is not in
-    one (no repository, a bare repository, a git directory)."""
+    """The checkout ``path`` is the top folder of (or lies in), with its HEAD (one
+    ``rev-parse``); ``None`` when it is not in one (no repository, a bare repository, a git
+    directory)."""
     if not path.is_dir():
         return None
-    code, out = try_git(
-        path,
-        ["rev-parse", "--path-format=absolute", "--show-toplevel", "--git-dir", "--git-common-dir"],
-    )
+    code, out = try_git(path, [*_WHERE, "HEAD^{commit}", "HEAD^{tree}"])
+    if code != 0:  # an unborn HEAD fails the whole query: ask for the folders alone
+        code, out = try_git(path, _WHERE)
     parts = out.decode("utf-8", "surrogateescape").split("\n")
     if code != 0 or len(parts) < 3 or not parts[0]:
         return None
     root, git_dir, common = (Path(os.path.realpath(p)) for p in parts[:3])
-    return Checkout(root=root, git_dir=git_dir, common_dir=common)
+    head, tree = (parts[3], parts[4]) if len(parts) > 4 and parts[4] else (None, None)
+    return Checkout(root=root, git_dir=git_dir, common_dir=common, head=head, head_tree=tree)
+
+
+def has_changes(checkout: Checkout, env: Mapping[str, str]) -> bool:
+    """Whether the checkout's index or tracked files differ from HEAD (staged, unstaged or
+    unmerged; untracked files are not looked at). ``env``: the filters switched off."""
+    for cached in ([], ["--cached"]):
+        args = ["diff-index", "--quiet", *cached, "--no-ext-diff", "HEAD", "--"]
+        code, _ = try_git(checkout.root, args, env_extra=env)
+        if code != 0:
+            return True
+    return False
 
 
 def rev(root: Path, spec: str) -> str | None:
@@ -92,18 +110,23 @@ def patched_tree(root: Path, start_tree: str, patch: bytes, *, three_way: bool) 
     return out.decode("ascii").strip() if code == 0 else None
 
 
-def stage(checkout: Checkout, tree: str) -> None:
-    """Move the checkout's index and files from HEAD's tree to ``tree`` (no filter runs;
-    git's own end-of-line settings of the checkout apply to the files it writes).
+def no_filters(checkout: Checkout) -> dict[str, str]:
+    """The environment that switches every filter driver of the checkout off."""
+    return read_config(checkout.root).no_filters_env()
+
+
+def stage(checkout: Checkout, tree: str, env: Mapping[str, str]) -> None:
+    """Move the checkout's index and files from HEAD's tree to ``tree`` (``env``: every
+    filter off, :func:`no_filters`; git's own end-of-line settings of the checkout apply to
+    the files it writes).
 
     Raises:
         GitFailure: git refused (e.g. a local change it would overwrite).
     """
-    cfg = read_config(checkout.root)
     run_git(
         checkout.root,
         [*NO_HOOKS, "read-tree", "-m", "-u", "HEAD", tree],
-        env_extra=cfg.no_filters_env(),
+        env_extra=env,
         what="git read-tree -m -u",
     )
 
@@ -111,11 +134,8 @@ def stage(checkout: Checkout, tree: str) -> None:
 def index_tree(checkout: Checkout) -> str | None:
     """The tree the checkout's real index holds, written from a private copy (the real
     index is not rewritten); ``None`` when it holds none (e.g. unmerged entries)."""
-    code, out = try_git(
-        checkout.root, ["rev-parse", "--path-format=absolute", "--git-path", "index"]
-    )
-    real = os.fsdecode(out.strip())
-    if code != 0 or not os.path.isfile(real):
+    real = os.fspath(checkout.git_dir / "index")
+    if not os.path.isfile(real):
         return None
     with tempfile.TemporaryDirectory(prefix="factory-apply-") as tmp:
         copy = os.path.join(tmp, "index")
