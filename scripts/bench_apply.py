@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -38,6 +37,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_RATIO = 1.5
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import bench_worktree as worktree_bench  # noqa: E402 - the same fixture repository
+
+_git, _children_cpu = worktree_bench._git, worktree_bench._children_cpu
 
 CHILD = """
 import os, sys, time
@@ -76,27 +81,12 @@ assert outcome.exit_code == 0, outcome.receipt.error
 """
 
 
-def _git(cwd: Path, *args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
-    return proc.stdout
-
-
 def prepare(base: Path, files: int, changed: int, size: int) -> tuple[Path, Path, str, Path]:
     """The repository, the receipt, the base commit and the bound patch's path."""
     from tests.support.bench import isolate
 
     isolate(base)
-    repo = base / "repo"
-    repo.mkdir(parents=True)
-    _git(repo, "init", "-q", "-b", "main")
-    block = (b"line of source text\n" * (size // 20 + 1))[:size]
-    for i in range(files):
-        sub = repo / "src" / f"d{i // 500:03d}"
-        if i % 500 == 0:
-            sub.mkdir(parents=True)
-        (sub / f"f{i:06d}.txt").write_bytes(block[:-12] + f"{i:011d}\n".encode())
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-q", "-m", "base")
+    repo, commit = worktree_bench.prepare(base, files, size)
     receipt = base / "receipt.json"
     subprocess.run(
         [sys.executable, "-c", FIXTURE, str(ROOT), str(repo), str(receipt), str(changed)],
@@ -105,12 +95,7 @@ def prepare(base: Path, files: int, changed: int, size: int) -> tuple[Path, Path
     )
     doc = json.loads(receipt.read_bytes())
     patch = doc["candidate"]["initial"]["patch_evidence"]["path"]
-    return repo, receipt, _git(repo, "rev-parse", "HEAD").strip(), receipt.parent / patch
-
-
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+    return repo, receipt, commit, receipt.parent / patch
 
 
 def target(repo: Path, path: Path, commit: str, clone: bool) -> Path:
@@ -218,7 +203,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.files > args.base_files:
         parser.error("--files cannot exceed --base-files")
     work = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="bench-apply-"))
-    sys.path.insert(0, str(ROOT))
     try:
         print(json.dumps(_measure(args, work), indent=2))
         return 0
