@@ -15,6 +15,7 @@ reservation, the worktree stays and the terminal receipt names it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -51,6 +52,8 @@ class Prelude:
     planned: Admitted
     record: WorktreeCreation
     effect: Callable[[], Worktree]
+    ended: Callable[[], None] | None = None
+    """Called once the terminal receipt is written: marks the run's registry record ended."""
 
 
 def _resolved(path: Path) -> Path:
@@ -127,7 +130,23 @@ def prepare(spec: WorktreeSpec, draft: AgentRequest, *, run_id: str | None = Non
     )
     planned = Admitted(request, expected, receipt, evidence, plan.base_commit, plan.base_tree)
     effect = partial(create_registered, plan, receipt)
-    return Prelude(planned=planned, record=record_of(plan), effect=effect)
+    ended = partial(mark_ended, common, plan.run_id)
+    return Prelude(planned=planned, record=record_of(plan), effect=effect, ended=ended)
+
+
+def mark_ended(common: Path, run_id: str) -> None:
+    """Record in the registry that the run ``run_id`` has ended (its terminal receipt is
+    written): from then on its branch and registration are its own, not a mutation of
+    another run watching the repository, whatever becomes of this process. Nothing when the
+    run never got as far as its record; a registry that cannot be written is left as it
+    is (the record then vouches only while this process lives)."""
+    from factory.runs.registry import read_record, runs_dir, update_run
+
+    record = read_record(runs_dir(common) / f"{run_id}.json")
+    if record is None or record.ended:
+        return
+    with contextlib.suppress(OSError):
+        update_run(common, record.model_copy(update={"ended": True}))
 
 
 def create_registered(plan: WorktreePlan, receipt: Path) -> Worktree:

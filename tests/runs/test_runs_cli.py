@@ -222,3 +222,29 @@ def test_not_a_repository_is_refused(tmp_path: Path) -> None:
     empty = init_repo(tmp_path / "empty")
     doc, table = _runs(empty)
     assert doc["runs"] == [] and "no run recorded" in table
+
+
+def test_a_finished_run_marks_its_record_ended(tmp_path: Path, repo: Path) -> None:
+    from factory.runs.registry import list_runs
+
+    for scenario, out in (("approve", "a.json"), ("fail", "c.json")):
+        _run(tmp_path, repo, scenario, out)
+    records = list_runs(repo / ".git")
+    assert len(records) == 2 and all(r.ended for r in records)
+    # Twin: a run killed before its terminal receipt leaves its record as it was written.
+    marker = tmp_path / "holding"
+    proc = subprocess.Popen(
+        [sys.executable, str(FAKE), "hold", str(marker), "--", "agent", "--repo", str(repo),
+         "--task", "t", "--out", str(tmp_path / "h.json"), "--timeout-ms", "60000"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    import time
+
+    deadline = time.monotonic() + 120
+    while not marker.exists():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait(timeout=60)
+    held = [r for r in list_runs(repo / ".git") if r.receipt == str(tmp_path / "h.json")]
+    assert len(held) == 1 and held[0].ended is False
