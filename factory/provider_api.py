@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, Literal, Protocol
+from typing import Final, Literal, Protocol, runtime_checkable
 
 from factory.errors import ProviderFailure
 from factory.proc.capture import Captured
@@ -253,5 +253,25 @@ class ReviewerProfile(Protocol):
             ProviderFailure: ``provider-protocol`` for a missing or schema-violating verdict,
                 or another P-4 code, after every child process is gone (a
                 its :func:`partial_of` is the partial result).
+        """
+        ...
+
+
+RouteName = Literal["subscription", "rehearsal", "api"]
+
+
+@runtime_checkable
+class Preflight(Protocol):
+    """A profile that can say, before a run creates or writes anything, whether it could
+    start on a route: its executable is found, ``--version`` answers, and — on the
+    subscription route — a login is present (issue 22). Both closed profiles implement it;
+    a test's in-process fake need not."""
+
+    async def preflight(self, route: RouteName) -> str:
+        """The ``--version`` line of the executable that would run.
+
+        Raises:
+            ProviderFailure: ``provider-not-found`` (no executable, or it does not answer
+                ``--version``), ``provider-auth-required`` (no login, subscription route).
         """
         ...

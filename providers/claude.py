@@ -38,6 +38,7 @@ from factory.provider_api import (
     Role,
     Route,
     Spool,
+    SubscriptionRoute,
 )
 from providers.common import (
     ClosedProfile,
@@ -237,6 +238,14 @@ class ClaudeProfile(ClosedProfile):
         except (ValueError, RecursionError):
             return {}
         return doc if isinstance(doc, dict) else {}
+
+    async def login_present(self, resolved: Resolved) -> tuple[bool, str]:
+        """``claude auth status`` on the subscription route's environment: False only when
+        it says ``loggedIn: false`` (as the run itself decides)."""
+        status = await self.auth_status(resolved, build_env(SubscriptionRoute(), self._fx.env()))
+        if status.get("loggedIn") is False:
+            return False, "claude auth status: not logged in"
+        return True, "claude auth status"
 
     async def run_agent(
         self,

@@ -165,6 +165,11 @@ class CodexProfile(ClosedProfile):
         ]
         return res.exit_code == 0, (lines[-1] if lines else f"exit {res.exit_code}")
 
+    async def login_present(self, resolved: Resolved) -> tuple[bool, str]:
+        """``codex login status`` on the subscription route's environment (as the run
+        itself decides)."""
+        return await self.login_status(resolved, build_env(SubscriptionRoute(), self._fx.env()))
+
     async def run_reviewer(
         self,
         *,

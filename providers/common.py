@@ -289,6 +289,27 @@ class ClosedProfile:
         """Locate the native binary (see :mod:`providers.resolve`)."""
         return self._fx.resolve(self.name)
 
+    async def preflight(self, route: Literal["subscription", "rehearsal", "api"]) -> str:
+        """Could this profile start on ``route``? Executable found, ``--version`` answers,
+        and on the subscription route a login is present — before a run creates anything
+        (:class:`factory.provider_api.Preflight`). Returns the version line.
+
+        Raises:
+            ProviderFailure: ``provider-not-found``, ``provider-auth-required``.
+        """
+        resolved = self.resolve()
+        version = await probe_version(resolved.path, caller_base(self._fx.env()), self._fx.runner)
+        if route == "subscription":
+            present, detail = await self.login_present(resolved)
+            if not present:
+                raise PROVIDER_AUTH_REQUIRED(f"{self.name} has no login here ({detail})")
+        return version
+
+    async def login_present(self, resolved: Resolved) -> tuple[bool, str]:
+        """Whether the subscription login is there (False only when the CLI says so), and
+        what said it. Each profile asks its own CLI."""
+        raise NotImplementedError
+
     async def _probe(self, resolved: Resolved, env: Mapping[str, str], *args: str) -> RunResult:
         """Run ``<binary> ARGS`` (a login probe) under a short deadline.
 

@@ -41,7 +41,7 @@ from pathlib import Path
 from factory.errors import Refused
 from factory.fsio import physically_inside
 from factory.gitio.gitdata import special_files, status_and_ignored, submodules_dirty
-from factory.gitio.state import in_progress, lock_files
+from factory.gitio.state import Lock, common_lock_files, in_progress, lock_files
 from factory.gitio.worktree import (
     Worktree,
     commit_tree,
@@ -150,18 +150,29 @@ def _not_busy(wt: Worktree) -> None:
     state = in_progress(wt.git_dir)
     if state is not None:
         raise _IN_PROGRESS[state](f"the worktree is in the middle of a {_OPERATIONS[state]}")
-    locks = lock_files(wt.git_dir, wt.common_dir)
+    _refuse_locks(lock_files(wt.git_dir, wt.common_dir), wt.common_dir, wt.root)
+
+
+def _refuse_locks(locks: list[Lock], common_dir: Path, own_root: Path) -> None:
     if locks:
         # Another factory run of this repository creating or updating its own branch holds
         # that ref's lock for a moment: not this worktree's state (factory.runs.registry).
         from factory.runs.registry import foreign_labels, is_foreign
 
-        foreign = foreign_labels(wt.common_dir, None, wt.root)
+        foreign = foreign_labels(common_dir, None, own_root)
         locks = [k for k in locks if not is_foreign(os.fsencode(k.label), foreign)]
     if locks:
         raise _LOCKED[locks[0].code](
             f"git left a lock file ({locks[0].label}): a git command is running or crashed"
         )
+
+
+def check_common_locks(common_dir: Path, worktree_to_be: Path) -> None:
+    """Before a worktree is created: the lock files of the common dir it would share
+    (``config-locked``, ``ref-locked`` for ``packed-refs.lock``, ``git-locked`` for
+    ``shallow.lock``, …) refuse the run now, with nothing created, as the admission of the
+    created worktree would refuse it afterwards (issue 24 §1)."""
+    _refuse_locks(common_lock_files(common_dir), common_dir, worktree_to_be)
 
 
 def check_task_and_timeout(request: AgentRequest) -> None:

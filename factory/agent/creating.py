@@ -2,7 +2,8 @@
 
 :func:`prepare` makes every decision that can refuse (exit 2) before anything exists: the
 request-level admission checks (task, timeout, receipt and evidence paths — outside the
-repository's git directory and outside the worktree-to-be), then the creation plan
+repository's git directory and outside the worktree-to-be), no lock file git left in the
+common dir the new worktree would share, then the creation plan
 (:func:`factory.gitio.create.plan_worktree`: repository, base pinned to a full commit id,
 folder, branch, base tree checked). It returns a :class:`Prelude` that
 :func:`factory.agent.run.run_agent` executes *after* reserving the receipt: the receipt
@@ -14,6 +15,7 @@ reservation, the worktree stays and the terminal receipt names it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -26,11 +28,13 @@ from factory.agent.admission import (
     RECEIPT_INSIDE_WORKTREE,
     Admitted,
     AgentRequest,
+    check_common_locks,
     check_outputs,
     check_task_and_timeout,
     output_paths,
 )
 from factory.agent.receipt import WorktreeCreation
+from factory.errors import FactoryError
 from factory.fsio import nearest_existing
 from factory.gitio.create import WorktreePlan, WorktreeSpec, create_worktree, plan_worktree
 from factory.gitio.worktree import Worktree
@@ -48,6 +52,8 @@ class Prelude:
     planned: Admitted
     record: WorktreeCreation
     effect: Callable[[], Worktree]
+    ended: Callable[[], None] | None = None
+    """Called once the terminal receipt is written: marks the run's registry record ended."""
 
 
 def _resolved(path: Path) -> Path:
@@ -107,7 +113,9 @@ def prepare(spec: WorktreeSpec, draft: AgentRequest, *, run_id: str | None = Non
     ``draft`` is the run as asked for; its ``worktree`` is replaced by the planned folder.
 
     Raises:
-        AdmissionRefused: the request-level codes of :func:`factory.agent.admission.admit`.
+        AdmissionRefused: the request-level codes of :func:`factory.agent.admission.admit`,
+            and a lock file in the common dir (``config-locked``, ``ref-locked``,
+            ``git-locked``, …: :func:`~factory.agent.admission.check_common_locks`).
         RepositoryRefused / CreateRefused / UnsafeTree: see
             :func:`factory.gitio.create.plan_worktree`.
     """
@@ -116,12 +124,29 @@ def prepare(spec: WorktreeSpec, draft: AgentRequest, *, run_id: str | None = Non
     request = replace(draft, worktree=plan.path)
     receipt, evidence = _check_outputs(request, plan)
     common = plan.repository.common_dir
+    check_common_locks(common, plan.path)
     expected = Worktree(
         root=plan.path, git_dir=common / "worktrees" / plan.path.name, common_dir=common
     )
     planned = Admitted(request, expected, receipt, evidence, plan.base_commit, plan.base_tree)
     effect = partial(create_registered, plan, receipt)
-    return Prelude(planned=planned, record=record_of(plan), effect=effect)
+    ended = partial(mark_ended, common, plan.run_id)
+    return Prelude(planned=planned, record=record_of(plan), effect=effect, ended=ended)
+
+
+def mark_ended(common: Path, run_id: str) -> None:
+    """Record in the registry that the run ``run_id`` has ended (its terminal receipt is
+    written): from then on its branch and registration are its own, not a mutation of
+    another run watching the repository, whatever becomes of this process. Nothing when the
+    run never got as far as its record; a registry that cannot be written is left as it
+    is (the record then vouches only while this process lives)."""
+    from factory.runs.registry import read_record, runs_dir, update_run
+
+    record = read_record(runs_dir(common) / f"{run_id}.json")
+    if record is None or record.ended:
+        return
+    with contextlib.suppress(OSError):
+        update_run(common, record.model_copy(update={"ended": True}))
 
 
 def create_registered(plan: WorktreePlan, receipt: Path) -> Worktree:
@@ -143,3 +168,28 @@ def create_registered(plan: WorktreePlan, receipt: Path) -> Worktree:
     with creation_lock(common):
         reserve_run(common, record)
         return create_worktree(plan)
+
+
+UNCOMMITTED_NOTE = (
+    "factory agent: the checkout of --repo has uncommitted changes; the run starts from the "
+    "base commit {base} and they are not part of it"
+)
+
+
+def uncommitted_note(repo: Path, base_commit: str) -> str | None:
+    """One stderr line when the checkout ``--repo`` lies in has uncommitted changes (staged,
+    unstaged or untracked): the run starts from the base commit without them. ``None`` for a
+    clean checkout, a bare repository, or when git cannot say (this is a note, never a
+    refusal). Reads only; no repository program runs (:func:`status_bytes`)."""
+    from factory.gitio.gitdata import status_bytes
+    from factory.gitio.run import try_git
+
+    code, out = try_git(repo, ["rev-parse", "--path-format=absolute", "--show-toplevel"])
+    top = out.decode("utf-8", "surrogateescape").strip()
+    if code != 0 or not top:
+        return None
+    try:
+        changed = bool(status_bytes(Path(top)))
+    except FactoryError:
+        return None
+    return UNCOMMITTED_NOTE.format(base=base_commit[:12]) if changed else None

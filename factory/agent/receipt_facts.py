@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, EvidenceRef
+from factory.agent.representation import RepresentationNote, describe
 from factory.agent.verify import failed_checks
 from factory.canonical import sha256_hex
 
@@ -85,8 +86,16 @@ class ReceiptFacts:
     def evidence_checked(self) -> int:
         return len(self.report.get("evidence", []))
 
+    @property
+    def representation(self) -> RepresentationNote | None:
+        """Where the judged candidate is now, in words (:mod:`factory.agent.representation`)."""
+        return describe(self.report.get("representation"))
+
     def candidate_note(self) -> str:
         """What the live-worktree re-derivation said, in words."""
+        rep = self.representation
+        if rep is not None and rep.state in ("committed", "committed-then-changed"):
+            return "the judged candidate is " + rep.sentence.partition(":")[0]
         cand = self.report.get("candidate", {})
         if cand.get("still_matches") is True:
             return "the worktree still holds the judged candidate"

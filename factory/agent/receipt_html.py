@@ -210,6 +210,21 @@ def _candidate(label: str, c: CandidateRecord, patch: PatchText | None) -> dict[
     }
 
 
+def _representation(facts: ReceiptFacts) -> dict[str, Any] | None:
+    """Where the judged candidate is now (issue 22), as the terminal view says it."""
+    note = facts.representation
+    if note is None:
+        return None
+    return {
+        "state": note.state,
+        "sentence": note.sentence,
+        "label": note.paths_label,
+        "paths": list(note.paths[:MAX_ROWS]),
+        "left_out": note.left_out + max(0, len(note.paths) - MAX_ROWS),
+        "bad": note.bad,
+    }
+
+
 def context(facts: ReceiptFacts, receipt_path: Path) -> dict[str, Any]:
     """The template's variables (raw strings: the environment sanitises on output)."""
     r = facts.receipt
@@ -258,6 +273,7 @@ def context(facts: ReceiptFacts, receipt_path: Path) -> dict[str, Any]:
         "status_class": f"status-{r.status}" if facts.verified else "plain",
         "rehearsal": r.route == "rehearsal",
         "liveness": liveness_note(facts),
+        "representation": _representation(facts),
         "summary": _summary(r),
         "phases": _phases(r, facts.verified),
         "reviews": reviews,

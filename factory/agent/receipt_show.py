@@ -114,6 +114,26 @@ def _verification(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     return lines
 
 
+def _representation(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
+    """Where the judged candidate is now (issue 22): one line, and the paths that changed
+    since its commit or that differ from it."""
+    note = f.representation
+    if note is None:
+        return []
+    style = "bold red" if note.bad else ("green" if trusted else "")
+    lines: list[RenderableType] = [
+        Text.assemble(("where the change is  ", "bold"), plain(note.sentence, style))
+    ]
+    if note.paths_label is not None:
+        shown, left_out = capped(list(note.paths))
+        left_out += note.left_out
+        lines.append(plain(f"  {note.paths_label}:", "bold red" if note.bad else "yellow"))
+        lines.extend(plain(f"    {p}") for p in shown)
+        if left_out:
+            lines.append(plain(f"    ... and {left_out} more path(s)", "dim"))
+    return lines
+
+
 def _summary(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     r = f.receipt
     grid = Table.grid(padding=(0, 2))
@@ -283,6 +303,7 @@ def _revision(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
 #: The sections in display order; ``--diff`` adds :func:`diff_section` after the candidates.
 SECTIONS: Final[tuple[Section, ...]] = (
     _verification,
+    _representation,
     _summary,
     _phases,
     _reviews,

@@ -245,7 +245,11 @@ async def _created_run(prelude: Prelude, deps: AgentDeps) -> RunOutcome:
             run.adopt(await trio.to_thread.run_sync(admit_created))
             return await run.cycle()
 
-    return await _closing(run, create_admit_cycle)
+    try:
+        return await _closing(run, create_admit_cycle)
+    finally:
+        if prelude.ended is not None:  # the terminal receipt is written: the run has ended
+            prelude.ended()
 
 
 async def _closing(run: _Run, body: Callable[[], Awaitable[RunOutcome]]) -> RunOutcome:

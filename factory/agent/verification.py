@@ -12,6 +12,7 @@ from typing import Final, Literal
 from pydantic import Field
 
 from factory.agent.receipt import Status
+from factory.agent.representation import Representation
 from factory.models import SparseModel, StrictModel
 
 VERIFY_SCHEMA: Final = "factory.receipt-verification/1"
@@ -86,6 +87,20 @@ class ReceiptVerification(StrictModel):
     patches: list[PatchCheck]
     candidate: CandidateCheck
     ok: bool
+    representation: Representation | None = None
+    """Where the judged candidate is now (:mod:`factory.agent.representation`): a commit of
+    it is the same candidate, not a mismatch. ``None`` when the worktree was not asked
+    (``factory receipt apply`` proves the patch itself) and in reports from before it
+    existed."""
+
+    def candidate_mismatch(self) -> bool:
+        """A receipt that claims the worktree holds its candidate, whose worktree holds
+        neither it nor a commit of it (without the representation: the identity alone)."""
+        if not self.candidate.gating:
+            return False
+        if self.representation is None:
+            return self.candidate.still_matches is False
+        return self.representation.state == "mismatch"
 
     def failed_checks(self) -> list[str]:
         """Which checks failed, one short phrase each (observed: exit 4 with nothing on
@@ -102,6 +117,18 @@ class ReceiptVerification(StrictModel):
         failed.extend(
             f"{p.candidate} candidate: {p.problem}" for p in self.patches if p.ok is False
         )
-        if self.candidate.gating and self.candidate.still_matches is False:
-            failed.append("the worktree no longer holds the judged candidate")
+        if self.candidate_mismatch():
+            failed.append(mismatch_phrase(self.representation))
         return failed or ["see the JSON on stdout"]
+
+
+def mismatch_phrase(rep: Representation | None) -> str:
+    """The failed check of a candidate mismatch, naming the differing paths when known."""
+    text = "the worktree holds neither the judged candidate nor a commit of it"
+    if rep is None or rep.differing_paths is None:
+        return text
+    if not rep.differing_paths and not rep.paths_left_out:
+        return f"{text} (the files are the candidate's; HEAD does not commit them on the base)"
+    shown = ", ".join(rep.differing_paths[:5])
+    more = len(rep.differing_paths) - 5 + (rep.paths_left_out or 0)
+    return f"{text} (differing paths: {shown}{f' and {more} more' if more > 0 else ''})"

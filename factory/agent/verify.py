@@ -12,9 +12,12 @@
    tree reproduces the candidate tree and every bound file (mode and SHA-256)
    (:func:`factory.agent.verify_git.check_patches`).
 6. When the worktree still exists, the candidate the authoritative verdict judged is
-   re-derived from it and compared by identity ("still matches" or not); a mismatch fails
-   only a receipt that claims the worktree holds it (``completed``, ``rejected``) — a
-   truthful ``failed`` or ``interrupted`` receipt verifies as what it is.
+   re-derived from it and compared by identity ("still matches" or not), and its
+   representation is recognised (:mod:`factory.agent.representation`): still uncommitted
+   in the worktree, committed as a commit on the base, committed then changed, or a
+   mismatch. Only a mismatch fails, and only a receipt that claims the worktree holds it
+   (``completed``, ``rejected``) — a truthful ``failed`` or ``interrupted`` receipt
+   verifies as what it is.
 7. A ``running`` receipt is not verified; ``liveness`` says whether the factory process
    that wrote it still runs or the run was ``abandoned`` (that process is gone).
 
@@ -32,13 +35,15 @@ from typing import Any
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, EvidenceRef, receipt_bytes
+from factory.agent.representation import Representation, represent
 from factory.agent.verification import (
+    CandidateCheck,
     EvidenceCheck,
     Liveness,
     ReceiptVerification,
     RevisionCheck,
 )
-from factory.agent.verify_git import check_candidate, check_patches
+from factory.agent.verify_git import check_patches, live_candidate
 from factory.errors import IntegrityFailure, UsageError
 from factory.filehash import digest_file
 from factory.models import parse_model
@@ -181,15 +186,33 @@ def liveness(receipt: AgentReceipt) -> Liveness | None:
     return "unknown" if state is None else ("running" if state else "abandoned")
 
 
-def verify(path: Path) -> ReceiptVerification:
-    """Verify the receipt at ``path`` (see the module docstring for the checks)."""
+def verify(path: Path, *, worktree: bool = True) -> ReceiptVerification:
+    """Verify the receipt at ``path`` (see the module docstring for the checks).
+
+    ``worktree=False`` leaves out the checks that read the run's repository and worktree
+    (steps 5 and 6: the patch replay and the live candidate) for a caller that proves the
+    patch itself (``factory receipt apply``); the report says ``not-asked``."""
     receipt, data = load_receipt(path)
     computed = receipt.compute_revision()
     revision_ok = receipt.revision == computed
     exact = data == receipt_bytes(receipt)
     evidence = [check_evidence(ref, path) for ref in all_evidence(receipt)]
-    patches = check_patches(receipt, path)
-    candidate = check_candidate(receipt, path)
+    patches = check_patches(receipt, path) if worktree else []
+    representation: Representation | None = None
+    if worktree:
+        live = live_candidate(receipt, path)
+        candidate = live.check
+        # A commit of the candidate is the same candidate: only a worktree that holds
+        # neither it nor such a commit is a mismatch (issue 22).
+        representation = represent(receipt, live.tree, live.problem)
+    else:
+        cand = receipt.final_candidate()
+        candidate = CandidateCheck(
+            checked=False,
+            identity=cand.identity if cand else None,
+            gating=False,
+            reason="not-asked",
+        )
     terminal = receipt.status != "running"
     problems = consistency_problems(receipt)
     ok = (
@@ -199,7 +222,9 @@ def verify(path: Path) -> ReceiptVerification:
         and not problems
         and all(e.ok for e in evidence)
         and all(p.ok is not False for p in patches)
-        and not (candidate.gating and candidate.still_matches is False)
+        and not (
+            candidate.gating and representation is not None and representation.state == "mismatch"
+        )
     )
     return ReceiptVerification(
         receipt=os.fspath(path),
@@ -220,6 +245,7 @@ def verify(path: Path) -> ReceiptVerification:
         patches=patches,
         candidate=candidate,
         ok=ok,
+        representation=representation,
     )
 
 

@@ -13,6 +13,7 @@ Neither runs a program the repository names: both go through :mod:`factory.gitio
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -90,6 +91,22 @@ def check_candidate(receipt: AgentReceipt, receipt_path: Path) -> CandidateCheck
 
     ``gating`` says whether a mismatch fails the verification (see :data:`_CLAIMS_CANDIDATE`).
     """
+    return live_candidate(receipt, receipt_path).check
+
+
+@dataclass(frozen=True, slots=True)
+class Live:
+    """:func:`live_candidate`'s result: the check, the raw tree the worktree holds (when
+    it could be derived) and, when it could not, the error code."""
+
+    check: CandidateCheck
+    tree: str | None = None
+    problem: str | None = None
+
+
+def live_candidate(receipt: AgentReceipt, receipt_path: Path) -> Live:
+    """:func:`check_candidate`, keeping the live worktree's raw tree for the
+    representation check (:mod:`factory.agent.representation`)."""
     from factory.agent.identity import candidate_body
     from factory.gitio.candidate import derive
     from factory.gitio.worktree import locate
@@ -99,7 +116,7 @@ def check_candidate(receipt: AgentReceipt, receipt_path: Path) -> CandidateCheck
     identity = cand.identity if cand else None
     if cand is None or not Path(receipt.worktree).is_dir():
         reason = "no-candidate-in-receipt" if cand is None else "worktree-gone"
-        return CandidateCheck(checked=False, identity=identity, gating=gating, reason=reason)
+        return Live(CandidateCheck(checked=False, identity=identity, gating=gating, reason=reason))
     try:
         wt = locate(Path(receipt.worktree))
         body = cand.body
@@ -108,15 +125,17 @@ def check_candidate(receipt: AgentReceipt, receipt_path: Path) -> CandidateCheck
         observed = candidate_body(derived).identity()
     except (FactoryError, OSError, ValueError) as exc:
         code = exc.code if isinstance(exc, FactoryError) else "entry-divergence-unreadable"
-        return CandidateCheck(
+        check = CandidateCheck(
             checked=True, identity=identity, gating=gating, still_matches=False, reason=code
         )
+        return Live(check, problem=code)
     matches = observed == cand.identity
     if matches or gating:
-        return CandidateCheck(
+        check = CandidateCheck(
             checked=True, identity=identity, gating=gating, observed=observed, still_matches=matches
         )
-    return CandidateCheck(
+        return Live(check, derived.candidate_tree)
+    check = CandidateCheck(
         checked=True,
         identity=identity,
         gating=gating,
@@ -124,3 +143,4 @@ def check_candidate(receipt: AgentReceipt, receipt_path: Path) -> CandidateCheck
         still_matches=matches,
         reason=f"not-claimed-after-{receipt.status}",
     )
+    return Live(check, derived.candidate_tree)

@@ -3,10 +3,13 @@
 factory never removes a worktree on its own. On request, it removes the one a receipt
 says it created (``worktree_creation``), and only when nothing the user might want is
 lost: the worktree is *clean* (HEAD still the pinned base on the recorded branch, empty
-status) or holds *exactly the receipt's candidate* (the identity re-derived from it equals
-the one the final verdict judged). Everything else is refused with exit 2 and nothing is
-touched. Ignored files go with the folder, as with ``git worktree remove``; the branch is
-kept; no other worktree registration is read for writing, pruned, repaired or unlocked.
+status), holds *exactly the receipt's candidate* (the identity re-derived from it equals
+the one the final verdict judged), or *commits it* (HEAD, still on the recorded branch —
+which is kept, so the commit is not lost — is a commit whose tree is the candidate tree
+and whose first parent is the base, and the worktree holds exactly that commit).
+Everything else is refused with exit 2 and nothing is touched. Ignored files go with the
+folder, as with ``git worktree remove``; the branch is kept; no other worktree
+registration is read for writing, pruned, repaired or unlocked.
 
 The receipt must be terminal (or ``running`` but abandoned: the factory process that wrote
 it is gone) and unaltered (canonical bytes, revision); that guards
@@ -67,17 +70,20 @@ WORKTREE_DIRTY = _define(
 class WorktreeRemoval(StrictModel):
     """``factory.worktree-removal/1``: what was removed and why it was safe to.
 
-    ``state``: ``clean`` (the base, unchanged) or ``candidate`` (exactly the receipt's
-    judged candidate, ``identity``); ``branch_kept``: the branch left in place (``None``
-    for a detached HEAD).
+    ``state``: ``clean`` (the base, unchanged), ``candidate`` (exactly the receipt's
+    judged candidate, ``identity``, uncommitted) or ``committed`` (HEAD, on the run's
+    branch, commits exactly that candidate on the base: ``committed_as``);
+    ``branch_kept``: the branch left in place (``None`` for a detached HEAD).
     """
 
     schema_id: Literal["factory.worktree-removal/1"] = Field(default=REMOVAL_SCHEMA, alias="schema")
     receipt: str
     worktree: str
-    state: Literal["clean", "candidate"]
+    state: State
     identity: str | None
     branch_kept: str | None
+    committed_as: str | None = None
+    """With ``committed``: the commit (on ``branch_kept``) that holds the candidate now."""
 
 
 def _created(receipt: AgentReceipt, data: bytes) -> WorktreeCreation:
@@ -114,27 +120,65 @@ def _submodule_initialised(wt: Worktree) -> bool:
     return False
 
 
-def _state(receipt: AgentReceipt, wt: Worktree) -> tuple[Literal["clean", "candidate"], str | None]:
+State = Literal["clean", "candidate", "committed"]
+
+
+def _committed(receipt: AgentReceipt, wt: Worktree, head: str | None) -> str:
+    """HEAD (on the run's branch, which stays) commits exactly the judged candidate on the
+    base, and the worktree holds exactly that commit: the change lives on in it."""
+    from factory.agent.representation import represent
+
+    cand = receipt.final_candidate()
+    moved = WORKTREE_MOVED(
+        "the worktree's HEAD moved off the base, and not to a commit of the judged candidate"
+    )
+    if cand is None or head is None:
+        raise moved
+    try:
+        derived = derive(wt, cand.body.base_commit, cand.body.base_tree)
+    except FactoryError:
+        raise moved from None
+    rep = represent(receipt, derived.candidate_tree, None)
+    if rep.state == "committed-then-changed" and rep.head == rep.committed_as:
+        raise WORKTREE_DIRTY("the worktree holds changes on top of the candidate's commit")
+    if rep.state != "committed" or rep.committed_as != head:
+        raise moved
+    if status_bytes(wt.root):
+        raise WORKTREE_DIRTY("the worktree's index or files differ from the candidate's commit")
+    return head
+
+
+def _state(receipt: AgentReceipt, wt: Worktree) -> tuple[State, str | None, str | None]:
+    """The state, the candidate identity (``candidate``, ``committed``) and the commit that
+    holds it (``committed``)."""
     creation = receipt.worktree_creation
     assert creation is not None
     ref = f"refs/heads/{creation.branch}" if creation.branch is not None else None
-    if head_commit(wt) != creation.base_commit or head_ref(wt) != ref:
+    head = head_commit(wt)
+    if head_ref(wt) != ref:
+        raise WORKTREE_MOVED("the worktree's HEAD moved off the branch the run created it on")
+    if head != creation.base_commit and ref is None:
+        # A detached HEAD's commits would live on in no branch once the worktree is gone.
         raise WORKTREE_MOVED(
-            "the worktree's HEAD moved off the base or branch the run created it on"
+            "the worktree's detached HEAD moved off the base: its commits are on no branch"
         )
     if hidden_entries(wt) or _submodule_initialised(wt):
         raise WORKTREE_NOT_PLAIN(
             "the worktree hides changes (assume-unchanged/skip-worktree) or holds an "
             "initialised submodule"
         )
+    if head != creation.base_commit:
+        commit = _committed(receipt, wt, head)
+        cand = receipt.final_candidate()
+        return "committed", cand.identity if cand else None, commit
     if not status_bytes(wt.root):
-        return "clean", None
+        return "clean", None, None
     cand = receipt.final_candidate()
     if cand is not None:
         try:
             derived = derive(wt, cand.body.base_commit, cand.body.base_tree)
             if candidate_body(derived).identity() == cand.identity:
-                return "candidate", cand.identity
+                return "candidate", cand.identity, None
         except FactoryError:
             pass
     raise WORKTREE_DIRTY("the worktree holds changes other than the receipt's candidate")
@@ -154,7 +198,7 @@ def remove_created_worktree(receipt_path: Path) -> WorktreeRemoval:
     creation = _created(receipt, data)
     wt = _locate(creation)
     with hold_worktree(wt):
-        state, identity = _state(receipt, wt)
+        state, identity, commit = _state(receipt, wt)
         run_git(
             wt.common_dir,
             [*NO_HOOKS, "worktree", "remove", "--force", "--", os.fspath(wt.root)],
@@ -166,4 +210,5 @@ def remove_created_worktree(receipt_path: Path) -> WorktreeRemoval:
         state=state,
         identity=identity,
         branch_kept=creation.branch,
+        committed_as=commit,
     )

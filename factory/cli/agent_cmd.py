@@ -37,7 +37,10 @@ The worktree stays after the run, whatever its outcome; the receipt names it, an
 'factory worktree remove R' removes it when it is clean or holds exactly the candidate.
 R and the evidence folder (default R.evidence) must not exist and must lie outside W and
 its git directories.
-stdout: the terminal receipt (canonical JSON). stderr: progress (no task text, no paths).
+stdout: the terminal receipt (canonical JSON); at a terminal, unless --json, a closing
+block instead: outcome, verdicts, whether the receipt verified, where the receipt and the
+worktree are, and the next commands (show, apply, remove, publish) as they work typed.
+stderr: progress (no task text, no paths).
 Exit codes: 0 completed, 2 refused before anything ran, 3 rejected, 4 typed failure,
 130 interrupted (SIGINT/SIGTERM at any point; the receipt says what the run had reached),
 1 internal error. If the receipt is written but stdout is not (a full device), exit 4
@@ -74,6 +77,11 @@ def register(sub: Subcommands) -> None:
         "--credentials-env",
         metavar="NAME",
         help="the api route: provider API keys from this variable (a JSON document)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the receipt's JSON on stdout even at a terminal (the default elsewhere)",
     )
     p.set_defaults(handler=run)
 
@@ -124,13 +132,26 @@ def run(args: argparse.Namespace) -> int:
         say(REHEARSAL_BANNER)
     exit_code, receipt = execute(AgentCall.from_args(args))
     kept_in = f"the receipt {os.path.abspath(args.out)}" if receipt else None
-    emit_stdout(receipt, kept_in=kept_in)
+    final = int(ExitCode.INTERRUPTED) if SIGNALS.seen else exit_code
+    emit_stdout(_stdout(args, receipt, final), kept_in=kept_in)
     line = error_line(receipt) if human else None
     if line is not None:
         say(line)
     if banner:
         say(REHEARSAL_BANNER)
     return int(ExitCode.INTERRUPTED) if SIGNALS.seen else exit_code
+
+
+def _stdout(args: argparse.Namespace, receipt: bytes, exit_code: int) -> bytes:
+    """The receipt's JSON; at a terminal (without --json) the closing block instead."""
+    from factory.cli.agent_ending import at_terminal, render
+
+    if args.json or not receipt or not at_terminal():
+        return receipt
+    from pathlib import Path
+
+    repo = Path(args.repo) if args.repo is not None else None
+    return render(Path(os.path.abspath(args.out)), exit_code, repo)
 
 
 def error_line(receipt: bytes) -> str | None:

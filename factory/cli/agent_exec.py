@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from factory.agent.deps import RouteReport
     from factory.agent.observer import RunObserver
     from factory.credentials import ApiKeys
-    from factory.provider_api import AgentProfile, ReviewerProfile, Route
+    from factory.provider_api import AgentProfile, ReviewerProfile, Route, RouteName
     from factory.rehearsal import RehearsalSession
     from factory.rehearsal.scenario import Scenario
 
@@ -216,6 +216,15 @@ def execute(call: AgentCall) -> tuple[int, bytes]:
     else:
         evidence = admit(request).evidence  # refusals exit 2 before any provider is imported
     agent, reviewer = load_profiles()
+    from factory.cli.preflight import preflight
+
+    # Still before anything exists: a provider that could not start refuses the run here.
+    route_name: RouteName = (
+        "rehearsal" if scenario is not None else ("api" if keys is not None else "subscription")
+    )
+    preflight(agent, reviewer, route=route_name)
+    if prelude is not None and call.repo is not None and call.progress == "human":
+        _note_uncommitted(call.repo, prelude.planned.base_commit)
     observer, tasks, trace_id = _observer(call)
     # For the run only when called by another command (demo, operator): their own prompts
     # after it must stay interruptible. 'factory agent' installed the handler already.
@@ -226,6 +235,15 @@ def execute(call: AgentCall) -> tuple[int, bytes]:
     finally:
         SIGNALS.restore(previous)
     return (int(ExitCode.INTERRUPTED) if SIGNALS.seen else code), data
+
+
+def _note_uncommitted(repo: Path, base_commit: str) -> None:
+    from factory.agent.creating import uncommitted_note
+    from factory.cli.framework import say
+
+    note = uncommitted_note(repo, base_commit)
+    if note is not None:
+        say(note)
 
 
 def _prepare_creation(call: AgentCall, repo: Path, draft: AgentRequest) -> Prelude:

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agent_cmd",
     "receipt_cmd",
     "worktree_cmd",
+    "runs_cmd",
     "doctor_cmd",
     "providers_cmd",
     "smoke_cmd",

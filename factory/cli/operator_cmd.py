@@ -192,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
         receipt=agent_receipt_path(out),
         timeout_ms=args.timeout_ms,
     )
+    wiring.preflight()  # a provider that could not start refuses before any prompt or grant
     with wiring.forge_of(args) as forge, wiring.term_as_interrupt():
         flow = RunFlow(
             forge, args.repository, args.label, request, wiring.agent_runner, creation=creation

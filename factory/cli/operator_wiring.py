@@ -171,6 +171,15 @@ def agent_runner(request: AgentRequest, creation: WorktreeSpec | None = None) ->
     return int(code), data
 
 
+def preflight() -> None:
+    """Before any prompt or grant: both provider CLIs could start on the subscription route
+    (:mod:`factory.cli.preflight`), so a missing login spends nothing and creates nothing."""
+    from factory.cli.agent_exec import load_profiles
+    from factory.cli.preflight import preflight as check
+
+    check(*load_profiles(), route="subscription")
+
+
 def pinned_creation(args: argparse.Namespace) -> WorktreeSpec | None:
     """``--repo``: the worktree to create, decided once (reads only; refusals exit 2)."""
     if args.repo is None:

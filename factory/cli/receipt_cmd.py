@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from factory.cli.framework import emit_stdout, say
 from factory.documents.emit import json_line
 from factory.errors import IntegrityFailure, Refused
+
+if TYPE_CHECKING:
+    from factory.agent.receipt_apply import ReceiptApplication
 
 HTML_FOLDER_MISSING = Refused.define("html-folder-missing", "create the folder of --html first")
 RECEIPT_VERIFICATION_FAILED = IntegrityFailure.define(
@@ -40,6 +43,21 @@ checks first and last, and nothing in between is shown as trustworthy.
 """
 
 
+APPLY_HELP = """\
+Take the change an approved run made into a checkout (default: the current folder).
+R is verified first (revision, bytes, every evidence file; an unverified or unapproved
+receipt is refused). The target must be clean and its HEAD tree must be the receipt's
+base tree (with --3way the change is merged onto your HEAD instead, and the result says
+it is no longer the judged tree). The bound patch is applied with git in a private index
+(no repository program runs) and must produce exactly the candidate tree; only then is
+it staged in the target, or committed with --commit (author: you; the message names the
+receipt's revision). --branch NAME first moves the checkout to a new branch NAME at its
+HEAD. Nothing is pushed. A rehearsal receipt's change may be applied; the result says so.
+stdout: a factory.receipt-application/1 JSON object. Exit 0 applied, 2 refused (target
+untouched), 4 the receipt is not one, or staging failed.
+"""
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("receipt", help="verify or show an agent receipt")
     rsub = p.add_subparsers(title="receipt commands", metavar="COMMAND", parser_class=type(p))
@@ -55,6 +73,20 @@ def register(sub: Any) -> None:
         help="also write one self-contained HTML page (must not exist)",
     )
     s.set_defaults(handler=run_show)
+    a = rsub.add_parser(
+        "apply", help="take an approved change into a checkout", description=APPLY_HELP
+    )
+    a.add_argument("receipt", metavar="R", help="receipt path")
+    a.add_argument("--to", metavar="DIR", default=".", help="the checkout (default: here)")
+    a.add_argument("--commit", action="store_true", help="commit it (default: leave it staged)")
+    a.add_argument("--branch", metavar="NAME", help="first move the checkout to new branch NAME")
+    a.add_argument(
+        "--3way",
+        dest="three_way",
+        action="store_true",
+        help="merge onto a HEAD other than the receipt's base (then not the judged tree)",
+    )
+    a.set_defaults(handler=run_apply)
 
 
 def run_verify(args: argparse.Namespace) -> int:
@@ -119,3 +151,44 @@ def reserve_html(out: Path) -> None:
         raise HTML_FOLDER_MISSING(f"the folder of {out} does not exist") from None
     except IsADirectoryError:
         raise fsio.OUTPUT_EXISTS(f"{out} is a folder") from None
+
+
+def run_apply(args: argparse.Namespace) -> int:
+    import os
+
+    from factory.agent.receipt_apply import ApplyRequest, apply_receipt
+    from factory.cli.framework import refuse_non_utf8
+    from factory.display import inert
+
+    refuse_non_utf8(args, {"receipt": "R", "to": "--to", "branch": "--branch"})
+    request = ApplyRequest(
+        receipt=Path(args.receipt),
+        to=Path(args.to),
+        commit=args.commit,
+        branch=args.branch,
+        three_way=args.three_way,
+    )
+    done = apply_receipt(request, os.environ)
+    emit_stdout(done.canonical() + b"\n")
+    for line in applied_lines(done):
+        say(inert(line))
+    return 0
+
+
+def applied_lines(done: ReceiptApplication) -> list[str]:
+    """What a person reads on stderr after ``receipt apply`` (the JSON is on stdout)."""
+    lines = []
+    if done.rehearsal:
+        lines.append(f"factory: REHEARSAL: {done.note}")
+    if done.judged_tree:
+        what = "the judged tree, byte for byte"
+    else:
+        what = "merged onto your HEAD (--3way): NOT the judged tree; review it before use"
+    if done.result == "committed":
+        lines.append(f"factory: applied and committed as {(done.commit or '')[:12]}: {what}")
+    else:
+        lines.append(
+            f"factory: applied and staged: {what}; review it (git diff --cached), then commit"
+        )
+    lines.append("factory: nothing was pushed")
+    return lines

@@ -8,17 +8,23 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from factory.cli.framework import emit_stdout
+from factory.cli.framework import emit_stdout, say
+from factory.display import inert
+
+if TYPE_CHECKING:
+    from factory.agent.worktree_remove import WorktreeRemoval
 
 REMOVE_HELP = """\
 Remove the linked worktree that 'factory agent --repo' created for the run whose receipt
 is OUT — only when it is clean (HEAD still the base, on the branch the run created, no
-change) or holds exactly the candidate the receipt judged. Anything else is refused
-(exit 2) and nothing is touched. Ignored files go with the folder, as with 'git worktree
-remove'; the branch is kept; no other worktree registration is pruned, repaired or
-unlocked. factory never removes a worktree unless asked this way.
+change), holds exactly the candidate the receipt judged, or commits it (HEAD, on the
+run's branch, is a commit of exactly that candidate on the base). Anything else is
+refused (exit 2) and nothing is touched. Ignored files go with the folder, as with 'git
+worktree remove'; the branch is kept (so a commit of the candidate is not lost); no other
+worktree registration is pruned, repaired or unlocked. factory never removes a worktree
+unless asked this way. stderr says where the change lives afterwards.
 stdout: a factory.worktree-removal/1 JSON object. Exit 0 removed, 2 refused, 4 git failed.
 """
 
@@ -38,4 +44,25 @@ def run_remove(args: argparse.Namespace) -> int:
 
     removal = remove_created_worktree(Path(args.receipt))
     emit_stdout(removal.canonical() + b"\n")
+    line = where_the_change_lives(removal, Path(args.receipt))
+    if line is not None:
+        say(inert(line))
     return 0
+
+
+def where_the_change_lives(removal: WorktreeRemoval, receipt: Path) -> str | None:
+    """One stderr line after a removal: where the run's change is now."""
+    from factory.usercmd import factory_command
+
+    if removal.state == "committed":
+        return (
+            f"factory: worktree removed; the change lives on in commit "
+            f"{(removal.committed_as or '')[:12]} on branch {removal.branch_kept} (kept)"
+        )
+    if removal.state == "candidate":
+        apply = factory_command("receipt", "apply", receipt)
+        return (
+            "factory: worktree removed; the change was not committed: its only copy is the "
+            f"receipt's evidence patch — take it into a checkout with: {apply}"
+        )
+    return None

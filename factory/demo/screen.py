@@ -31,7 +31,7 @@ REHEARSAL_LINE = (
     "REHEARSAL: a scripted loopback model answered the real Claude Code and Codex CLIs; "
     "this proves the control path, nothing about model judgement."
 )
-_OUTCOME_STYLE = {
+OUTCOME_STYLE = {
     "completed": "bold green",
     "rejected": "bold yellow",
     "failed": "bold red",
@@ -96,7 +96,7 @@ def outcome_lines(
         status = receipt.status
         outcome = Text.assemble(
             ("outcome    ", "bold"),
-            (f"{status} (exit {exit_code})", _OUTCOME_STYLE.get(status, "")),
+            (f"{status} (exit {exit_code})", OUTCOME_STYLE.get(status, "")),
         )
         lines.append(outcome)
         if receipt.error is not None:

@@ -102,6 +102,12 @@ def lock_files(git_dir: Path, common_dir: Path) -> list[Lock]:
     own = _walk(git_dir, frozenset({"modules"}))  # a linked worktree's submodule repositories
     locks = [Lock(f"git-dir/{rel}", _lock_code(rel)) for rel in own]
     if common_dir != git_dir:
-        common = _walk(common_dir, _COMMON_SKIP)
-        locks += [Lock(f"common-dir/{rel}", _lock_code(rel)) for rel in common]
+        locks += common_lock_files(common_dir)
     return locks
+
+
+def common_lock_files(common_dir: Path) -> list[Lock]:
+    """The lock files of the shared part of the common dir alone (``config.lock``,
+    ``packed-refs.lock``, ``shallow.lock``, refs, logs, …): what a linked worktree that does
+    not exist yet would find there once created."""
+    return [Lock(f"common-dir/{rel}", _lock_code(rel)) for rel in _walk(common_dir, _COMMON_SKIP)]

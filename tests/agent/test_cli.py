@@ -152,11 +152,18 @@ def test_verify_catches_a_worktree_changed_after_the_run(completed: Layout) -> N
     assert rc == 4 and report["candidate"]["still_matches"] is False  # type: ignore[index]
 
 
-def test_verify_catches_a_commit_after_the_run(completed: Layout) -> None:
+def test_a_commit_of_the_candidate_after_the_run_is_not_a_mismatch(completed: Layout) -> None:
+    # Issue 22: the candidate moved into a commit on the base, and stays the candidate.
     git(completed.wt, "add", "-A")
     git(completed.wt, "commit", "-qm", "published")
     rc, report = verify(completed)
-    assert rc == 4 and report["candidate"]["still_matches"] is False  # type: ignore[index]
+    assert rc == 0 and report["candidate"]["still_matches"] is False  # type: ignore[index]
+    assert report["representation"]["state"] == "committed"  # type: ignore[index]
+    # Twin: the commit amended to other content is caught.
+    (completed.wt / "src" / "app.py").write_text("def add(a, b):\n    return 42\n")
+    git(completed.wt, "commit", "-q", "-a", "--amend", "-m", "other")
+    rc, report = verify(completed)
+    assert rc == 4 and report["representation"]["state"] == "mismatch"  # type: ignore[index]
 
 
 def test_verify_ignores_ignored_files_and_a_removed_worktree(completed: Layout) -> None:
@@ -247,7 +254,8 @@ def test_a_failed_verification_names_its_checks_on_stderr(completed: Layout) -> 
     line = proc.stderr.decode().strip()
     assert line.startswith("factory: receipt-verification-failed: "), line
     assert "evidence worker-stdout: size-mismatch" in line
-    assert "the worktree no longer holds the judged candidate" in line
+    assert "the worktree holds neither the judged candidate nor a commit of it" in line
+    assert "(differing paths: late.txt)" in line
 
 
 def test_a_passing_verification_keeps_stderr_empty(completed: Layout) -> None:
@@ -297,7 +305,7 @@ def test_failed_checks_covers_every_gate() -> None:
         "inconsistent: exit code 0 contradicts status failed",
         "evidence r: missing",
         "initial candidate: patch-does-not-apply-to-base",
-        "the worktree no longer holds the judged candidate",
+        "the worktree holds neither the judged candidate nor a commit of it",
     ]
     assert failed_checks(report) == expected
     assert failed_checks(report.to_json_value()) == expected  # the JSON value reads the same

@@ -96,7 +96,6 @@ def test_the_cli_refuses_a_busy_worktree_with_exit_2(layout: Layout, tmp_path: P
     import time
 
     from tests.agent.cli_helpers import FAKE, agent_args
-    from tests.support.cli import run_factory
 
     marker = tmp_path / "holding"
     first = subprocess.Popen(
@@ -110,9 +109,13 @@ def test_the_cli_refuses_a_busy_worktree_with_exit_2(layout: Layout, tmp_path: P
             assert time.monotonic() < deadline and first.poll() is None
             time.sleep(0.05)
         second = layout.out / "second.json"
-        proc = run_factory(
-            ["agent", "--worktree", str(layout.wt), "--task", "t", "--out", str(second)]
-        )
+        # In-process fake profiles for the second run too: real ones would be refused by
+        # the provider preflight (no login here) before the worktree is looked at.
+        proc = subprocess.run(
+            [sys.executable, str(FAKE), "approve", "--", "agent", "--worktree", str(layout.wt),
+             "--task", "t", "--out", str(second)],
+            capture_output=True, timeout=120, check=False,
+        )  # fmt: skip
         assert proc.returncode == 2, proc.stderr
         assert b"factory: worktree-busy:" in proc.stderr and proc.stdout == b""
         assert not os.path.lexists(second) and not os.path.lexists(f"{second}.evidence")

@@ -16,45 +16,14 @@ import pytest
 import trio
 
 from factory.agent.admission import hold_worktree
-from factory.agent.creating import prepare
-from factory.agent.run import AgentDeps, RunOutcome, run_agent
-from factory.gitio.create import WorktreeSpec
+from factory.agent.run import AgentDeps, run_agent
 from factory.gitio.worktree import locate
 from factory.provider_api import SubscriptionRoute
-from tests.agent.creating_helpers import FAKE, FIX, RUN_ID, draft
+from tests.agent.creating_helpers import FAKE, FIX, Created, completed, draft
 from tests.agent.fakes import FakeAgent, FakeReviewer, Step, write
 from tests.gitio.helpers import registrations, snapshot
 from tests.support.cli import run_factory
 from tests.support.git import add_linked_worktree, git, init_repo
-
-
-class Created:
-    def __init__(self, tmp: Path, agent: list[Step], reviewer: list[Step]) -> None:
-        self.repo = init_repo(tmp / "proj", {"src/app.py": "def add(a, b):\n    return a - b\n"})
-        self.receipt = tmp / "receipt.json"
-        prelude = prepare(WorktreeSpec(self.repo), draft(tmp, self.repo), run_id=RUN_ID)
-        deps = AgentDeps(
-            agent=FakeAgent(agent), reviewer=FakeReviewer(reviewer), route=SubscriptionRoute()
-        )
-        self.outcome: RunOutcome = trio.run(
-            lambda: run_agent(prelude.planned.request, deps, prelude=prelude)
-        )
-        self.wt = Path(prelude.record.path)
-        self.branch = prelude.record.branch
-
-    def remove(self, receipt: Path | None = None) -> tuple[int, dict[str, object], bytes]:
-        proc = run_factory(["worktree", "remove", str(receipt or self.receipt)])
-        return proc.returncode, json.loads(proc.stdout or b"{}"), proc.stderr
-
-    def verify(self) -> tuple[int, dict[str, object], bytes]:
-        proc = run_factory(["receipt", "verify", str(self.receipt)])
-        return proc.returncode, json.loads(proc.stdout), proc.stderr
-
-
-def completed(tmp: Path) -> Created:
-    run = Created(tmp, [Step(effect=FIX)], [Step()])
-    assert run.outcome.exit_code == 0
-    return run
 
 
 def untouched(tmp: Path) -> dict[str, str]:
@@ -78,7 +47,7 @@ def test_dirty_worktree_is_refused_and_the_receipt_still_verifies(tmp_path: Path
     assert code == 4 and report["revision"]["ok"] is True  # type: ignore[index]
     assert all(e["ok"] for e in report["evidence"])  # type: ignore[attr-defined]
     assert report["candidate"]["still_matches"] is False  # type: ignore[index]
-    assert b"no longer holds the judged candidate" in err
+    assert b"holds neither the judged candidate nor a commit of it" in err
 
     (run.wt / "notes.txt").unlink()  # back to exactly the candidate
     assert run.verify()[0] == 0
@@ -125,7 +94,10 @@ Undo = Callable[[Created, Path], None]
 
 
 def _commit(run: Created, tmp: Path) -> None:
-    git(run.wt, "commit", "-q", "-am", "work")
+    # A commit of more than the candidate: not the judged candidate's commit.
+    (run.wt / "mine.txt").write_text("the user's own work\n")
+    git(run.wt, "add", "-A")
+    git(run.wt, "commit", "-q", "-m", "work")
 
 
 def _reset(run: Created, tmp: Path) -> None:
@@ -269,3 +241,64 @@ def test_an_abandoned_runs_clean_worktree_is_removed(tmp_path: Path) -> None:
     done = run_factory(["worktree", "remove", str(receipt)])
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["state"] == "clean"
+
+
+def test_a_worktree_whose_head_commits_the_candidate_is_removed_and_the_commit_kept(
+    tmp_path: Path,
+) -> None:
+    run = completed(tmp_path)
+    git(run.wt, "commit", "-q", "-am", "take the approved change")
+    head = git(run.wt, "rev-parse", "HEAD").strip()
+    code, removal, err = run.remove()
+    assert code == 0, err
+    assert removal["state"] == "committed" and removal["committed_as"] == head
+    assert removal["identity"] == run.outcome.receipt.final_candidate().identity  # type: ignore[union-attr]
+    assert removal["branch_kept"] == run.branch
+    assert f"the change lives on in commit {head[:12]} on branch {run.branch}".encode() in err
+    assert not run.wt.exists()
+    assert git(run.repo, "rev-parse", f"refs/heads/{run.branch}").strip() == head
+    code, report, _ = run.verify()
+    assert code == 0 and report["representation"] == {"state": "worktree-gone"}
+
+
+def test_an_uncommitted_candidate_removal_says_its_only_copy_is_the_patch(tmp_path: Path) -> None:
+    run = completed(tmp_path)
+    code, removal, err = run.remove()
+    assert code == 0 and removal["state"] == "candidate" and removal["committed_as"] is None
+    assert b"its only copy is the receipt's evidence patch" in err and b"receipt apply" in err
+
+
+def test_an_edit_on_top_of_the_candidates_commit_is_refused(tmp_path: Path) -> None:
+    run = completed(tmp_path)
+    git(run.wt, "commit", "-q", "-am", "take it")
+    (run.wt / "src" / "app.py").write_text("def add(a, b):\n    return 1\n")
+    before = untouched(tmp_path)
+    code, _, err = run.remove()
+    assert code == 2 and b"factory: worktree-dirty:" in err
+    assert untouched(tmp_path) == before
+    git(run.wt, "checkout", "--", "src/app.py")  # twin: back to exactly the commit
+    assert run.remove()[0] == 0
+
+
+def test_a_commit_on_top_of_the_candidates_commit_is_refused(tmp_path: Path) -> None:
+    run = completed(tmp_path)
+    git(run.wt, "commit", "-q", "-am", "take it")
+    (run.wt / "more.txt").write_text("more\n")
+    git(run.wt, "add", "more.txt")
+    git(run.wt, "commit", "-q", "-m", "more")
+    code, _, err = run.remove()
+    assert code == 2 and b"factory: worktree-moved:" in err
+    git(run.wt, "reset", "-q", "--hard", "HEAD~1")  # twin: HEAD back on the candidate's commit
+    assert run.remove()[0] == 0
+
+
+def test_a_detached_commit_of_the_candidate_is_refused(tmp_path: Path) -> None:
+    run = Created(tmp_path, [Step(effect=FIX)], [Step()], branch="")
+    assert run.branch is None
+    git(run.wt, "commit", "-q", "-am", "take it")
+    code, _, err = run.remove()
+    assert code == 2 and b"its commits are on no branch" in err
+    assert run.wt.is_dir()
+    git(run.wt, "reset", "-q", "HEAD~1")  # twin: back on the base, the candidate uncommitted
+    code, removal, _ = run.remove()
+    assert code == 0 and removal["state"] == "candidate"
