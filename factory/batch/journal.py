@@ -142,14 +142,18 @@ class Journal:
             TaskRow(r[0], r[1], BatchTask.model_validate_json(r[2]), *r[3:]) for r in cur.fetchall()
         ]
 
-    def start(self, task_id: str, receipt: str, running: int, worker: str = "local") -> int:
-        """Mark a new attempt started; its number."""
+    def start(
+        self, task_id: str, receipt: str, running: int, worker: str = "local", *, count: int = 1
+    ) -> int:
+        """Mark the task started; the attempts so far. ``count=0``: a submission that may
+        attach to work already under way (the Temporal engine counts the attempts its
+        workers made, :meth:`add_attempts`, once it has them)."""
         with self._tx() as db:
             db.execute(
-                "UPDATE tasks SET state='running', attempts=attempts+1, receipt=?, revision=NULL,"
+                "UPDATE tasks SET state='running', attempts=attempts+?, receipt=?, revision=NULL,"
                 " outcome=NULL, error=NULL, started_at=?, ended_at=NULL, worker=?,"
                 " gate_state=NULL, gate_run=NULL, gate_head=NULL, gate_why=NULL WHERE id=?",
-                (receipt, now(), worker, task_id),
+                (count, receipt, now(), worker, task_id),
             )
             db.execute(
                 "INSERT INTO events (at, task, event, running) VALUES (?, ?, 'started', ?)",
@@ -190,6 +194,11 @@ class Journal:
                 "UPDATE tasks SET gate_state=?, gate_run=?, gate_head=?, gate_why=? WHERE id=?",
                 (state, run, head, why, task_id),
             )
+
+    def add_attempts(self, task_id: str, count: int) -> None:
+        """Count ``count`` attempts made elsewhere (a Temporal worker's retries)."""
+        with self._tx() as db:
+            db.execute("UPDATE tasks SET attempts=attempts+? WHERE id=?", (count, task_id))
 
     def set_receipt(self, task_id: str, receipt: str) -> None:
         with self._tx() as db:

@@ -22,6 +22,7 @@ from factory.errors import UsageError
 if TYPE_CHECKING:
     from factory.batch.service import Admitted
 
+DEFAULT_QUEUE = "factory"
 REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
@@ -70,7 +71,7 @@ async def run_on_temporal(
             task=r.spec.task,
             remote=url,
             base_commit=adm.bases[r.id],
-            task_queue=r.spec.queue or call.task_queue,
+            task_queue=r.spec.queue or call.task_queue or DEFAULT_QUEUE,
             scenario=scenario,
             test_argv=tuple(r.spec.test or ()),
             timeout_ms=call.timeout_ms,
@@ -81,7 +82,7 @@ async def run_on_temporal(
         return
     batch = RemoteBatch(batch_id=journal.meta()["batch_id"], tasks=tasks)
     for number, row in enumerate(rows, start=1):
-        journal.start(row.id, "", number, worker="temporal")
+        journal.start(row.id, "", number, worker="temporal", count=0)
         screen.started(row.id, row.attempts + 1)
     token = trio.lowlevel.current_trio_token()
 
@@ -90,15 +91,24 @@ async def run_on_temporal(
             event = {"stage": f"worker reported {outcome}; fetching"}
             trio.from_thread.run_sync(screen.progress, task_id, event, trio_token=token)
 
+    def notice(text: str) -> None:  # called from the SDK's thread
+        trio.from_thread.run_sync(screen.note, text, trio_token=token)
+
     ended = False
     try:
         counted = await run_remote(
-            address, call.task_queue, batch, out=call.out.absolute(), progress=progress
+            address,
+            call.task_queue or DEFAULT_QUEUE,
+            batch,
+            out=call.out.absolute(),
+            progress=progress,
+            notice=notice,
         )
         for item in counted:
             receipt = item.checked.receipt if item.checked is not None else None
             if receipt is not None:
                 journal.set_receipt(item.claim.task_id, os.fspath(receipt))
+            journal.add_attempts(item.claim.task_id, max(item.claim.attempt, 1))
             verified = item.checked is not None and item.checked.ok
             state = "done" if verified and item.outcome != "interrupted" else "unverified"
             if verified and item.outcome == "interrupted":

@@ -14,8 +14,8 @@ from typing import Any, ClassVar, Final, Literal
 
 from pydantic import Field
 
-from factory.batch.journal import Journal, now
-from factory.errors import IntegrityFailure
+from factory.batch.journal import JOURNAL_NAME, Journal, now
+from factory.errors import IntegrityFailure, UsageError
 from factory.fsio import atomic_replace
 from factory.models import RevisionedModel, StrictModel
 
@@ -30,6 +30,11 @@ class BatchInvalid(IntegrityFailure):
 
 REPORT_INVALID = BatchInvalid.define(
     "batch-report-invalid", "the report is not a batch report: rerun the batch to rewrite it"
+)
+
+
+NOT_A_BATCH = UsageError.define(
+    "batch-folder-not-found", "name the --out folder of a 'factory batch run'"
 )
 
 
@@ -77,7 +82,10 @@ class BatchReport(RevisionedModel):
 
 
 def _relative(path: str | None, folder: Path) -> str | None:
-    if path is None:
+    """The receipt's path relative to the batch folder, or None when no receipt is there:
+    a refused or never-started task has a planned path but no receipt, and the report
+    names only what exists."""
+    if path is None or not os.path.lexists(path):
         return None
     try:
         return os.path.relpath(path, folder)
@@ -130,6 +138,7 @@ def load_report(folder: Path) -> tuple[BatchReport, bytes]:
     from factory.agent.evidence import read_nofollow
     from factory.models import parse_model
 
+    _is_batch_folder(folder)
     try:
         data = read_nofollow(folder / REPORT_NAME, limit=64 << 20)
     except OSError as exc:
@@ -141,6 +150,22 @@ def load_report(folder: Path) -> tuple[BatchReport, bytes]:
     except (ValueError, RecursionError):
         raise REPORT_INVALID(f"{REPORT_NAME} is not JSON") from None
     return parse_model(BatchReport, value, code=REPORT_INVALID, what="the batch report"), data
+
+
+def _is_batch_folder(folder: Path) -> None:
+    """Refuse (exit 2) a folder that holds no batch report, saying which case it is."""
+    from factory.display import safe_line
+
+    if os.path.lexists(folder / REPORT_NAME):
+        return
+    if not folder.is_dir():
+        raise NOT_A_BATCH(safe_line(f"{folder} is not a folder"))
+    if not (folder / JOURNAL_NAME).exists():
+        raise NOT_A_BATCH(safe_line(f"{folder} holds no {REPORT_NAME} or {JOURNAL_NAME}"))
+    raise NOT_A_BATCH(
+        safe_line(f"{folder} has a journal but no report yet (the batch was cut short)")
+        + ": run the same 'factory batch run' command again to resume and write it"
+    )
 
 
 def verify_batch(folder: Path) -> dict[str, Any]:
@@ -157,8 +182,15 @@ def verify_batch(folder: Path) -> dict[str, Any]:
         problems.append("the report's bytes are not its canonical form")
     checked = []
     for task in report.tasks:
-        entry: dict[str, Any] = {"id": task.id, "outcome": task.outcome, "ok": True}
-        if task.receipt is not None and task.revision is not None:
+        checked_receipt = task.receipt is not None and task.revision is not None
+        entry: dict[str, Any] = {
+            "id": task.id,
+            "outcome": task.outcome,
+            "ok": True,
+            "receipt_checked": checked_receipt,
+        }
+        if checked_receipt:
+            assert task.receipt is not None
             try:
                 result = verify(folder / task.receipt)
                 entry["ok"] = result.ok and result.revision.stored == task.revision

@@ -31,6 +31,7 @@ class Screen(Protocol):
     def progress(self, task_id: str, event: dict[str, Any]) -> None: ...
     def ended(self, task_id: str, outcome: str) -> None: ...
     def note(self, text: str) -> None: ...
+    def earlier(self, task_id: str, outcome: str) -> None: ...
 
 
 def _write(line: str) -> None:
@@ -75,6 +76,10 @@ class JsonlScreen:
         from factory.display import inert
 
         self._emit(event="note", text=inert(text, limit=300))
+
+    def earlier(self, task_id: str, outcome: str) -> None:
+        """A task a resumed batch does not run again: it ended in an earlier run."""
+        self._emit(event="done-earlier", task=task_id, outcome=outcome)
 
 
 @dataclass
@@ -147,6 +152,10 @@ class HumanScreen:
         from factory.display import inert
 
         self.notes.append(inert(text, limit=200))
+        self._refresh()
+
+    def earlier(self, task_id: str, outcome: str) -> None:
+        self.rows[task_id] = Row(phase="ended earlier", outcome=outcome)
         self._refresh()
 
     def stop(self) -> None:

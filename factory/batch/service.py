@@ -15,7 +15,7 @@ import secrets
 import signal
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import trio
 
@@ -25,6 +25,9 @@ from factory.batch.report import BatchReport, write_report
 from factory.batch.screen import HumanScreen, JsonlScreen, Screen
 from factory.batch.tasks import BatchTask, load_tasks
 from factory.errors import ExitCode, UsageError
+
+if TYPE_CHECKING:
+    from factory.gitio.repository import Repository
 
 RERUN = frozenset({"pending", "running", "interrupted", "unverified"})
 
@@ -38,6 +41,9 @@ DISK_FLOOR = BatchRefused.define(
 )
 OUT_UNUSABLE = BatchRefused.define("batch-out-unusable", "give --out a folder factory can create")
 BAD_LIMIT = BatchRefused.define("batch-limit-invalid", "see 'factory batch run --help'")
+ENGINE_FLAGS = BatchRefused.define(
+    "batch-engine-flags", "add --engine temporal, or drop the Temporal flags"
+)
 TASKS_SOURCE = BatchRefused.define(
     "batch-tasks-source", "give either a TASKS file or --from-forge OWNER/NAME"
 )
@@ -62,7 +68,7 @@ class BatchCall:
     progress: Literal["human", "jsonl"] | None = None
     engine: Literal["local", "temporal"] = "local"
     temporal: str | None = None
-    task_queue: str = "factory"
+    task_queue: str | None = None
     remote: str | None = None
     test_argv: tuple[str, ...] | None = None
     review: bool = False
@@ -109,16 +115,19 @@ def admit(call: BatchCall) -> Admitted:
     tasks, digest = _tasks_of(call)
     repo = locate_repository(call.repo)
     base_commit, _ = resolve_base(repo, call.base)
-    bases = {t.id: (resolve_base(repo, t.base)[0] if t.base else base_commit) for t in tasks}
+    bases = {t.id: _task_base(repo, t) if t.base else base_commit for t in tasks}
     out = call.out.absolute()
     if out.exists() and not out.is_dir():
         raise OUT_UNUSABLE("--out exists and is not a folder")
     if not out.exists() and not out.parent.is_dir():
         raise OUT_UNUSABLE("the folder holding --out does not exist")
     where = out if out.exists() else out.parent
+    _probe_writable(where)
     if free_bytes(where, Path(os.path.realpath(call.repo)).parent) < call.min_free_mb << 20:
         raise DISK_FLOOR(f"less than {call.min_free_mb} MB free for the batch or its worktrees")
     remote_url = None
+    if call.engine != "temporal" and (call.temporal or call.remote or call.task_queue):
+        raise ENGINE_FLAGS("--temporal, --task-queue and --remote are for --engine temporal")
     if call.engine == "temporal":
         from factory.batch.remote import TEMPORAL_REQUIRED, resolve_remote
         from factory.cli.worker_cmd import check_address
@@ -128,6 +137,31 @@ def admit(call: BatchCall) -> Admitted:
         check_address(call.temporal)
         remote_url = resolve_remote(repo.common_dir, call.remote)
     return Admitted(call, tasks, digest, repo.common_dir, base_commit, bases, remote_url)
+
+
+def _task_base(repo: Repository, task: BatchTask) -> str:
+    """The commit a task's own ``base`` names; a bad one is blamed on that task, not on
+    ``--base`` (the error keeps its code, the message names the task)."""
+    from factory.errors import FactoryError
+    from factory.gitio.repository import resolve_base
+
+    try:
+        return resolve_base(repo, task.base)[0]
+    except FactoryError as exc:
+        fact = exc.fact.replace("--base", f"task {task.id}'s base")
+        raise type(exc)(f"task {task.id}: base {task.base!r}: {fact}", code=exc.spec) from None
+
+
+def _probe_writable(where: Path) -> None:
+    """Refuse a batch folder factory cannot create (read-only, not permitted, a pseudo file
+    system) before the free-space check could misname it: one private folder made and
+    removed at once."""
+    import tempfile
+
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".factory-probe-", dir=where))
+    except OSError as exc:
+        raise OUT_UNUSABLE(f"cannot create a folder in {where} ({exc.strerror or exc})") from None
 
 
 def route_of(call: BatchCall) -> str:
@@ -218,8 +252,13 @@ def run_batch(call: BatchCall) -> Finished:
             "route": route_of(call),
         }
         journal.open_batch(identity, adm.tasks, {"batch_id": secrets.token_hex(6)})
-        rows = todo(journal.rows())
-        screen = _screen(call, [r.id for r in journal.rows()])
+        every = journal.rows()
+        rows = todo(every)
+        screen = _screen(call, [r.id for r in every])
+        left = {r.id for r in rows}
+        for row in every:
+            if row.id not in left:
+                screen.earlier(row.id, row.outcome or row.state)
         interrupted = False
         try:
             interrupted = trio.run(_engine_main, adm, journal, screen, rows)
@@ -245,7 +284,9 @@ def run_batch(call: BatchCall) -> Finished:
 async def _engine_main(
     adm: Admitted, journal: Journal, screen: Screen, rows: list[TaskRow]
 ) -> bool:
-    """Run ``rows``; True when a signal or the batch deadline cut the batch short."""
+    """Run ``rows``; True when a signal cut the batch short. The batch deadline is no
+    interruption: the tasks it stopped are ``interrupted`` in the report, which makes the
+    exit 4 (not done as asked), and a rerun resumes them."""
     call = adm.call
     cut = False
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
@@ -263,7 +304,6 @@ async def _engine_main(
                 await _run_engine(adm, journal, screen, rows)
                 await gate_phase(call, journal, screen)
             if deadline.cancelled_caught:
-                cut = True
                 screen.note("the batch deadline passed: tasks still running were stopped")
             nursery.cancel_scope.cancel()
     return cut

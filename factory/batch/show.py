@@ -23,6 +23,7 @@ def _facts(folder: Path) -> dict[str, Any]:
             "attempts": t.attempts,
             "receipt": t.receipt,
             "ok": by_id[t.id]["ok"],
+            "check": _check_word(t.receipt, by_id[t.id]),
         }
         for t in report.tasks
     ]
@@ -48,6 +49,16 @@ def _facts(folder: Path) -> dict[str, Any]:
     }
 
 
+def _check_word(receipt: str | None, entry: dict[str, Any]) -> str:
+    """What the check of this task's receipt found, in words: a task with no receipt (refused,
+    never started) or one the report does not bind by revision claims nothing."""
+    if receipt is None:
+        return "no receipt"
+    if not entry["receipt_checked"]:
+        return "not bound"
+    return "verifies" if entry["ok"] else "DOES NOT VERIFY"
+
+
 def render_text(folder: Path) -> tuple[str, bool]:
     from factory.display import inert
 
@@ -58,9 +69,9 @@ def render_text(folder: Path) -> tuple[str, bool]:
     lines.append("")
     width = max(len(t["id"]) for t in f["tasks"])
     for t in f["tasks"]:
-        mark = "verifies" if t["ok"] else "DOES NOT VERIFY"
-        receipt = inert(t["receipt"] or "no receipt")
-        lines.append(f"  {t['id']:<{width}}  {t['outcome']:<11} {mark:<15} {receipt}")
+        receipt = inert(t["receipt"] or "")
+        line = f"  {t['id']:<{width}}  {t['outcome']:<11} {t['check']:<15} {receipt}"
+        lines.append(line.rstrip())
     lines += ["", "next:", f"  factory batch verify {inert(f['folder'])}"]
     first = next((t for t in f["tasks"] if t["receipt"]), None)
     if first is not None:

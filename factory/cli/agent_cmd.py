@@ -67,7 +67,11 @@ def register(sub: Subcommands) -> None:
         "--progress", choices=("human", "jsonl"), default="human", help="stderr progress format"
     )
     p.add_argument("--otel-endpoint", metavar="URL", help="http://127.0.0.1:PORT/v1/traces only")
-    p.add_argument("--rehearsal", metavar="SCENARIO", help="scripted loopback model scenario file")
+    p.add_argument(
+        "--rehearsal",
+        metavar="SCENARIO",
+        help="scripted loopback model scenario: a file, or demo (the one factory ships)",
+    )
     p.add_argument(
         "--credentials",
         metavar="FILE",

@@ -93,7 +93,7 @@ class AgentCall:
             timeout_ms=args.timeout_ms,
             progress=args.progress,
             otel_endpoint=args.otel_endpoint,
-            rehearsal=path(args.rehearsal),
+            rehearsal=_scenario(args.rehearsal),
             credentials=path(args.credentials),
             credentials_env=args.credentials_env,
         )
@@ -378,3 +378,13 @@ async def _watch_signals(
         await trio.sleep_forever()
     finally:
         SIGNALS.on_signal = None
+
+
+def _scenario(value: str | None) -> Path | None:
+    """``--rehearsal``'s file (a path, or a built-in name); the rehearsal package is
+    imported only when the flag is given."""
+    if value is None:
+        return None
+    from factory.rehearsal.scenario import scenario_path
+
+    return scenario_path(value)

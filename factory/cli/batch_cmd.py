@@ -22,7 +22,7 @@ one task per line: id, task, optional base, test, labels, queue) — or, with --
 OWNER/NAME, of the forge's open issues carrying --label (read as 'operator plan' reads
 them; task ids issue-<number>) — as 'factory agent --repo R' runs it, each in a worktree
 of its own on a new branch, several at once. The rehearsal route's scenario: --rehearsal
-FILE (factory ships one: factory/rehearsal/scenarios/demo.json in the package).
+FILE, or --rehearsal demo for the one factory ships (the demo's: each task approved).
 
 --jobs caps the tasks running at once (default 2); --per-login caps those sharing one
 provider login (default 1 on the subscription route: parallel sessions of one subscription
@@ -123,7 +123,7 @@ def register(sub: Any) -> None:
     r.add_argument("--rehearsal", metavar="SCENARIO", help="the rehearsal route (scripted model)")
     r.add_argument("--engine", choices=("local", "temporal"), default="local")
     r.add_argument("--temporal", metavar="HOST:PORT", help="Temporal server (--engine temporal)")
-    r.add_argument("--task-queue", default="factory", help="default task queue (temporal)")
+    r.add_argument("--task-queue", help="default task queue (temporal; default factory)")
     r.add_argument("--remote", help="remote name or URL the workers clone (default origin)")
     r.usage = (
         "factory batch run (TASKS | --from-forge OWNER/NAME) --repo R --out DIR [options]"
@@ -160,7 +160,7 @@ def run_run(args: argparse.Namespace) -> int:
         jobs=args.jobs,
         per_login=args.per_login,
         base=args.base,
-        rehearsal=path(args.rehearsal),
+        rehearsal=_scenario(args.rehearsal),
         timeout_ms=args.timeout_ms,
         task_deadline_s=args.task_deadline_s,
         deadline_s=args.deadline_s,
@@ -211,3 +211,13 @@ def run_show(args: argparse.Namespace) -> int:
     if sys.stdout is not None:
         emit_stdout(text.encode("utf-8"))
     return 0 if ok else 4
+
+
+def _scenario(value: str | None) -> Path | None:
+    """``--rehearsal``'s file (a path, or a built-in name); the rehearsal package is
+    imported only when the flag is given."""
+    if value is None:
+        return None
+    from factory.rehearsal.scenario import scenario_path
+
+    return scenario_path(value)

@@ -139,8 +139,10 @@ def emit_stdout(data: bytes, *, kept_in: str | None = None) -> None:
             code says "not done as asked" and the message says "do not rerun" (SPEC F-3).
             A reader that went away (``BrokenPipeError``) is left to the caller.
     """
-    if sys.stdout is None:
-        return  # the caller closed fd 1: nowhere to write; the command's files stand
+    if sys.stdout is None:  # the caller closed fd 1: nowhere to write; the files stand
+        where = f"; it is kept in {kept_in}" if kept_in else ""
+        say(f"factory: stdout is closed: the output was not printed{where}")
+        return
     try:
         sys.stdout.flush()
         sys.stdout.buffer.write(data)

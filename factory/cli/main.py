@@ -7,6 +7,7 @@ heavy imports inside the handler, so ``factory --help`` and fast commands stay f
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Collection, Sequence
 from importlib import import_module
@@ -71,7 +72,9 @@ class _VersionAction(argparse.Action):
     """Computed only when asked for, so start-up imports nothing more."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        sys.stdout.write(version_text())
+        from factory.cli.framework import emit_stdout
+
+        emit_stdout(version_text().encode("utf-8"))
         parser.exit(0)
 
 
@@ -101,6 +104,26 @@ def _parser_for(argv: Sequence[str]) -> StrictParser:
     return build_parser()
 
 
+def _hold_standard_fds() -> None:
+    """Put ``/dev/null`` on fds 0-2 the caller closed. Python saw them closed at start-up
+    (``sys.stdout`` is None, and the output says so on stderr); without this the next file
+    factory opens (the journal, a receipt) would become fd 1 or 2, and a child that
+    inherits it would write into that file."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if null != fd:
+                os.dup2(null, fd, inheritable=True)
+                os.close(null)
+            else:
+                os.set_inheritable(fd, True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``factory`` console script and ``python -m factory``.
 
@@ -110,6 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :mod:`factory.pydantic_setup`).
     """
     disable_plugins()
+    _hold_standard_fds()
     args = sys.argv[1:] if argv is None else argv
     with imports_settled():  # the command module and its parser (see factory.cli.collector)
         parser = _parser_for(args)

@@ -316,8 +316,9 @@ def run_lens(args: argparse.Namespace) -> int:
         scenario = None
         if args.rehearsal is not None:
             from factory.rehearsal import load_scenario
+            from factory.rehearsal.scenario import scenario_path
 
-            scenario = load_scenario(Path(args.rehearsal))
+            scenario = load_scenario(scenario_path(args.rehearsal))
             say(REHEARSAL_BANNER)
         ctx = open_context(Path(args.cwd))
         profile = load_reviewer()

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -31,9 +31,11 @@ from factory.distributed.workflow import WORKFLOW_NAME
 from factory.errors import Failure, Refused
 
 POLL_S = 1.0
+QUERY_S = 5.0  # how long one progress query may wait for a worker to answer it
 RETRY_S = 1.0
 OUTAGE_S = 300.0  # how long the coordinator waits for a server that went away
 Progress = Callable[[dict[str, str]], None]
+Notice = Callable[[str], None]  # a line for the person waiting (from the SDK's thread)
 
 if TYPE_CHECKING:
     from temporalio.client import Client, WorkflowHandle
@@ -117,11 +119,17 @@ async def _start(client: Client, queue: str, batch: RemoteBatch) -> Handle:
 
 
 async def _wait(
-    handle: Handle, progress: Progress | None, stop: asyncio.Event
+    handle: Handle,
+    progress: Progress | None,
+    stop: asyncio.Event,
+    check: Callable[[], Awaitable[None]] | None = None,
 ) -> list[RemoteResult]:
     result = asyncio.ensure_future(handle.result())
     try:
         while not result.done():
+            if check is not None:
+                with contextlib.suppress(Exception):  # a hint: never fails the wait
+                    await check()
             waited = asyncio.ensure_future(stop.wait())
             await asyncio.wait(
                 {result, waited}, timeout=POLL_S, return_when=asyncio.FIRST_COMPLETED
@@ -131,14 +139,42 @@ async def _wait(
                 raise asyncio.CancelledError
             if progress is not None and not result.done():
                 with contextlib.suppress(Exception):  # progress is best effort
-                    progress(await handle.query("factory.done", result_type=dict[str, str]))
+                    # Bounded: a query waits for a worker, and there may be none yet.
+                    query = handle.query("factory.done", result_type=dict[str, str])
+                    progress(await asyncio.wait_for(query, QUERY_S))
         return list(result.result())
     finally:
         result.cancel()
 
 
+def _queue_check(
+    client: Client, address: str, queue: str, batch: RemoteBatch, notice: Notice
+) -> Callable[[], Awaitable[None]]:
+    """The check :func:`_wait` makes while it waits: queues no worker polls are named."""
+    from factory.distributed.pollers import CHECK_EVERY_S, IdleWatch, message, unserved
+
+    watch, loop = IdleWatch(), asyncio.get_running_loop()
+    queues = {queue, *(t.task_queue for t in batch.tasks)}
+    last = [float("-inf")]
+
+    async def check() -> None:
+        if loop.time() - last[0] < CHECK_EVERY_S:
+            return
+        last[0] = loop.time()
+        idle = await unserved(client, queue, (t.task_queue for t in batch.tasks))
+        for name in watch.seen(idle, queues - idle, loop.time()):
+            notice(message(name, address))
+
+    return check
+
+
 async def _submit_and_wait(
-    address: str, queue: str, batch: RemoteBatch, progress: Progress | None, stop: asyncio.Event
+    address: str,
+    queue: str,
+    batch: RemoteBatch,
+    progress: Progress | None,
+    stop: asyncio.Event,
+    notice: Notice | None = None,
 ) -> list[RemoteResult]:
     """Start or attach, then wait; a server that goes away is waited for (it keeps its
     state) up to :data:`OUTAGE_S`, then ``temporal-unreachable``."""
@@ -154,7 +190,8 @@ async def _submit_and_wait(
     loop = asyncio.get_running_loop()
     while True:
         try:
-            return await _wait(handle, progress, stop)
+            check = None if notice is None else _queue_check(client, address, queue, batch, notice)
+            return await _wait(handle, progress, stop, check)
         except RPCError as exc:
             now = loop.time()
             down_since = now if down_since is None else down_since
@@ -170,6 +207,7 @@ async def run_remote(
     *,
     out: Path,
     progress: Progress | None = None,
+    notice: Notice | None = None,
 ) -> list[Counted]:
     """Submit (or attach to) ``batch`` and count each task from its fetched bundle.
 
@@ -180,7 +218,7 @@ async def run_remote(
 
     check_batch(batch)
     loop: SdkLoop[list[RemoteResult]] = SdkLoop(
-        lambda stop: _submit_and_wait(address, queue, batch, progress, stop)
+        lambda stop: _submit_and_wait(address, queue, batch, progress, stop, notice)
     )
     claims = await loop.run()
     remote = {t.task_id: t.remote for t in batch.tasks}

@@ -248,3 +248,17 @@ def load_scenario(path: Path) -> Scenario:
         except OSError as exc:
             raise ScenarioInvalid(f"cannot read scenario {path}: {exc.strerror}") from exc
     return parse_scenario(data)
+
+
+#: Scenarios shipped in the package, by name (``--rehearsal demo``).
+BUILTIN_SCENARIOS = ("demo",)
+
+
+def scenario_path(value: str) -> Path:
+    """The scenario file ``--rehearsal VALUE`` names: a path that exists is that path (a
+    file of yours named ``demo`` wins); otherwise a built-in name is the packaged scenario;
+    anything else is returned as given, for :func:`load_scenario` to refuse by name."""
+    path = Path(value)
+    if value in BUILTIN_SCENARIOS and not os.path.lexists(path):
+        return Path(__file__).with_name("scenarios") / f"{value}.json"
+    return path

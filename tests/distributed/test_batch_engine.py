@@ -80,3 +80,33 @@ def test_an_unreachable_server_is_a_typed_failure(tmp_path: Path) -> None:
         ["worker", "--temporal", "127.0.0.1:9", "--workdir", str(tmp_path / "afile")]
     )
     assert notdir.returncode == 2 and b"factory: worker-workdir-invalid:" in notdir.stderr
+
+
+def test_an_unserved_queue_is_named_the_deadline_is_exit_4_and_attach_counts_once(
+    tmp_path: Path, temporal_server: DevServer
+) -> None:
+    """Observed before (issue 26, as a new user): a queue no worker polls waited in silence;
+    the batch deadline exited 130 as if Ctrl-C had been pressed; a resubmission that
+    attached to the running workflow counted a second attempt."""
+    repo, tasks = repo_and_tasks(tmp_path, 2)
+    bare = tmp_path / "remote.git"
+    git(tmp_path, "clone", "-q", "--bare", str(repo), str(bare))
+    git(repo, "remote", "add", "origin", str(bare))
+    addr = temporal_server.address
+    argv = _argv(tasks, repo, tmp_path / "out", "--engine", "temporal", "--temporal", addr)
+    waited = run_factory([*argv, "--deadline-s", "25"], timeout=300)
+    assert waited.returncode == 4, waited.stderr[-3000:]  # not done as asked, not 130
+    notes = [json.loads(line) for line in waited.stderr.splitlines() if line.startswith(b"{")]
+    texts = [n["text"] for n in notes if n["event"] == "note"]
+    assert any("no worker polls task queue 'factory'" in t for t in texts), texts
+    assert json.loads(waited.stdout)["counts"] == {"interrupted": 2}
+    # Twin: a worker serves the queue; the same command attaches to the same workflow.
+    worker = start_worker(temporal_server, tmp_path / "w1", "w1")
+    try:
+        done = run_factory(argv, timeout=600)
+    finally:
+        worker.stop()
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert b"no worker polls" not in done.stderr
+    report = json.loads(done.stdout)
+    assert [t["attempts"] for t in report["tasks"]] == [1, 1]  # one worker attempt each
