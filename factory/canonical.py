@@ -16,6 +16,7 @@ names a key twice (:class:`DuplicateKey`).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from typing import Any
 
@@ -59,6 +60,53 @@ def canonical_bytes(value: Any) -> bytes:
         return rfc8785.dumps(value)
     except (rfc8785.CanonicalizationError, TypeError, ValueError) as exc:
         raise FactoryError(f"value is not canonicalisable JSON: {exc}") from exc
+
+
+#: RFC 8785 writes numbers as IEEE doubles: ``rfc8785`` refuses integers beyond ±(2^53 - 1).
+_EXACT_INT = 2**53 - 1
+_COMPACT = json.JSONEncoder(
+    ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False,
+    check_circular=False,
+)  # fmt: skip
+
+
+def canonical_bytes_plain(value: Any) -> bytes:
+    """:func:`canonical_bytes`, the same bytes for every value, faster for plain documents.
+
+    For a value made only of dicts with ASCII string keys, lists, strings, booleans,
+    ``None`` and integers within ±(2^53 - 1), RFC 8785 and Python's compact sorted JSON write the
+    same bytes: ASCII keys sort alike by code point and by UTF-16 unit, both escape ``"``,
+    ``\\`` and U+0000–U+001F the same way (``\\n``-style where one exists, else
+    ``\\u00xx``) and nothing else, and such integers print alike. That path runs in C (a
+    gate evaluation: about a seventh of the time). Anything else — a float, a larger
+    integer, a non-ASCII key, a lone surrogate — takes :func:`canonical_bytes` itself.
+    """
+    if _plain(value):
+        try:
+            return _COMPACT.encode(value).encode("utf-8")
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: let RFC 8785 decide
+    return canonical_bytes(value)
+
+
+def _plain(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for key in item:
+                if type(key) is not str or not key.isascii():
+                    return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is int:
+            if not -_EXACT_INT <= item <= _EXACT_INT:
+                return False
+        elif kind is not str and kind is not bool and item is not None:
+            return False
+    return True
 
 
 def tagged_sha256(tag: str, payload: bytes) -> str:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
-from factory.canonical import canonical_bytes, digest, tagged_sha256
+from factory.canonical import canonical_bytes_plain, digest, tagged_sha256
 from factory.gate import logic
 from factory.gate.errors import OpenRefused
 from factory.gate.evidence import Evidence
@@ -38,7 +38,8 @@ CANDIDATE_TAG = "factory.gate-candidate/1"
 class Evaluation:
     """A candidate: the record (inputs, delta, trace); its canonical bytes, digest and
     candidate id are computed on first use (RFC 8785 over a large trace is the costly
-    part, and a dry run that is never accepted does not need it)."""
+    part, and a dry run that is never accepted does not need it). The record holds no
+    float, so its RFC 8785 bytes take :func:`canonical_bytes_plain`'s C path."""
 
     __slots__ = ("__dict__", "record")
 
@@ -47,7 +48,7 @@ class Evaluation:
 
     @cached_property
     def canonical(self) -> bytes:
-        return canonical_bytes(self.record)
+        return canonical_bytes_plain(self.record)
 
     @cached_property
     def digest(self) -> str:

@@ -12,7 +12,10 @@ separate properties — never one green tick for all (SPEC G).
    here, the export itself is young enough. A pack cannot show the run did not move on.
 4. **replay agreement**: every accepted evaluation, replayed with the pure evaluator from
    the recorded evidence, scenario, prior history and time, gives the recorded record
-   byte for byte, and its candidate and delta are the ones the history accepted.
+   byte for byte — the recorded line must be the RFC 8785 bytes of the re-derived record,
+   so ``1`` for ``true``, ``1.0`` for ``1`` or a key out of canonical order is a
+   disagreement even where the parsed values compare equal in Python — and its candidate
+   and delta (compared as canonical bytes too) are the ones the history accepted.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.agent.evidence import read_nofollow
-from factory.canonical import sha256_hex, tagged_sha256
+from factory.canonical import canonical_bytes_plain, sha256_hex, tagged_sha256
 from factory.errors import FactoryError
 from factory.gate import state as history
 from factory.gate.evaluate import EVALUATION_SCHEMA, candidate_id, evaluate
@@ -268,13 +271,53 @@ def _replay_one(
         problems.append(f"{where}: the evidence bytes differ from the ones evaluated")
         return
     again = evaluate(scenario, state, used, now, recorded.get("opens", []))
-    if again.record != recorded:
-        problems.append(f"{where}: replay gives a different evaluation than the recorded one")
+    if again.canonical != line:
+        problems.append(f"{where}: {disagreement(line, again.canonical)}")
     elif candidate_id(entry.prev, str(entry.body["evaluation"])) != entry.body.get("candidate"):
         problems.append(f"{where}: the accepted candidate id does not match the evaluation")
-    elif again.delta != entry.body.get("delta"):
+    elif not _same_json(again.delta, entry.body.get("delta")):
         problems.append(f"{where}: the accepted delta is not the evaluation's")
     _fresh(scenario, recorded, evidence, now, where, stale)
+
+
+def disagreement(recorded: bytes, replayed: bytes, *, context: int = 24) -> str:
+    """Why the recorded evaluation bytes are not the replay's canonical bytes, pointing at
+    the first byte where they part. Parsed-value equality is not agreement: ``1`` is not
+    ``true``, ``1.0`` is not ``1``, and a key out of RFC 8785 order is other bytes."""
+    at = next(
+        (i for i, (a, b) in enumerate(zip(recorded, replayed, strict=False)) if a != b),
+        min(len(recorded), len(replayed)),
+    )
+    start = max(0, at - context)
+
+    def excerpt(data: bytes) -> str:
+        return repr(data[start : at + context].decode("utf-8", "replace"))
+
+    kind = (
+        "not its canonical (RFC 8785) bytes"
+        if _loose_equal(recorded, replayed)
+        else "a different evaluation"
+    )
+    return (
+        f"replay disagrees with the recorded evaluation ({kind}): the bytes part at "
+        f"byte {at}, recorded {excerpt(recorded)}, replay {excerpt(replayed)}"
+    )
+
+
+def _loose_equal(recorded: bytes, replayed: bytes) -> bool:
+    """Whether the two documents are equal as Python values (where ``1 == True``)."""
+    try:
+        return bool(plain_loads(recorded) == plain_loads(replayed))
+    except ValueError:
+        return False
+
+
+def _same_json(left: Any, right: Any) -> bool:
+    """Equal as canonical JSON bytes, so ``true`` and ``1`` differ; unencodable → False."""
+    try:
+        return canonical_bytes_plain(left) == canonical_bytes_plain(right)
+    except FactoryError:
+        return False
 
 
 def _fresh(

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from factory.canonical import (
     canonical_bytes,
+    canonical_bytes_plain,
     digest,
     is_digest,
     schema_id,
@@ -128,3 +132,54 @@ def test_unique_keys_refuses_a_repeated_key_and_names_it() -> None:
         "a": {"a": 1},
         "b": 2,
     }
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**60), max_value=2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)
+_KEYS = st.text(max_size=4) | st.sampled_from(["a", "b", "\u00e9", "\U0001f600", "\ufb33"])
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _either(encode: Any, value: Any) -> bytes | str:
+    try:
+        return bytes(encode(value))
+    except FactoryError:
+        return "refused"
+
+
+@settings(max_examples=400, deadline=None)
+@given(_VALUES)
+def test_the_plain_path_writes_exactly_the_rfc8785_bytes(value: Any) -> None:
+    # Its shortcut (compact sorted json) is taken only where RFC 8785 writes the same
+    # bytes; floats, big integers, non-ASCII keys and lone surrogates take RFC 8785 itself.
+    assert _either(canonical_bytes_plain, value) == _either(canonical_bytes, value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"b": [True, None, 1, -7], "a": 'x\n\u2028\x7f\x01"\\'},
+        {"\U0001f600": 1, "\ufb33": 2},  # UTF-16 order differs from code-point order
+        {"n": 2**53 - 1, "m": -(2**53) + 1},
+        {"f": 1.0, "g": 1e21},
+    ],
+)
+def test_the_plain_path_on_the_corner_cases(value: Any) -> None:
+    assert canonical_bytes_plain(value) == canonical_bytes(value)
+
+
+def test_the_plain_path_refuses_what_rfc8785_refuses() -> None:
+    for bad in (2**53, {"k": "\ud800"}):
+        with pytest.raises(FactoryError):
+            canonical_bytes(bad)
+        with pytest.raises(FactoryError):
+            canonical_bytes_plain(bad)

@@ -18,6 +18,7 @@ from factory.gate.runpack import export, root_hash
 from factory.gate.state import entry_hash
 from factory.gate.verify import verify
 from tests.gate.helpers import NOW, condition, new_gate, observation, scenario, started
+from tests.support.cli import run_factory
 
 
 @pytest.fixture
@@ -234,3 +235,82 @@ def test_an_export_that_cannot_finish_leaves_a_failure_note(pack: Path, tmp_path
         runpack._write(out, files, b"{}")
     assert (out / runpack.FAILED).is_file() and not (out / runpack.MANIFEST).exists()
     assert statuses(check(out))["record_integrity"] == "fail"
+
+
+# Tamperings of the last stored evaluation that Python's parsed-value equality cannot see
+# (``1 == True``, ``1.0 == 1``, dicts ignore key order): each is resealed consistently
+# (evaluation digest, candidate, chain, manifest) so only replay agreement can catch it.
+TAMPERINGS = [
+    ("true-as-1", b'"scenario_complete":true', b'"scenario_complete":1'),
+    ("false-as-0", b'"run_completed_before":false', b'"run_completed_before":0'),
+    ("1-as-1.0", b'"seq":1}', b'"seq":1.0}'),
+    ("1-as-1e0", b'"seq":1}', b'"seq":1e0}'),
+    ("a-key-out-of-order", b'{"base":', b'{"run":"r1","base":'),
+    ("insignificant-whitespace", b'"seq":1}', b'"seq": 1}'),
+    ("an-escaped-letter", b'"run":"r1"', b'"run":"\\u00721"'),
+]
+
+
+def _tamper_last(pack: Path, old: bytes, new: bytes) -> tuple[bytes, bytes]:
+    lines = (pack / "evaluations.jsonl").read_bytes().splitlines()
+    last = lines[-1].replace(old, new, 1)
+    if new.startswith(b'{"run":"r1",'):  # moved, not added: drop the canonical one
+        last = last.replace(b',"run":"r1","run_completed_before"', b',"run_completed_before"')
+    assert last != lines[-1]
+    _forge_history(pack, [*lines[:-1], last])
+    return lines[-1], last
+
+
+def _verify_cli(pack: Path) -> tuple[int, dict[str, Any], str]:
+    proc = run_factory(["gate", "verify", str(pack), "--now", "2026-01-01T00:10:01Z"])
+    return proc.returncode, json.loads(proc.stdout), proc.stderr.decode()
+
+
+@pytest.mark.parametrize(("name", "old", "new"), TAMPERINGS, ids=[t[0] for t in TAMPERINGS])
+def test_a_stored_evaluation_equal_only_as_parsed_values_is_a_disagreement(
+    pack: Path, name: str, old: bytes, new: bytes
+) -> None:
+    original, tampered = _tamper_last(pack, old, new)
+    assert json.loads(tampered) == json.loads(original)  # what parsed equality accepted
+    code, report, err = _verify_cli(pack)
+    assert code == 4 and not report["ok"] and "gate-runpack-not-verified" in err
+    assert statuses(report)["record_integrity"] == "pass"
+    assert statuses(report)["replay_agreement"] == "fail"
+    (problem,) = report["properties"]["replay_agreement"]["problems"]
+    at = next(i for i, (a, b) in enumerate(zip(original, tampered, strict=False)) if a != b)
+    assert problem.startswith("entry 2: replay disagrees with the recorded evaluation")
+    assert "not its canonical (RFC 8785) bytes" in problem and f"at byte {at}," in problem
+
+
+def test_twin_the_same_reseal_with_the_stored_bytes_kept_verifies(pack: Path) -> None:
+    lines = (pack / "evaluations.jsonl").read_bytes().splitlines()
+    _forge_history(pack, lines)  # every hash recomputed over the untouched bytes
+    code, report, _ = _verify_cli(pack)
+    assert code == 0 and report["ok"]
+    assert report["properties"]["replay_agreement"] == {
+        "status": "pass", "checked": 2, "problems": []
+    }  # fmt: skip
+
+
+def test_another_evaluation_is_named_as_such(pack: Path) -> None:
+    _tamper_last(pack, b'"value":"0"', b'"value":"7"')
+    (problem,) = check(pack)["properties"]["replay_agreement"]["problems"]
+    assert "(a different evaluation)" in problem
+    assert '"value":"7"' in problem and '"value":"0"' in problem  # recorded, then replay
+
+
+def test_an_accepted_delta_equal_only_as_parsed_values_is_a_disagreement(pack: Path) -> None:
+    entries = [json.loads(x) for x in (pack / "history.jsonl").read_bytes().splitlines()]
+    delta = entries[2]["body"]["delta"]
+    assert delta["scenario_complete"] is True
+    delta["scenario_complete"] = 1  # the laws read it as true; the evaluation says true
+    entries[2]["hash"] = entry_hash("r1", 2, entries[2]["prev"], entries[2]["body"])
+    (pack / "history.jsonl").write_bytes(b"".join(canonical_bytes(e) + b"\n" for e in entries))
+    manifest = _manifest(pack)
+    manifest["head"] = {"seq": 2, "hash": entries[2]["hash"]}
+    _write_manifest(pack, manifest)
+    _reseal(pack)
+    report = check(pack)
+    assert statuses(report)["record_integrity"] == "pass"
+    problems = report["properties"]["replay_agreement"]["problems"]
+    assert problems == ["entry 2: the accepted delta is not the evaluation's"]
