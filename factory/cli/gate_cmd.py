@@ -15,7 +15,7 @@ from factory.documents.emit import json_line
 
 if TYPE_CHECKING:
     from factory.gate.scenario import Scenario
-    from factory.gate.service import Gate, LoadedRun
+    from factory.gate.service import Ask, Committed, Gate, LoadedRun
 
 HELP = """\
 A decision gate: typed conditions over admitted evidence, three-valued requirements, a
@@ -27,6 +27,11 @@ EVALUATE_HELP = """\
 Acquire evidence for every condition with a binding, add the --submit files, evaluate
 the run at its head (pure; --now fixes the time) and print the candidate. With --accept the
 candidate is compared-and-swapped onto the head.
+
+With --accept --request ID, an identical retry (same run, --submit files, --open stages and
+acquisition; --now and --trace aside) of a request already accepted prints the committed
+result again and exits as it did, storing nothing; other content under the same ID is
+refused (gate-request-conflict).
 
 Exit codes: 0 the run is complete (after this candidate); 3 held (some obligation is false
 or unknown); 4 a condition failed operationally or in integrity, the candidate was stale,
@@ -239,34 +244,93 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     from factory.canonical import sha256_hex
     from factory.gate.acquire import acquire
-    from factory.gate.errors import ParamsInvalid
     from factory.gate.evidence import MAX_EVIDENCE_BYTES
 
-    if args.request is not None and not args.accept:
-        raise ParamsInvalid("--request names an acceptance; give it with --accept")
+    _check_request(args)
     now = _instant(args.now, "--now")
+    payloads = [_read(path, f"--submit {path}", MAX_EVIDENCE_BYTES) for path in args.submit]
     gate = _gate(args)
     run = _load(gate, args.run)
-    for path in args.submit:
-        payload = _read(path, f"--submit {path}", MAX_EVIDENCE_BYTES)
+    asked = _asked(args, payloads)
+    prior = None if asked is None else gate.prior(run, args.request, asked)
+    if prior is not None:  # an identical retry: before anything is submitted or acquired
+        return _replay(gate, prior, args.trace)
+    for payload in payloads:
         gate.submit(run, f"sub:{sha256_hex(payload)[:24]}", payload)
     if not args.no_acquire and not run.state.scenario_completed:
         trio.run(functools.partial(acquire, gate, run, progress=lambda line: say(f"gate: {line}")))
     candidate = gate.derive(run, now=now, opens=list(args.open))
-    out = _summary(candidate.record)
-    out.update(candidate=candidate.candidate, evaluation=candidate.digest)
-    if args.trace:
-        out["trace"] = candidate.record
+    out = _document(candidate.record, candidate.candidate, candidate.digest, args.trace)
     code = _verdict_code(candidate.record, run.state.scenario_completed)
     if args.accept:
-        result = gate.accept(run, candidate, args.request)
-        out["accepted"] = {"outcome": result.outcome, "seq": result.seq, "head": result.head,
-                           "request": result.request}  # fmt: skip
-        if result.run is not None:
-            out["status"] = gate.status(result.run)
+        result = gate.accept(run, candidate, args.request, asked=asked)
+        if result.outcome == "replayed" and result.run is not None:
+            return _replay(gate, gate.committed(result.run, result.request), args.trace)
+        _accepted(gate, out, result.outcome, result.seq, result.head, result.request, result.run)
         code = _accept_code(result.outcome, code)
     _print(out)
     return code
+
+
+def _check_request(args: argparse.Namespace) -> None:
+    from factory.gate.errors import ParamsInvalid
+    from factory.gate.scenario import ID
+
+    if args.request is not None and not args.accept:
+        raise ParamsInvalid("--request names an acceptance; give it with --accept")
+    if args.request is not None and not ID.fullmatch(args.request):
+        raise ParamsInvalid("--request: a request id is 1-128 letters, digits, '_', '.', '-'")
+
+
+def _asked(args: argparse.Namespace, payloads: list[bytes]) -> Ask | None:
+    """The ask of an acceptance under ``--request`` (its identity for a retry), else None."""
+    from factory.canonical import sha256_hex
+    from factory.gate.service import Ask
+
+    if args.request is None:
+        return None
+    submitted = [sha256_hex(payload) for payload in payloads]
+    return Ask.of(submitted=submitted, opens=args.open, acquire=not args.no_acquire)
+
+
+def _document(
+    record: dict[str, Any], candidate: str, evaluation: str, trace: bool
+) -> dict[str, Any]:
+    out = _summary(record)
+    out.update(candidate=candidate, evaluation=evaluation)
+    if trace:
+        out["trace"] = record
+    return out
+
+
+def _accepted(
+    gate: Gate,
+    out: dict[str, Any],
+    outcome: str,
+    seq: int | None,
+    head: str | None,
+    request: str,
+    run: LoadedRun | None,
+) -> None:
+    out["accepted"] = {"outcome": outcome, "seq": seq, "head": head, "request": request}
+    if run is not None:
+        out["status"] = gate.status(run)
+
+
+def _replay(gate: Gate, prior: Committed, trace: bool) -> int:
+    """Print what the first acceptance of this request printed, and exit as it did: the
+    document is rebuilt from the committed entry, its stored evaluation and the run as it
+    stood right after it; nothing is evaluated, submitted, acquired or written."""
+    from factory.display import inert
+
+    entry, record = prior.entry, prior.record
+    request = str(entry.body["request"])
+    say(inert(f"factory: request {request} was accepted at seq {entry.seq} with the same "
+              "ask; replaying that result (nothing new evaluated or stored)"))  # fmt: skip
+    out = _document(record, str(entry.body["candidate"]), str(entry.body["evaluation"]), trace)
+    _accepted(gate, out, "committed", entry.seq, entry.hash, request, prior.run)
+    _print(out)
+    return _verdict_code(record, bool(record["run_completed_before"]))
 
 
 def _summary(record: dict[str, Any]) -> dict[str, Any]:

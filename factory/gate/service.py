@@ -18,22 +18,26 @@ Effects are injected: the store (:class:`~factory.gate.store.GateStore`) and the
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from factory.canonical import tagged_sha256
 from factory.gate import state as history
 from factory.gate.errors import (
     ParamsInvalid,
+    RequestConflict,
     RunConflict,
     RunMissing,
     ScenarioInvalid,
     StoreCorrupt,
 )
-from factory.gate.evaluate import Evaluation, evaluate
+from factory.gate.evaluate import EVALUATION_SCHEMA, Evaluation, evaluate
 from factory.gate.evidence import Evidence, Signature, admit
+from factory.gate.jsonio import plain_loads
 from factory.gate.scenario import ID, Scenario, load_bytes
-from factory.gate.store import AppendResult, GateStore
+from factory.gate.store import AppendResult, GateStore, same_ask
+from factory.models import StrictModel
 
 Clock = Callable[[], int]
 MAX_PARAM = 4096
@@ -64,6 +68,36 @@ class Accepted:
     candidate: str
     request: str
     run: LoadedRun | None = None
+
+
+class Ask(StrictModel):
+    """What an acceptance request asked — its identity, shared by an identical retry.
+
+    Within a run (which fixes the scenario and the parameters): the SHA-256 of each
+    evidence file it submitted, the stages it opened, and whether it acquired the bound
+    evidence. Timing (``--now``, the clock) and output (``--trace``) are not part of it:
+    a retry seconds later asks the same. Stored in the accept entry as ``asked``.
+    """
+
+    submit: tuple[str, ...]
+    open: tuple[str, ...]
+    acquire: bool
+
+    @classmethod
+    def of(cls, *, submitted: Iterable[str], opens: Iterable[str], acquire: bool) -> Ask:
+        """The ask in canonical order (sorted, each once): the order of flags means nothing."""
+        return cls(submit=tuple(sorted(set(submitted))), open=tuple(sorted(set(opens))),
+                   acquire=acquire)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    """An acceptance as it was committed: its entry, its evaluation record (from the
+    stored bytes the entry names) and the run as it stood right after it."""
+
+    entry: history.Entry
+    record: dict[str, Any]
+    run: LoadedRun
 
 
 @dataclass
@@ -144,12 +178,19 @@ class Gate:
         when = self.clock() if now is None else now
         return evaluate(run.scenario, run.state, self.store.evidence(run.run), when, opens)
 
-    def accept(self, run: LoadedRun, candidate: Evaluation, request: str | None = None) -> Accepted:
+    def accept(
+        self,
+        run: LoadedRun,
+        candidate: Evaluation,
+        request: str | None = None,
+        *,
+        asked: Ask | None = None,
+    ) -> Accepted:
         """Compare-and-swap ``candidate`` onto the run's head.
 
         ``request`` (default: the candidate id) is the idempotency key: the same key with
-        the same candidate replays the first result; with another candidate it is a
-        :class:`~factory.gate.errors.RequestConflict`.
+        the same candidate — or, when ``asked`` is given, the same ask — replays the first
+        result; otherwise it is a :class:`~factory.gate.errors.RequestConflict`.
         """
         key = candidate.candidate if request is None else request
         if not ID.fullmatch(key) and key != candidate.candidate:
@@ -157,6 +198,8 @@ class Gate:
         base = candidate.record["base"]
         body = {"kind": "accept", "request": key, "candidate": candidate.candidate,
                 "evaluation": candidate.digest, "delta": candidate.delta}  # fmt: skip
+        if asked is not None:
+            body["asked"] = asked.to_json_value()
         entry = history.make_entry(run.run, int(base["seq"]) + 1, str(base["head"]), body)
         applied = None
         if run.state.head == entry.prev and key not in run.state.requests:
@@ -173,9 +216,55 @@ class Gate:
             loaded = self.load(run.run)
         return Accepted(result.outcome, result.seq, result.head, candidate.candidate, key, loaded)
 
+    def prior(self, run: LoadedRun, request: str, asked: Ask) -> Committed | None:
+        """The acceptance ``request`` committed in ``run`` when it asked exactly ``asked``
+        (an identical retry: replay it); ``None`` when the run has no such request.
+
+        Raises:
+            RequestConflict: the request id was used for another ask (or for an
+                acceptance that recorded none, which no retry can be shown identical to).
+        """
+        if request not in run.state.requests:
+            return None
+        done = self.committed(run, request)
+        stored = done.entry.body.get("asked")
+        if not same_ask(stored, asked.to_json_value()):
+            raise RequestConflict(
+                f"request {request} already accepted {_what_differs(stored, asked)} in run "
+                f"{run.run} (seq {done.entry.seq}); an identical retry would replay it"
+            )
+        return done
+
+    def committed(self, run: LoadedRun, request: str) -> Committed:
+        """What ``request`` (accepted in ``run``) committed, read back from the store.
+
+        Raises:
+            StoreCorrupt: its evaluation is missing or not the bytes the entry names.
+        """
+        _, seq = run.state.requests[request]
+        entries = self.store.entries(run.run)
+        entry = entries[seq]
+        named = str(entry.body.get("evaluation"))
+        raw = self.store.evaluation(run.run, named)
+        if raw is None or tagged_sha256(EVALUATION_SCHEMA, raw) != named:
+            raise StoreCorrupt(f"run {run.run} entry {seq}: its evaluation is not stored intact")
+        state = history.replay(run.scenario, entries[: seq + 1])
+        return Committed(entry, plain_loads(raw), LoadedRun(run.scenario, state))
+
     def status(self, run: LoadedRun) -> dict[str, Any]:
         """The head and what it implies (``factory.gate-status/1``)."""
         return status_view(run)
+
+
+def _what_differs(stored: Any, asked: Ask) -> str:
+    if not isinstance(stored, dict):
+        return "a candidate without a recorded ask (not a 'factory gate evaluate --request')"
+    want = asked.to_json_value()
+    names = {"submit": "submitted other evidence", "open": "opened other stages",
+             "acquire": "acquired bound evidence" if stored.get("acquire") else
+             "did not acquire (--no-acquire)"}  # fmt: skip
+    differs = [text for key, text in names.items() if stored.get(key) != want[key]]
+    return "a request that " + (" and ".join(differs) or "asked something else")
 
 
 def _detached(state: history.RunState) -> history.RunState:

@@ -9,7 +9,8 @@ never rewritten.
 
 Acceptance is compare-and-swap (:meth:`GateStore.append`): inside one ``BEGIN IMMEDIATE``
 transaction the request id is looked up first (same candidate → ``replayed``, another →
-:class:`RequestConflict`), then the head is compared with the candidate's base
+:class:`RequestConflict`, unless both record the same ask: an identical retry that lost
+a race), then the head is compared with the candidate's base
 (different → ``stale``), then the entry is inserted and committed. An error raised by
 ``COMMIT`` itself means the outcome is unknown (the commit may be durable while the answer
 was lost): the store says ``unknown`` and leaves a marker beside the database file, and the
@@ -23,12 +24,13 @@ import contextlib
 import json
 import os
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from factory.canonical import canonical_bytes, sha256_hex
+from factory.errors import FactoryError
 from factory.fsio import atomic_replace
 from factory.gate.errors import EvidenceConflict, RequestConflict, StoreCorrupt, StoreFailure
 from factory.gate.evidence import Evidence, Signature, load
@@ -235,11 +237,12 @@ class SqliteStore:
         db.execute("BEGIN IMMEDIATE")
         try:
             row = db.execute(
-                "SELECT seq, hash, candidate FROM entries WHERE run=? AND request=?", (run, request)
+                "SELECT seq, hash, candidate, body FROM entries WHERE run=? AND request=?",
+                (run, request),
             ).fetchone()
             if row is not None:
                 db.execute("ROLLBACK")
-                if row[2] != candidate:
+                if row[2] != candidate and not _same_request(bytes(row[3]), entry.body):
                     raise RequestConflict(
                         f"request {request} already accepted another candidate in run {run}"
                     )
@@ -294,6 +297,27 @@ class SqliteStore:
         name = sha256_hex(f"{run}\0{request}".encode())
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._doubt_dir() / f"{name}.json")
+
+
+def same_ask(stored: Any, asked: Any) -> bool:
+    """Whether a recorded ask and a new one are the same request: equal canonical bytes
+    (``true`` is not ``1``); an acceptance that recorded no ask matches nothing."""
+    if stored is None or asked is None:
+        return False
+    try:
+        return canonical_bytes(stored) == canonical_bytes(asked)
+    except FactoryError:
+        return False
+
+
+def _same_request(stored_body: bytes, body: Mapping[str, Any]) -> bool:
+    """An identical retry that lost the race: another candidate (derived later, from
+    another head) under the same request id and the same ask (``Gate.accept(asked=…)``)."""
+    try:
+        stored = plain_loads(stored_body)
+    except ValueError:
+        return False
+    return isinstance(stored, dict) and same_ask(stored.get("asked"), body.get("asked"))
 
 
 def _signature(text: str | None) -> Signature | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +184,68 @@ def test_a_scenario_nested_deep_is_a_named_refusal(tmp_path: Path, ext: str, dep
     # twin: a shallow one reaches the scenario check, a deep one is named as too deep
     assert ("input-too-deep" in err or "nested deeper" in err) == (depth == 500), err
     assert "internal" not in err
+
+
+def _rows(db: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table of the store, read-only: what the store holds."""
+    import sqlite3
+
+    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: sorted(con.execute(f"SELECT * FROM {t}").fetchall()) for t in sorted(tables)}
+    finally:
+        con.close()
+
+
+def _accept(
+    setup: dict[str, Any], *files: str, now: str = NOW[1], extra: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[bytes]:
+    """``gate evaluate --accept --request req-1`` with these evidence files submitted."""
+    submits = [arg for name in files for arg in ("--submit", str(setup["files"][name]))]
+    argv = ["gate", "evaluate", "--run", "r1", "--store", setup["db"], "--accept"]
+    return run_factory([*argv, "--request", "req-1", *submits, "--now", now, *extra])
+
+
+@pytest.mark.parametrize(("files", "code"), [(("tests", "vuln"), 0), (("tests",), 3)])
+def test_an_identical_retry_of_an_accepted_request_replays_it(
+    setup: dict[str, Any], files: tuple[str, ...], code: int
+) -> None:
+    gate("start", "--scenario", str(setup["spec"]), "--run", "r1", "--store", setup["db"])
+    first = _accept(setup, *files)
+    assert first.returncode == code, first.stderr
+    assert json.loads(first.stdout)["accepted"]["outcome"] == "committed"
+    held = _rows(setup["db"])
+    # The same ask: flags in another order and another time (timing is not identity).
+    retry = _accept(setup, *reversed(files), now="2026-01-01T00:20:00Z")
+    assert retry.returncode == code, retry.stderr
+    assert retry.stdout == first.stdout  # byte for byte, the committed result
+    assert b"replaying that result" in retry.stderr
+    assert _rows(setup["db"]) == held  # nothing evaluated into the store, nothing submitted
+    code_now, status, _ = gate("status", "--run", "r1", "--store", setup["db"])
+    assert code_now == 0 and status["head"]["seq"] == 1
+
+
+@pytest.mark.parametrize(
+    ("files", "extra", "differs"),
+    [
+        (("tests", "bad"), (), "submitted other evidence"),
+        (("tests",), (), "submitted other evidence"),
+        (("tests", "vuln"), ("--no-acquire",), "acquired bound evidence"),
+        (("tests", "vuln"), ("--open", "build"), "opened other stages"),
+    ],
+)
+def test_another_request_under_an_accepted_id_is_refused_and_stores_nothing(
+    setup: dict[str, Any], files: tuple[str, ...], extra: tuple[str, ...], differs: str
+) -> None:
+    gate("start", "--scenario", str(setup["spec"]), "--run", "r1", "--store", setup["db"])
+    first = _accept(setup, "tests", "vuln")
+    assert first.returncode == 0, first.stderr
+    held = _rows(setup["db"])
+    other = _accept(setup, *files, extra=extra)
+    err = other.stderr.decode()
+    assert other.returncode == 2 and "gate-request-conflict" in err and differs in err
+    assert other.stdout == b""
+    assert _rows(setup["db"]) == held  # not even the other evidence was admitted
+    twin = _accept(setup, "tests", "vuln")  # the identical one still replays
+    assert twin.returncode == 0 and twin.stdout == first.stdout

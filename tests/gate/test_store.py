@@ -19,7 +19,7 @@ from factory.gate.errors import (
     RunMissing,
     StoreCorrupt,
 )
-from factory.gate.service import Gate
+from factory.gate.service import Ask, Gate
 from factory.gate.store import SqliteStore
 from tests.gate.helpers import NOW, condition, new_gate, observation, scenario, started
 
@@ -67,6 +67,34 @@ def test_same_request_and_candidate_replays_even_after_the_head_moved(tmp_path: 
     assert (replay.outcome, replay.seq, replay.head) == ("replayed", 1, first.head)
     with pytest.raises(RequestConflict):
         gate.accept(run, gate.derive(run, now=NOW + 9), "req-1")
+
+
+def test_an_identical_ask_that_lost_the_race_replays_and_another_ask_conflicts(
+    tmp_path: Path,
+) -> None:
+    # Two identical retries loaded the same head; the later one derives another candidate
+    # (another time), finds the request committed by the first and replays it.
+    gate, sc = new_gate(tmp_path), two_stage()
+    run = started(gate, sc)
+    gate.submit(run, "e1", observation("c1", 0))
+    ask = Ask.of(submitted=["ab"], opens=[], acquire=True)
+    first = gate.accept(run, gate.derive(run), "req-1", asked=ask)
+    assert first.outcome == "committed" and first.run is not None
+    late = gate.accept(run, gate.derive(run, now=NOW + 5), "req-1", asked=ask)
+    assert (late.outcome, late.seq, late.head) == ("replayed", 1, first.head)
+    assert gate.prior(first.run, "req-1", ask) is not None
+    other = Ask.of(submitted=["ab", "cd"], opens=[], acquire=True)
+    with pytest.raises(RequestConflict, match="already accepted another candidate"):
+        gate.accept(run, gate.derive(run, now=NOW + 9), "req-1", asked=other)
+    with pytest.raises(RequestConflict, match="submitted other evidence"):
+        gate.prior(first.run, "req-1", other)
+    plain = gate.accept(first.run, gate.derive(first.run), "req-2")  # records no ask
+    assert plain.outcome == "committed" and plain.run is not None
+    with pytest.raises(RequestConflict, match="without a recorded ask"):
+        gate.prior(plain.run, "req-2", ask)  # no retry can be shown identical to it
+    with pytest.raises(RequestConflict):
+        gate.accept(run, gate.derive(run, now=NOW + 9), "req-2", asked=ask)
+    assert len(gate.store.entries("r1")) == 3  # start, req-1, req-2: nothing else written
 
 
 def test_evidence_replay_and_conflict(tmp_path: Path) -> None:
@@ -184,7 +212,7 @@ def test_commit_outcome_unknown_is_said_and_settled_on_next_load(
 
 RACER = """
 import sys
-from factory.gate.service import Gate
+from factory.gate.service import Ask, Gate
 from factory.gate.store import SqliteStore
 gate = Gate(SqliteStore(__import__('pathlib').Path(sys.argv[1])))
 run = gate.load("r1")
