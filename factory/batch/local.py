@@ -191,6 +191,8 @@ class LocalEngine:
         return self.tally
 
     async def _one(self, row: TaskRow) -> None:
+        """One task: its slots are held while its child runs, and released before its
+        receipt is judged, so the next task's child starts while this one is checked."""
         async with self.login, self.overall:
             if self.tally.stopped_for_disk:
                 return
@@ -199,14 +201,19 @@ class LocalEngine:
                 self.tally.stopped_for_disk = True
                 self.screen.note("free space is under the floor: no more tasks start")
                 return
-            await self._attempt(row)
+            receipt, code = await self._attempt(row)
+        # Bounded work (one receipt verified, perhaps one worktree removed), shielded so
+        # that a signal arriving now still leaves the row terminal with its real outcome.
+        with trio.CancelScope(shield=True):
+            await self._close(row, receipt, code)
 
     def _counted(self, delta: int) -> int:
         self.tally.running += delta
         self.tally.most = max(self.tally.most, self.tally.running)
         return self.tally.running
 
-    async def _attempt(self, row: TaskRow) -> None:
+    async def _attempt(self, row: TaskRow) -> tuple[Path, int | None]:
+        """Run the task's child; its receipt and exit code once it has exited."""
         folder = self.cfg.out / "tasks" / row.id / f"attempt-{row.attempts + 1}"
         folder.mkdir(parents=True)
         receipt = folder / "receipt.json"
@@ -218,8 +225,9 @@ class LocalEngine:
                 watch.start_soon(self._follow, row.id, folder / "agent-stderr.jsonl")
                 code = await self.spawn(self.cfg, row, receipt, self.bases[row.id])
                 watch.cancel_scope.cancel()
-            await self._close(row, receipt, code)
+            self._counted(-1)  # the child has exited: no longer running
             ended = True
+            return receipt, code
         finally:
             if not ended:
                 with trio.CancelScope(shield=True):
@@ -252,7 +260,7 @@ class LocalEngine:
             outcome=verdict.outcome,
             revision=verdict.revision,
             error=verdict.error,
-            running=self._counted(-1),
+            running=self.tally.running,
             worktree=verdict.worktree,
             branch=verdict.branch,
         )
