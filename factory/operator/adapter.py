@@ -69,6 +69,11 @@ REMOTE_MISSING = _ref("remote-missing", "see 'git remote -v' and pass one of tho
 REMOTE_UNREACHABLE = _ref(
     "remote-unreachable", "check --remote, the network and your git credentials"
 )
+REMOTE_STEERED = _ref(
+    "remote-config-steers",
+    "remove those keys from the repository's config (git config --local --unset-all KEY);"
+    " set credential helpers and proxies in your own ~/.gitconfig, where factory honours them",
+)
 WORKTREE_GONE = _ref("worktree-gone", _NOT_PUBLISHED)
 _fail = AdapterFailure.define
 _SPENT = "the grant is spent: see design/operator.md (residuals) to recover"
@@ -111,7 +116,26 @@ def remote_url(root: Path, remote: str) -> str:
     url = out.decode("utf-8", "surrogateescape").strip()
     if code != 0 or not url:
         raise REMOTE_MISSING("--remote is not a configured remote of the worktree's repository")
+    _refuse_steering(root, remote, url)
     return url
+
+
+def _refuse_steering(root: Path, remote: str, url: str) -> None:
+    """Refuse a remote the repository's own configuration would steer (a URL rewrite, a
+    credential helper, a proxy, a remote helper): see :mod:`factory.gitio.remote_steering`."""
+    from factory.display import inert
+    from factory.gitio.remote_steering import scoped_config, steering_keys
+
+    entries = scoped_config(root)
+    names = (f"remote.{remote}.url".lower(), f"remote.{remote}.pushurl".lower())
+    urls = [url, *(v for _, k, v in entries if k.lower() in names)]
+    keys = steering_keys(entries, remote, urls)
+    if keys:
+        listed = ", ".join(inert(k, limit=120) for k in keys[:5])
+        raise REMOTE_STEERED(
+            f"the repository's own git configuration sets {listed}, which would choose what "
+            "factory's push runs or where it connects"
+        )
 
 
 def git_identity(root: Path) -> tuple[str, str]:
