@@ -9,9 +9,12 @@ never raises for anything a caller can send:
 * a verb the reducer refuses (ack of someone else's message, unregistered address, ...) →
   the same: the refusal is on the record and the result is a tool error;
 * a corrupt log or a lock timeout → a tool error naming the code; nothing is appended;
-* a call whose text is not valid UTF-8 or holds a lone surrogate, repeats a key, or nests
-  too deeply (screened on the wire by :mod:`factory.bus.wire`) → ``command.rejected`` with
-  reason ``malformed-text``, ``duplicate-key`` or ``request-too-deep``.
+* a call whose text is not valid UTF-8 or holds a lone surrogate, or nests too deeply
+  (screened on the wire by :mod:`factory.bus.wire`) → ``command.rejected`` with reason
+  ``malformed-text`` or ``request-too-deep``.
+
+A request that repeats a key never reaches the handler: the transport
+(:mod:`factory.bus.stdio`) answers it with a JSON-RPC error and nothing is recorded.
 
 The SDK's own argument validation is bypassed on purpose: it would refuse malformed calls
 before any of our code ran, leaving no ``command.rejected`` event behind.
@@ -19,10 +22,12 @@ before any of our code ran, leaving no ``command.rejected`` event behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, BinaryIO, Final
 
 from pydantic import ValidationError
 
@@ -90,8 +95,6 @@ def _parse(verb: str, arguments: Any) -> VerbInput | Rejection:
 
 
 _WIRE_REFUSALS: Final = {
-    "duplicate-key": "the request gives a key twice, so it means no one thing (parsers "
-    "disagree on which counts); send each key once",
     "request-too-deep": f"the request nests deeper than {MAX_DEPTH} levels; no verb takes such "
     "input",
 }
@@ -179,6 +182,13 @@ def build_server(log: EventLog) -> Any:
                 is_error=is_error,
             )
 
+        async def run_on(self, source: BinaryIO, sink: BinaryIO) -> None:
+            """Serve over ``source``/``sink`` with the bus's transport (stdio.py)."""
+            from factory.bus.stdio import serve_stdio
+
+            # The SDK's own run_stdio_async reaches the low-level server the same way.
+            await serve_stdio(self._lowlevel_server, source, sink)
+
     return BusServer(
         name=SERVER_NAME,
         version=__version__,
@@ -203,14 +213,36 @@ def open_data_dir(data_dir: Path) -> EventLog:
     return EventLog(data_dir)
 
 
+def _claim_stdout() -> tuple[BinaryIO, Callable[[], None]]:
+    """The wire's own handle on fd 1, and ``restore``; meanwhile fd 1 points at stderr
+    (``/dev/null`` without one), so stray output never lands between two answers."""
+    import fcntl
+
+    wire = os.fdopen(fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3), "wb")
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)
+
+    def restore() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(wire.fileno(), 1)
+            wire.close()
+
+    return wire, restore
+
+
 def serve(data_dir: Path, on_ready: Callable[[], None] | None = None) -> bool:
     """Serve the bus for ``data_dir`` on stdin/stdout until stdin closes or Ctrl-C.
 
-    Ctrl-C (SIGINT) ends the input as EOF would: a tool call already running finishes and
-    answers, then the server stops; nothing is written to the log for the stop itself. A
-    second Ctrl-C interrupts at once. Returns True when it was stopped by Ctrl-C.
-    ``on_ready`` is called once the server is about to read its first request (the Ctrl-C
-    handling is in place by then).
+    Every request read is answered before the server stops, even one written just before
+    stdin closed (:mod:`factory.bus.stdio`). Ctrl-C (SIGINT) ends the input as EOF would: a
+    tool call already read finishes and answers, then the server stops; nothing is written
+    to the log for the stop itself. A second Ctrl-C interrupts at once. Returns True when it
+    was stopped by Ctrl-C. ``on_ready`` is called once the server is about to read its
+    first request (the Ctrl-C handling is in place by then).
 
     Raises:
         Refused: the data dir is unusable (exit 2).
@@ -223,7 +255,8 @@ def serve(data_dir: Path, on_ready: Callable[[], None] | None = None) -> bool:
     log = open_data_dir(data_dir)
     log.state()  # refuse a corrupt log before answering anyone
     server = build_server(log)
-    stop = interpose_on_stdin()  # malformed-text calls get an answer and a record (wire.py)
+    source, stop = interpose_on_stdin()  # fd 0 copied into a pipe Ctrl-C can close (wire.py)
+    sink, restore_stdout = _claim_stdout()
     stopped: list[bool] = []
 
     def on_interrupt(signum: int, frame: object) -> None:
@@ -235,7 +268,8 @@ def serve(data_dir: Path, on_ready: Callable[[], None] | None = None) -> bool:
     try:
         if on_ready is not None:
             on_ready()
-        anyio.run(server.run_stdio_async)
+        anyio.run(server.run_on, source, sink)
     finally:
         signal.signal(signal.SIGINT, previous)
+        restore_stdout()
     return bool(stopped)

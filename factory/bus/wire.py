@@ -10,19 +10,22 @@ without answering. Two kinds of ``tools/call`` would therefore slip past the bus
 
 Two more kinds of request were never answered, or answered ambiguously:
 
-* a key given twice (``"name":"\\ud800","name":"b"``, or two ``params`` objects): JSON
-  parsers disagree on which one counts, and the SDK's either refused the line silently or
-  took the last one;
+* a key given twice, at any level (``"method"`` twice, two ``params`` objects, a repeated
+  ``id``, ``"name":"\\ud800","name":"b"``): JSON parsers disagree on which one counts, and
+  the SDK's either refused the line silently or took the last one;
 * nesting deeper than the SDK's parser allows: the line was dropped without an answer.
 
-:func:`screen_line` rewrites exactly those calls into a well-formed ``tools/call`` with the
-same ``id`` and tool name whose only argument is :data:`MALFORMED_KEY`; the handler then
-records ``command.rejected`` (reason ``malformed-text``, ``duplicate-key`` or
-``request-too-deep``) and returns a tool error. Another request (not a tool call) that
-repeats a key or nests too deeply becomes a call of the method
-``factory/refused-<reason>``: the SDK answers it with a JSON-RPC "method not found" error
-for the same ``id`` whose ``data`` names the reason. Every other line passes through byte
-for byte, so the SDK's behaviour for it is unchanged.
+:func:`screen_line` refuses the first outright: it returns a :class:`WireRefusal`, which
+the transport (:mod:`factory.bus.stdio`) answers with a JSON-RPC ``-32600`` error for the
+request's ``id`` when exactly one can be read, else for ``id: null``; the SDK never sees
+the line, so nothing is executed or recorded. The other calls it rewrites into a
+well-formed ``tools/call`` with the same ``id`` and tool name whose only argument is
+:data:`MALFORMED_KEY`; the handler then records ``command.rejected`` (reason
+``malformed-text`` or ``request-too-deep``) and returns a tool error. Another request (not
+a tool call) that nests too deeply becomes a call of the method
+``factory/refused-request-too-deep``: the SDK answers it with a JSON-RPC "method not found"
+error for the same ``id`` whose ``data`` names the reason. Every other line passes through
+byte for byte, so the SDK's behaviour for it is unchanged.
 """
 
 from __future__ import annotations
@@ -32,14 +35,36 @@ import json
 import os
 import re
 import threading
+from collections import Counter
 from collections.abc import Callable
-from typing import Any, Final
-
-from factory.canonical import DuplicateKey, unique_keys
+from dataclasses import dataclass
+from typing import Any, BinaryIO, Final
 
 MALFORMED_KEY: Final = "\x00factory-malformed-request"
 """Argument key that marks a refused call (see module doc): ``True`` for text that was not
-valid Unicode, else the reason (``duplicate-key``, ``request-too-deep``)."""
+valid Unicode, else the reason (``request-too-deep``)."""
+
+INVALID_REQUEST: Final = -32600
+"""JSON-RPC 2.0's "Invalid Request" code: what a request that repeats a key gets."""
+
+
+@dataclass(frozen=True, slots=True)
+class WireRefusal:
+    """A line refused before the SDK reads it: the transport answers it with a JSON-RPC
+    error for ``ident`` (``None``: no one id could be read, answered as ``id: null``)."""
+
+    ident: int | str | None
+    reason: str
+
+    def error(self) -> dict[str, Any]:
+        """The JSON-RPC error object (``code``, ``message``, ``data``) for this refusal."""
+        return {
+            "code": INVALID_REQUEST,
+            "message": "Invalid Request: a key is given twice, so the request means no one "
+            "thing (JSON parsers disagree on which counts); send each key once",
+            "data": f"factory/refused-{self.reason}",
+        }
+
 
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
@@ -60,16 +85,16 @@ def _has_surrogate(value: Any) -> bool:
     return False
 
 
-def screen_line(raw: bytes) -> bytes:
-    """One stdin line (with its LF, if any) as the SDK should read it.
+def screen_line(raw: bytes) -> bytes | WireRefusal:
+    """One stdin line (with its LF, if any) as the SDK should read it, or its refusal.
 
-    Pure. Returns ``raw`` itself unless it is a JSON-RPC request with a usable ``id`` that
-    the SDK would drop or read ambiguously: a ``tools/call`` whose strings are not valid
-    Unicode, or any request that repeats a key or nests deeper than :data:`MAX_DEPTH`. A
-    ``tools/call`` is replaced by one LF-terminated canonical call carrying only
-    :data:`MALFORMED_KEY` (its value names the reason); another request by a call of the
-    method ``factory/refused-<reason>``, which the SDK answers with a JSON-RPC error for
-    that ``id``.
+    Pure. A line that is JSON and repeats a key anywhere is a :class:`WireRefusal`. Else
+    returns ``raw`` itself unless it is a JSON-RPC request with a usable ``id`` that the
+    SDK would drop or misread: a ``tools/call`` whose strings are not valid Unicode, or any
+    request that nests deeper than :data:`MAX_DEPTH`. A ``tools/call`` is replaced by one
+    LF-terminated canonical call carrying only :data:`MALFORMED_KEY` (its value names the
+    reason); another request by a call of the method ``factory/refused-<reason>``, which
+    the SDK answers with a JSON-RPC error for that ``id``.
     """
     try:
         text = raw.decode("utf-8")
@@ -78,14 +103,14 @@ def screen_line(raw: bytes) -> bytes:
         text = raw.decode("utf-8", "surrogateescape")  # bad bytes become lone surrogates
         suspect = True
     try:
-        value: Any = json.loads(text, object_pairs_hook=unique_keys)
+        value, repeated = _parse(text)
         reason = "request-too-deep" if _too_deep(value) else None
-    except DuplicateKey:  # parsers disagree on which wins: it means no one thing
-        reason, value = "duplicate-key", None
     except RecursionError:
-        reason, value = "request-too-deep", None
+        reason, value, repeated = "request-too-deep", None, None
     except ValueError:
         return raw  # not JSON: the SDK answers or drops it as before
+    if repeated is not None:  # parsers disagree on which wins: it means no one thing
+        return WireRefusal(_refusal_id(value, repeated), "duplicate-key")
     if reason is None:
         if not (suspect and _has_surrogate(value)):
             return raw  # the common case
@@ -105,6 +130,34 @@ def screen_line(raw: bytes) -> bytes:
     return raw
 
 
+def _parse(text: str) -> tuple[Any, frozenset[str] | None]:
+    """The JSON value of ``text`` (a repeated key: its last value, only ever read for the
+    ``id``) and the keys its top-level object repeats; ``None`` when no object at any level
+    repeats a key. Raises ``ValueError`` (not JSON) or ``RecursionError``."""
+    found: list[frozenset[str]] = []
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        counts = Counter(key for key, _ in pairs)
+        found.append(frozenset(key for key, n in counts.items() if n > 1))
+        return dict(pairs)
+
+    value = json.loads(text, object_pairs_hook=hook)
+    if not any(found):
+        return value, None
+    # An object's hook runs after its members': the top-level object's comes last.
+    return value, found[-1] if isinstance(value, dict) else frozenset()
+
+
+def _refusal_id(value: Any, repeated: frozenset[str]) -> int | str | None:
+    """The id to answer a refused request for: its one top-level ``id``, else None."""
+    if not isinstance(value, dict) or "id" in repeated:
+        return None
+    ident = value.get("id")
+    if isinstance(ident, bool) or not isinstance(ident, int | str) or _has_surrogate(ident):
+        return None
+    return ident
+
+
 def _marked_call(ident: int | str, name: str, reason: str) -> bytes:
     marker: bool | str = True if reason == "malformed-text" else reason
     request = {
@@ -118,7 +171,7 @@ def _marked_call(ident: int | str, name: str, reason: str) -> bytes:
 
 def _tool_name(text: str, value: Any) -> str:
     """The tool a refused call named, when it can be read without ambiguity."""
-    if value is None:  # a repeated key or too deep: read the last word only if shallow
+    if value is None:  # too deep: read it only if the plain parser can
         try:
             value = json.loads(text)
         except (ValueError, RecursionError):
@@ -150,8 +203,8 @@ _TOKEN: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],:]|[^\s{}\[\],:"]+')
 
 def _top_level(text: str) -> dict[str, Any] | None:
     """``jsonrpc``, ``id`` and ``method`` of a JSON object that cannot be parsed whole (too
-    deep) or means two things (a repeated key), read token by token at the top level only.
-    A repeated ``id`` or ``method`` gives None: there is no one request to answer."""
+    deep), read token by token at the top level only. A repeated ``id`` or ``method``
+    gives None: there is no one request to answer."""
     out: dict[str, Any] = {}
     depth, key, expect_key = 0, None, False
     for match in _TOKEN.finditer(text):
@@ -181,19 +234,23 @@ def _top_level(text: str) -> dict[str, Any] | None:
     return out
 
 
-def interpose_on_stdin() -> Callable[[], None]:
-    """Make fd 0 a pipe fed by a daemon thread that copies the real stdin through
-    :func:`screen_line`; EOF on the real stdin closes the pipe (the SDK then stops).
+def interpose_on_stdin() -> tuple[BinaryIO, Callable[[], None]]:
+    """Copy the real stdin, line by line, into a pipe fed by a daemon thread; EOF on the real
+    stdin closes the pipe. Fd 0 then points at ``/dev/null`` (a handler reads nothing).
 
-    Returns ``stop``: it ends the SDK's input now, as EOF would, even while the copy is
-    blocked reading a terminal. The pipe's write end is replaced by ``/dev/null`` in place
-    (``dup2``), never closed, so its descriptor number cannot be reused by another file
-    (the event log) while the copy thread still holds it.
+    Returns the pipe's read end (the transport's input, screened there with
+    :func:`screen_line`) and ``stop``: it ends that input now, as EOF would, even while the
+    copy is blocked reading a terminal. The pipe's write end is replaced by ``/dev/null`` in
+    place (``dup2``), never closed, so its descriptor number cannot be reused by another
+    file (the event log) while the copy thread still holds it.
     """
     source = os.fdopen(os.dup(0), "rb")
     read_end, write_end = os.pipe()
-    os.dup2(read_end, 0)
-    os.close(read_end)
+    null_in = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null_in, 0)
+    finally:
+        os.close(null_in)
 
     def stop() -> None:
         null = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
@@ -206,12 +263,8 @@ def interpose_on_stdin() -> Callable[[], None]:
         # A reader that went away (server shutting down) ends the copy quietly.
         with contextlib.suppress(OSError, ValueError), source, os.fdopen(write_end, "wb") as sink:
             for raw in source:
-                try:
-                    line = screen_line(raw)
-                except Exception:  # never let the screen end the session: pass the line on
-                    line = raw
-                sink.write(line)
+                sink.write(raw)
                 sink.flush()
 
-    threading.Thread(target=pump, name="factory-stdin-screen", daemon=True).start()
-    return stop
+    threading.Thread(target=pump, name="factory-stdin-copy", daemon=True).start()
+    return os.fdopen(read_end, "rb"), stop

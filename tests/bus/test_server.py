@@ -15,6 +15,7 @@ from factory.bus.log import EventLog
 from factory.bus.model import VERBS
 from factory.bus.server import handle_call, tool_schemas
 from tests.bus.helpers import bus, lines, rich_log
+from tests.support.bus_serve import INIT
 
 SECRET = "VALUE-THAT-MUST-NOT-BE-ECHOED"
 
@@ -120,17 +121,7 @@ async def test_real_sdk_client_lists_exactly_six_tools_and_survives_bad_calls(
 
 
 def test_garbage_json_rpc_lines_do_not_crash_the_server(tmp_path: Path) -> None:
-    init = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "0"},
-        },
-    }
-    feed = b'null\n[]\n42\n{"jsonrpc":"2.0"}\n' + json.dumps(init).encode() + b"\n"
+    feed = b'null\n[]\n42\n{"jsonrpc":"2.0"}\n' + json.dumps(INIT).encode() + b"\n"
     proc = subprocess.Popen(
         server_argv(tmp_path / "bus"),
         stdin=subprocess.PIPE,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from factory.bus.client import server_argv, server_env
-from factory.bus.wire import MALFORMED_KEY, screen_line
+from factory.bus.wire import MALFORMED_KEY, WireRefusal, screen_line
 from tests.bus.helpers import lines
 
 
@@ -50,6 +50,7 @@ MALFORMED = {
 @pytest.mark.parametrize("name", list(MALFORMED))
 def test_a_call_with_text_that_is_not_unicode_is_rewritten_to_a_marked_call(name: str) -> None:
     out = screen_line(MALFORMED[name])
+    assert isinstance(out, bytes)
     assert out.endswith(b"\n") and out.isascii()
     request: dict[str, Any] = json.loads(out)
     assert request["id"] == 7 and request["method"] == "tools/call"
@@ -171,5 +172,29 @@ def test_deep_nesting_with_bad_bytes_is_refused_as_too_deep(depth: int) -> None:
     nested = b"[" * depth + b'"\xff"' + b"]" * depth
     line = _call(1, "send", nested)
     out = screen_line(line)  # no RecursionError, whatever the depth
+    assert isinstance(out, bytes)
     marked = json.loads(out)["params"]["arguments"]
     assert marked == {MALFORMED_KEY: "request-too-deep"}  # deeper than any verb's input
+
+
+REPEATED: dict[str, tuple[bytes, int | str | None]] = {
+    "method twice": (b'{"jsonrpc":"2.0","id":5,"method":"ping","method":"tools/call"}', 5),
+    "jsonrpc twice": (b'{"jsonrpc":"2.0","jsonrpc":"1.0","id":"a","method":"ping"}', "a"),
+    "id twice": (b'{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}', None),
+    "params twice": (b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{},"params":{}}', 5),
+    "deep in arguments": (_call(5, "send", b'{"x":[{"k":1,"k":1}]}'), 5),
+    "a notification": (b'{"jsonrpc":"2.0","method":"x","method":"y"}', None),
+    "an id that is no id": (b'{"jsonrpc":"2.0","id":true,"method":"x","method":"y"}', None),
+    "a top-level array": (b'[{"jsonrpc":"2.0","id":5,"id":5}]', None),
+}
+
+
+@pytest.mark.parametrize("name", list(REPEATED))
+def test_a_repeated_key_at_any_level_is_refused_for_the_one_id_it_names(name: str) -> None:
+    line, ident = REPEATED[name]
+    out = screen_line(line)
+    assert out == WireRefusal(ident, "duplicate-key")
+    assert out.error()["code"] == -32600
+    # negative control: the same bytes with every repetition removed pass unchanged
+    once = json.dumps(json.loads(line)).encode()
+    assert screen_line(once) is once
