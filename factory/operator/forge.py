@@ -16,16 +16,24 @@ any other endpoint — in particular none that merges, closes or edits anything.
   passed to any child; error messages carry the HTTP status, never headers or bodies.
 * httpx runs with ``trust_env=False`` (no proxy variables, no ``.netrc``) and without
   following redirects.
+* A rate-limit answer (HTTP 429, or a 403 carrying ``Retry-After`` or
+  ``x-ratelimit-remaining: 0``) is waited out when the forge says for how long
+  (``Retry-After`` seconds, else the ``x-ratelimit-reset`` epoch) and the waits add up to at
+  most :data:`MAX_RATE_WAIT_S`; otherwise it is ``forge-rate-limited`` (exit 4) naming when
+  to retry. It is never ``forge-auth``: that is a 401, or a 403 without those headers.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -40,6 +48,12 @@ DEFAULT_FORGE: Final = "https://api.github.com"
 MAX_PAGES: Final = 100
 PER_PAGE: Final = 100
 TIMEOUT_S: Final = 30.0
+MAX_RATE_WAIT_S: Final = 60.0
+"""The most a forge call waits, in all, for rate limits the forge says will lift."""
+MAX_RATE_RETRIES: Final = 5
+"""The most retries of one call after rate-limit answers (a forge that keeps saying
+``Retry-After: 0`` must not loop forever)."""
+_SECONDS = re.compile(r"^[0-9]{1,12}$")
 _REPO = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})/[A-Za-z0-9._-]{1,100}$")
 _LABEL_MAX = 100
 
@@ -71,6 +85,9 @@ FORGE_READ_INCOMPLETE = ForgeFailure.define(
 FORGE_UNREACHABLE = ForgeFailure.define("forge-unreachable", _RETRY)
 FORGE_AUTH = ForgeFailure.define("forge-auth", "check the token (GH_TOKEN) and its scopes")
 FORGE_STATUS = ForgeFailure.define("forge-status", _RETRY)
+FORGE_RATE_LIMITED = ForgeFailure.define(
+    "forge-rate-limited", "wait until the time it names, then run the command again"
+)
 
 
 def check_repository(text: str) -> str:
@@ -157,6 +174,39 @@ def gh_auth_token(host: str) -> str | None:
         return None
     token = done.stdout.decode("utf-8", "replace").strip()
     return token if done.returncode == 0 and token and "\n" not in token else None
+
+
+@dataclass(frozen=True, slots=True)
+class Throttle:
+    """A rate-limit answer: how long the forge asks to wait (None: it did not say)."""
+
+    wait_s: float | None
+
+
+def _seconds(value: str | None) -> int | None:
+    return int(value.strip()) if value is not None and _SECONDS.fullmatch(value.strip()) else None
+
+
+def throttle_of(response: httpx.Response, now: float) -> Throttle | None:
+    """The rate limit ``response`` reports, or None (not one: a 403 without ``Retry-After``
+    or ``x-ratelimit-remaining: 0`` is a permission failure). ``now``: epoch seconds."""
+    if response.status_code not in (403, 429):
+        return None
+    headers = response.headers
+    retry_after = _seconds(headers.get("retry-after"))
+    exhausted = headers.get("x-ratelimit-remaining", "").strip() == "0"
+    reset = _seconds(headers.get("x-ratelimit-reset")) if exhausted else None
+    if retry_after is not None:
+        return Throttle(float(retry_after))
+    if reset is not None:
+        return Throttle(float(max(0, math.ceil(reset - now))))
+    if response.status_code == 429 or exhausted or "retry-after" in headers:
+        return Throttle(None)
+    return None
+
+
+def _at(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,8 +298,16 @@ class Forge:
         *,
         transport: httpx.BaseTransport | None = None,
         timeout_s: float = TIMEOUT_S,
+        rate_wait_s: float = MAX_RATE_WAIT_S,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``rate_wait_s``: the most all rate-limit waits of one call may add up to;
+        ``sleep`` and ``clock`` (epoch seconds) are injectable so tests never sleep."""
         self.base_url = check_forge_url(base_url)
+        self._rate_wait_s = rate_wait_s
+        self._sleep = sleep
+        self._clock = clock
         headers = {
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
@@ -282,6 +340,35 @@ class Forge:
         )
 
     def _send(self, method: str, url: str, what: str, **kw: Any) -> httpx.Response:
+        """One call, waiting out rate limits within the bound (see the module doc)."""
+        waited = 0.0
+        for attempt in range(MAX_RATE_RETRIES + 1):
+            response = self._request(method, url, what, **kw)
+            throttle = throttle_of(response, self._clock())
+            if throttle is None:
+                return response
+            wait = throttle.wait_s
+            if wait is None or waited + wait > self._rate_wait_s or attempt == MAX_RATE_RETRIES:
+                raise self._rate_limited(response.status_code, what, wait, waited)
+            self._sleep(wait)
+            waited += wait
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _rate_limited(
+        self, status: int, what: str, wait: float | None, waited: float
+    ) -> ForgeFailure:
+        said = f"the forge rate-limited {what} (HTTP {status})"
+        if waited:
+            said += f", again after {waited:.0f} s of waiting"
+        if wait is None:
+            return FORGE_RATE_LIMITED(f"{said}, without saying until when; retry in a few minutes")
+        return FORGE_RATE_LIMITED(
+            f"{said}; it asks for {wait:.0f} s more, and factory waits at most "
+            f"{self._rate_wait_s:.0f} s and {MAX_RATE_RETRIES} retries per call: retry after "
+            f"{_at(self._clock() + wait)}"
+        )
+
+    def _request(self, method: str, url: str, what: str, **kw: Any) -> httpx.Response:
         try:
             response = self._client.request(method, url, **kw)
         except httpx.HTTPError as exc:

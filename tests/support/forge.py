@@ -11,6 +11,10 @@ the operator relies on them:
 * ``POST /repos/{owner}/{name}/pulls`` — create (201), or 422 when the head branch is not
   on the linked git remote (when one is linked) or an open PR for the head exists.
 
+Rate limits are emulated on demand: :meth:`ForgeState.throttle` queues answers (a 429, or
+a 403 with ``Retry-After`` / ``x-ratelimit-*`` headers) that the next requests get, in
+order, instead of their normal answer — as GitHub's primary and secondary limits look.
+
 It listens on 127.0.0.1 only, records every request (method, path, query, whether the
 expected bearer token came with it, JSON body), answers anything else with 404 and
 records it as *unexpected*, and records any call to a merge endpoint
@@ -53,6 +57,14 @@ class RepoState:
     git_remote: Path | None = None  # a bare repository: PR heads must exist there
 
 
+@dataclass(frozen=True)
+class Throttled:
+    """One canned rate-limit (or permission) answer: its status and headers."""
+
+    status: int
+    headers: tuple[tuple[str, str], ...]
+
+
 @dataclass
 class ForgeState:
     token: str | None
@@ -60,7 +72,17 @@ class ForgeState:
     requests: list[Recorded] = field(default_factory=list)
     unexpected: list[Recorded] = field(default_factory=list)
     merge_attempts: list[Recorded] = field(default_factory=list)
+    throttles: list[Throttled] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def throttle(self, status: int, headers: dict[str, str] | None = None, times: int = 1) -> None:
+        """The next ``times`` requests get ``status`` with ``headers`` instead of an answer."""
+        with self.lock:
+            self.throttles.extend([Throttled(status, tuple((headers or {}).items()))] * times)
+
+    def next_throttle(self) -> Throttled | None:
+        with self.lock:
+            return self.throttles.pop(0) if self.throttles else None
 
     def repo(self, full: str) -> RepoState:
         return self.repos.setdefault(full, RepoState())
@@ -135,13 +157,21 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def _reply(self, status: int, value: Any, links: str | None = None) -> None:
+    def _reply(
+        self,
+        status: int,
+        value: Any,
+        links: str | None = None,
+        extra: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         body = json.dumps(value).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
         if links:
             self.send_header("Link", links)
+        for name, text in extra:
+            self.send_header(name, text)
         self.end_headers()
         self.wfile.write(body)
 
@@ -181,8 +211,21 @@ class _Handler(BaseHTTPRequestHandler):
                 state.unexpected.append(rec)
         self._reply(404, {"message": "Not Found (emulation)"})
 
+    def _throttled(self) -> bool:
+        """Answer with the next queued rate-limit answer, if there is one."""
+        canned = self.server.state.next_throttle()
+        if canned is None:
+            return False
+        message = "API rate limit exceeded (emulation)"
+        if canned.status == 403 and not canned.headers:
+            message = "Resource not accessible by integration (emulation)"
+        self._reply(canned.status, {"message": message}, extra=canned.headers)
+        return True
+
     def do_GET(self) -> None:
         rec = self._record(None)
+        if self._throttled():
+            return
         state = self.server.state
         match = re.fullmatch(_REPO + r"(?P<rest>/issues|/pulls)?", rec.path)
         full = f"{match['owner']}/{match['name']}" if match else ""
@@ -215,6 +258,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw.decode("latin-1")
         rec = self._record(body)
+        if self._throttled():
+            return
         state = self.server.state
         match = re.fullmatch(_REPO + r"/pulls", rec.path)
         full = f"{match['owner']}/{match['name']}" if match else ""
