@@ -11,9 +11,11 @@ never raises for anything a caller can send:
 * a corrupt log or a lock timeout → a tool error naming the code; nothing is appended;
 * a call whose text is not valid UTF-8 or holds a lone surrogate, or nests too deeply
   (screened on the wire by :mod:`factory.bus.wire`) → ``command.rejected`` with reason
-  ``malformed-text`` or ``request-too-deep``.
+  ``malformed-text``, ``duplicate-key`` (a key repeated inside the call's arguments) or
+  ``request-too-deep``.
 
-A request that repeats a key never reaches the handler: the transport
+A request that repeats a key of the request itself (``method``, ``jsonrpc``, ``id``,
+``params``, the tool ``name``) never reaches the handler: the transport
 (:mod:`factory.bus.stdio`) answers it with a JSON-RPC error and nothing is recorded.
 
 The SDK's own argument validation is bypassed on purpose: it would refuse malformed calls
@@ -95,6 +97,8 @@ def _parse(verb: str, arguments: Any) -> VerbInput | Rejection:
 
 
 _WIRE_REFUSALS: Final = {
+    "duplicate-key": "the call's arguments give a key twice, so they mean no one thing "
+    "(parsers disagree on which counts); send each key once",
     "request-too-deep": f"the request nests deeper than {MAX_DEPTH} levels; no verb takes such "
     "input",
 }

@@ -42,7 +42,8 @@ from typing import Any, BinaryIO, Final
 
 MALFORMED_KEY: Final = "\x00factory-malformed-request"
 """Argument key that marks a refused call (see module doc): ``True`` for text that was not
-valid Unicode, else the reason (``request-too-deep``)."""
+valid Unicode, else the reason (``duplicate-key`` inside a call's arguments,
+``request-too-deep``)."""
 
 INVALID_REQUEST: Final = -32600
 """JSON-RPC 2.0's "Invalid Request" code: what a request that repeats a key gets."""
@@ -110,7 +111,9 @@ def screen_line(raw: bytes) -> bytes | WireRefusal:
     except ValueError:
         return raw  # not JSON: the SDK answers or drops it as before
     if repeated is not None:  # parsers disagree on which wins: it means no one thing
-        return WireRefusal(_refusal_id(value, repeated), "duplicate-key")
+        if _in_envelope(value, repeated):
+            return WireRefusal(_refusal_id(value, repeated), "duplicate-key")
+        reason = "duplicate-key"  # only inside a call's arguments: recorded (issue 8 §7)
     if reason is None:
         if not (suspect and _has_surrogate(value)):
             return raw  # the common case
@@ -130,6 +133,14 @@ def screen_line(raw: bytes) -> bytes | WireRefusal:
     return raw
 
 
+class _Object(dict[str, Any]):
+    """A parsed object that repeated keys, and which (read by :func:`_in_envelope`)."""
+
+    def __init__(self, pairs: list[tuple[str, Any]], repeated: frozenset[str]) -> None:
+        super().__init__(pairs)
+        self.repeated = repeated
+
+
 def _parse(text: str) -> tuple[Any, frozenset[str] | None]:
     """The JSON value of ``text`` (a repeated key: its last value, only ever read for the
     ``id``) and the keys its top-level object repeats; ``None`` when no object at any level
@@ -138,14 +149,27 @@ def _parse(text: str) -> tuple[Any, frozenset[str] | None]:
 
     def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         counts = Counter(key for key, _ in pairs)
-        found.append(frozenset(key for key, n in counts.items() if n > 1))
-        return dict(pairs)
+        repeats = frozenset(key for key, n in counts.items() if n > 1)
+        found.append(repeats)
+        return _Object(pairs, repeats) if repeats else dict(pairs)
 
     value = json.loads(text, object_pairs_hook=hook)
     if not any(found):
         return value, None
     # An object's hook runs after its members': the top-level object's comes last.
     return value, found[-1] if isinstance(value, dict) else frozenset()
+
+
+def _in_envelope(value: Any, repeated: frozenset[str]) -> bool:
+    """Whether a repeated key is part of the request itself (its top-level object, or a
+    ``tools/call``'s ``params`` object: the method, id, tool name…), rather than only inside
+    the arguments of a call, which the handler records as ``command.rejected``."""
+    if repeated or not isinstance(value, dict) or value.get("method") != "tools/call":
+        return True
+    params = value.get("params")
+    if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+        return True
+    return bool(getattr(params, "repeated", frozenset()))
 
 
 def _refusal_id(value: Any, repeated: frozenset[str]) -> int | str | None:

@@ -356,17 +356,22 @@ def test_duplicate_keys_and_deep_requests_get_a_typed_answer_and_a_record(
     try:
         ok = server.ask(_call(2, b'{"name":"register","arguments":{"name":"a","kind":"worker"}}'))
         assert ok["result"]["isError"] is False  # twin: a well-formed call
-        # a repeated key is refused on the wire (JSON-RPC -32600), never executed or recorded
-        for ident, line in ((3, SURROGATE_BEHIND_DUPLICATE), (4, DUPLICATED_PARAMS)):
-            answer = server.ask(line)
-            assert answer["id"] == ident and answer["error"]["code"] == -32600, answer
-            assert answer["error"]["data"] == "factory/refused-duplicate-key"
-        for ident, line in ((5, _deep(5, 500)), (6, _deep(6, 100_000))):
+        # a key repeated in the request itself is refused on the wire (JSON-RPC -32600),
+        # never executed or recorded
+        answer = server.ask(DUPLICATED_PARAMS)
+        assert answer["id"] == 4 and answer["error"]["code"] == -32600, answer
+        assert answer["error"]["data"] == "factory/refused-duplicate-key"
+        # one repeated inside a call's arguments is that call's rejection, recorded (issue 8)
+        cases = [
+            (3, SURROGATE_BEHIND_DUPLICATE, "duplicate-key"),
+            (5, _deep(5, 500), "request-too-deep"),
+            (6, _deep(6, 100_000), "request-too-deep"),
+        ]
+        for ident, line, reason in cases:
             answer = server.ask(line)
             assert answer["id"] == ident, answer
             result = answer["result"]
-            assert result["isError"] is True
-            assert result["structuredContent"]["error"] == "request-too-deep"
+            assert result["isError"] is True and result["structuredContent"]["error"] == reason
             assert "Traceback" not in json.dumps(answer) and "recursion" not in json.dumps(answer)
         # a request that is not a tool call gets a JSON-RPC error for its id
         deep_other = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":%s}}\n' % (
@@ -382,8 +387,9 @@ def test_duplicate_keys_and_deep_requests_get_a_typed_answer_and_a_record(
     events = lines(tmp_path)
     assert [e["type"] for e in events] == [
         "actor.registered",
-        *["command.rejected"] * 2,
+        *["command.rejected"] * 3,
         "actor.heartbeat",
     ]
-    assert [e["reason"] for e in events[1:3]] == ["request-too-deep", "request-too-deep"]
+    reasons = [e["reason"] for e in events[1:4]]
+    assert reasons == ["duplicate-key", "request-too-deep", "request-too-deep"]
     assert not any(e.get("name") in ("b", "c", "d") for e in events)  # no parser chose a side

@@ -62,13 +62,34 @@ DUPLICATED: dict[str, tuple[bytes, int | None, bytes]] = {
         20,
         register(21, "ok-tool"),
     ),
-    "an argument": (
-        b'{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"register",'
-        b'"arguments":{"name":"dup-arg","name":"dup-arg-2","kind":"worker"}}}\n',
-        22,
-        register(23, "ok-arg"),
-    ),
 }
+
+
+def test_a_key_repeated_in_the_arguments_only_is_the_calls_recorded_rejection(
+    tmp_path: Path,
+) -> None:
+    """Inside a call's arguments a repeated key is the call's own fault: the request is one
+    request, so the handler records ``command.rejected`` (issue 8 §7) and answers with a
+    tool error; nothing is executed either way."""
+    server = LiveServer(tmp_path)
+    try:
+        line = (
+            b'{"jsonrpc":"2.0","id":22,"method":"tools/call","params":{"name":"register",'
+            b'"arguments":{"name":"dup-arg","name":"dup-arg-2","kind":"worker"}}}\n'
+        )
+        refused = server.ask(line)
+        assert refused["id"] == 22 and refused["result"]["isError"] is True, refused
+        assert refused["result"]["structuredContent"]["error"] == "duplicate-key"
+        done = server.ask(register(23, "ok-arg"))  # twin: each key once
+        assert done["result"]["isError"] is False
+    finally:
+        assert server.close() == 0
+    events = lines(tmp_path)
+    assert [(e["type"], e.get("reason")) for e in events] == [
+        ("command.rejected", "duplicate-key"),
+        ("actor.registered", None),
+    ]
+    assert events[1]["name"] == "ok-arg"
 
 
 def test_a_repeated_key_is_answered_with_an_error_and_never_executed(tmp_path: Path) -> None:

@@ -182,7 +182,10 @@ REPEATED: dict[str, tuple[bytes, int | str | None]] = {
     "jsonrpc twice": (b'{"jsonrpc":"2.0","jsonrpc":"1.0","id":"a","method":"ping"}', "a"),
     "id twice": (b'{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}', None),
     "params twice": (b'{"jsonrpc":"2.0","id":5,"method":"ping","params":{},"params":{}}', 5),
-    "deep in arguments": (_call(5, "send", b'{"x":[{"k":1,"k":1}]}'), 5),
+    "the tool name twice": (
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"a","name":"b"}}',
+        5,
+    ),
     "a notification": (b'{"jsonrpc":"2.0","method":"x","method":"y"}', None),
     "an id that is no id": (b'{"jsonrpc":"2.0","id":true,"method":"x","method":"y"}', None),
     "a top-level array": (b'[{"jsonrpc":"2.0","id":5,"id":5}]', None),
@@ -198,3 +201,16 @@ def test_a_repeated_key_at_any_level_is_refused_for_the_one_id_it_names(name: st
     # negative control: the same bytes with every repetition removed pass unchanged
     once = json.dumps(json.loads(line)).encode()
     assert screen_line(once) is once
+
+
+def test_a_key_repeated_only_inside_a_calls_arguments_marks_the_call() -> None:
+    """That call is one request with bad arguments: it reaches the handler marked, which
+    records ``command.rejected`` (issue 8 §7), at any depth of the arguments."""
+    for args in (b'{"k":1,"k":2}', b'{"x":[{"k":1,"k":1}]}'):
+        out = screen_line(_call(5, "send", args))
+        assert isinstance(out, bytes)
+        call = json.loads(out)
+        assert call["id"] == 5 and call["params"]["name"] == "send"
+        assert call["params"]["arguments"] == {MALFORMED_KEY: "duplicate-key"}
+    twin = _call(5, "send", b'{"k":1}')  # each key once: passes unchanged
+    assert screen_line(twin) is twin
