@@ -27,10 +27,10 @@ submodules' repositories):
 * in the common dir, the worktree's own git dir under ``worktrees/`` (bound once, as
   ``git-dir/…``).
 
-The worktree's own index *is* bound. A reviewer runs read-only, so any write to it is a
-mutation; the worker and the repair legitimately refresh it with their own ``git
-status``, so :func:`editor_ignores` leaves it (but not a left ``index.lock``) out of their
-comparison — HEAD and the index *entries* are checked instead
+The worktree's own index *is* bound. The worker, the repair and the reviewer all
+refresh it with their own ``git status``/``git diff``, so :func:`editor_ignores` leaves it
+(but not a left ``index.lock``) out of their comparison — HEAD and the index *entries*
+are checked instead
 (:mod:`factory.gitio.index_entries`: modes, ids, stages, intent-to-add and hide-bits).
 """
 

@@ -111,8 +111,16 @@ class _Run(RunState):
 
     async def mutated(self, ph: OpenPhase, tree0: Bound, cand: Candidate) -> bool:
         """Did the worktree tree, the git directories or the candidate identity change?
-        Any change is stored as evidence (the identity alone: an empty list)."""
-        moved = await self.git_moved()
+        Any change is stored as evidence (the identity alone: an empty list).
+
+        The worktree's index is judged by its entries (path, mode, object, stage, flags),
+        as for the editors, not by its bytes: a reviewer's plain ``git diff`` rewrites the
+        index's stat cache after the worker touched a tracked file without changing it,
+        and that read is not a mutation (issue 24 §1)."""
+        moved = await self.git_moved(editor_ignores)
+        index = await in_thread(partial(index_entries_digest, self.wt.root))
+        if index != self.entry_index:
+            moved.append(b"git-dir/index")
         tree1 = await in_thread(partial(bind_tree, self.wt.root, tree0))
         self.last_tree = tree1
         moved += [b"worktree/" + p for p in changed_paths(tree0, tree1)]

@@ -9,6 +9,7 @@ only edit files, or only refresh the index's stat data.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -113,3 +114,24 @@ def test_twin_stat_data_and_bookkeeping_bits_do_not_count() -> None:
     plain, refreshed = parse_entries(record("0", "1")), parse_entries(record("40000", "9"))
     assert plain == refreshed and len(plain) == 1  # CE_UPTODATE (1 << 18) is in-memory only
     assert parse_entries(record("20004000", "1"))[0][4] == 0x20000000 & MEANINGFUL_FLAGS
+
+
+async def test_a_reviewers_plain_git_diff_refreshing_stat_data_is_not_a_mutation(
+    layout: Layout,
+) -> None:
+    """Observed before (issue 24 §1): the worker touched a tracked file without changing
+    it, the reviewer's read-only ``git status``/``git diff`` rewrote the index's stat cache,
+    and the review was void as ``reviewer-mutation``. The twins above (intent-to-add,
+    assume-unchanged, skip-worktree by the reviewer) still are mutations."""
+    touch = chain(FIX, lambda wt: os.utime(wt / "README.md", (1, 1)))
+    ran = await run(layout, [Step(effect=touch)], [Step(effect=git_status_refreshing_the_index)])
+    r = ran.outcome.receipt
+    assert ran.outcome.exit_code == 0, r.error
+    assert (r.status, r.verdict) == ("completed", "APPROVE")
+
+
+async def test_twin_a_reviewer_staging_a_file_is_still_a_mutation(layout: Layout) -> None:
+    ran = await run(layout, [Step(effect=FIX)], [Step(effect=INDEX_ONLY["staged-edit"])])
+    r = ran.outcome.receipt
+    assert r.error is not None and r.error.code == "reviewer-mutation"
+    assert "git-dir/index" in evidence_paths(layout, r.phases[-1])

@@ -52,8 +52,16 @@ def new_ref(wt: Path) -> None:
 
 
 def rewrite_index_same_tree(wt: Path) -> None:
-    # Same tree, different index file bytes (format v4): still a write to the index.
+    # Same entries, different index file bytes (format v4): not a change of the candidate,
+    # its tree or HEAD; the index is judged by its entries (issue 24 §1).
     git(wt, "update-index", "--index-version", "4")
+
+
+async def test_an_index_rewritten_with_the_same_entries_is_not_a_mutation(
+    layout: Layout,
+) -> None:
+    ran = await run(layout, [Step(effect=FIX)], [Step(effect=rewrite_index_same_tree)])
+    assert ran.outcome.exit_code == 0, ran.outcome.receipt.error
 
 
 MUTATIONS: dict[str, Effect] = {
@@ -68,7 +76,6 @@ MUTATIONS: dict[str, Effect] = {
     "candidate-file": write("src/app.py", "def add(a, b):\n    return b + a\n"),
     "mode-only": chmod_file,
     "ref": new_ref,
-    "index-file-rewrite": rewrite_index_same_tree,
 }
 
 
