@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--print-manifest", action="store_true", help="print the document before the summary"
     )
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, own_utf8_refusals=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -194,6 +194,27 @@ def refuse_non_utf8(args: object, flags: Mapping[str, str]) -> None:
                 raise ARGUMENT_NOT_UTF8(f"{flag} is not valid UTF-8") from None
 
 
+def refuse_non_utf8_argv(argv: Sequence[str]) -> None:
+    """Refuse (exit 2) any command-line word that is not UTF-8, before the command runs:
+    every command records or prints its arguments as JSON or text, which cannot hold them
+    (Python hands such bytes over as lone surrogates). The word is named by its position
+    and the flag it belongs to, never echoed. A command whose contract names its own code
+    for such input sets ``own_utf8_refusals`` (``factory digest``: ``name-not-utf8``)."""
+    for number, word in enumerate(argv, start=1):
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            flag = word.partition("=")[0] if word.startswith("--") and "=" in word else None
+            if flag is None and number > 1 and argv[number - 2].startswith("-"):
+                flag = argv[number - 2]
+            what = f"the value of {flag}" if flag and _printable(flag) else f"argument {number}"
+            raise ARGUMENT_NOT_UTF8(f"{what} is not valid UTF-8") from None
+
+
+def _printable(word: str) -> bool:
+    return word.isascii() and word.isprintable()
+
+
 def default_state_dir() -> Path:
     """The default runtime folder: ``$FACTORY_STATE_DIR``, else the checkout's ``state/``.
 
@@ -235,6 +256,8 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
     args: argparse.Namespace | None = None
     try:
         args = parser.parse_args(list(argv))
+        if not getattr(args, "own_utf8_refusals", False):
+            refuse_non_utf8_argv(argv)
         handler: Handler | None = getattr(args, "handler", None)
         if handler is None:
             print_help: Callable[..., None] = getattr(args, _HELP, parser.print_help)
