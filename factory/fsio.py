@@ -33,6 +33,16 @@ class OutputExists(Refused):
 OUTPUT_EXISTS = OutputExists.define("output-exists", "choose a new path", default=True)
 
 
+class OutputUnwritable(Refused):
+    """The output path was claimed but its first record could not be written; it was
+    removed again, nothing ran."""
+
+
+OUTPUT_UNWRITABLE = OutputUnwritable.define(
+    "output-unwritable", "free space where the output goes (or choose another path), then retry"
+)
+
+
 def fsync_dir(folder: Path) -> None:
     """fsync a folder so a rename or create inside it survives a crash."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
@@ -56,15 +66,30 @@ def write_exclusive(path: Path, data: bytes, *, mode: int = 0o600) -> None:
         OutputExists: ``path`` exists (any kind of entry, a dangling symlink included).
         OSError: the folder is missing or not writable.
     """
+    _fill(path, _create(path, mode), data)
+
+
+def _create(path: Path, mode: int) -> int:
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     except FileExistsError as exc:
         raise OUTPUT_EXISTS(f"{path} already exists") from exc
+
+
+def _fill(path: Path, fd: int, data: bytes) -> None:
+    """Write ``data`` to the new file ``fd`` at ``path`` and make it durable; on any failure
+    (a full disk, a file-size limit, an I/O error) the file is removed before the error
+    propagates: a half-written exclusive file (a 0-byte receipt) is never left behind."""
     try:
-        _write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
     fsync_dir(path.parent)
 
 
@@ -76,8 +101,16 @@ def reserve(path: Path, first_record: bytes, *, mode: int = 0o644) -> None:
 
     Raises:
         OutputExists: someone else holds the path.
+        OutputUnwritable: the claim was made but its first record could not be written
+            (a full disk…): the path is free again, nothing ran (exit 2).
+        OSError: the folder is missing or not writable.
     """
-    write_exclusive(path, first_record, mode=mode)
+    fd = _create(path, mode)
+    try:
+        _fill(path, fd, first_record)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise OUTPUT_UNWRITABLE(f"{path} could not be written ({why}); nothing ran") from exc
 
 
 def atomic_replace(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:

@@ -292,8 +292,8 @@ class EventLog:
             if written != len(line):
                 self._forget()
                 raise WRITE_FAILED(
-                    f"short write to {self.path} ({written} of {len(line)} bytes); the log now "
-                    "ends in a torn line and will be refused"
+                    f"short write to {self.path} ({written} of {len(line)} bytes); "
+                    + _cut_back(fd, before)
                 )
             try:
                 os.fsync(fd)
@@ -301,7 +301,7 @@ class EventLog:
                 self._forget()
                 raise WRITE_FAILED(
                     f"the event written to {self.path} could not be made durable "
-                    f"({exc.strerror}); treat it as not recorded"
+                    f"({exc.strerror}); " + _cut_back(fd, before)
                 ) from None
             st = os.fstat(fd)
         finally:
@@ -335,3 +335,15 @@ __all__ = [  # the log's bytes are factory.bus.logfile; these names stay importa
     "read_lines",
     "utc_timestamp",
 ]
+
+
+def _cut_back(fd: int, size: int) -> str:
+    """Truncate the log back to ``size`` after a failed append (the lock is held): the log
+    is left as it was, never with a torn tail that would make it unusable for good. The
+    words say which happened."""
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError as exc:
+        return f"the log could not be cut back ({exc.strerror}) and now ends in a torn line"
+    return "the log was cut back to its last whole event: nothing was recorded"

@@ -219,3 +219,27 @@ def test_a_deeply_nested_operator_receipt_is_invalid_not_a_crash(
     assert proc.returncode == ExitCode.FAILURE, proc.stderr
     assert last_code(proc.stderr) == "operator-receipt-invalid"
     assert b"Traceback" not in proc.stderr
+
+
+def _fsize_limited(limit: int) -> None:
+    import resource
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+
+def test_a_reservation_that_cannot_be_written_leaves_nothing(layout: Layout) -> None:
+    """Observed before (issue 24 §4): a full disk at the reservation was an internal error
+    (exit 1) and left a partly written receipt. Now the claim is given back: exit 2,
+    ``output-unwritable``, no receipt, no evidence. A file-size limit stands in for the
+    full device (the same failed write); twin: the same run with room."""
+    argv = [sys.executable, "-m", "factory", *agent_args(layout), "--rehearsal", "demo"]
+    proc = subprocess.run(
+        argv, capture_output=True, timeout=120, check=False,
+        preexec_fn=lambda: _fsize_limited(10),
+    )  # fmt: skip
+    assert proc.returncode == ExitCode.USAGE, proc.stderr
+    assert last_code(proc.stderr) == "output-unwritable" and nothing_written(layout)
+    twin = subprocess.run(argv, capture_output=True, timeout=300, check=False)
+    assert twin.returncode == 0, twin.stderr[-2000:]
+    assert json.loads(layout.receipt.read_bytes())["status"] == "completed"

@@ -163,6 +163,25 @@ def test_enospc_at_the_write_seam_is_bus_write_failed(tmp_path: Path) -> None:
     assert handle_call(log, "heartbeat", {"actor": "act-0001"})[0] is False
 
 
+def test_a_short_write_is_cut_back_and_the_log_stays_usable(tmp_path: Path) -> None:
+    """Observed before (issue 24 §4): a full device mid-line left a torn tail, and the data
+    dir was refused for good. The writer holds the lock, so it cuts its own line back."""
+    log = new_log(tmp_path / "d")
+    call(log, "register", name="a", kind="worker")
+    before = fixed_point(tmp_path / "d")
+
+    def half(fd: int, data: bytes) -> int:
+        return os.write(fd, data[: len(data) // 2])  # what a device that fills mid-line does
+
+    broken = EventLog(tmp_path / "d", writer=half)
+    with pytest.raises(FactoryError) as info:
+        handle_call(broken, "heartbeat", {"actor": "act-0001"}, raise_failures=True)
+    assert info.value.code == "bus-write-failed" and "cut back" in info.value.message
+    assert fixed_point(tmp_path / "d") == before
+    # twin: the next call with room on the device commits on the same log
+    assert handle_call(EventLog(tmp_path / "d"), "heartbeat", {"actor": "act-0001"})[0] is False
+
+
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
     mnt = tmp_path / "mnt"
