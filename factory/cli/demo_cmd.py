@@ -61,8 +61,15 @@ REPORT_NAME = "demo-report.json"
 
 
 def register(sub: Subcommands) -> None:
+    from factory.cli.framework import default_state_dir
+
+    # The default folder as it is on this installation (a checkout's state/, else
+    # $FACTORY_STATE_DIR or the user's state folder), never a placeholder.
+    where = f"{default_state_dir()}/demo-<UTC time>"
     p = sub.add_parser(
-        "demo", help="rehearse the agent cycle on a sample repository", description=HELP
+        "demo",
+        help="rehearse the agent cycle on a sample repository",
+        description=HELP.replace("state/demo-<UTC time>", where),
     )
     p.add_argument("--dir", metavar="D", help="new folder for the demo (must not exist)")
     p.add_argument(
