@@ -113,6 +113,15 @@ def safe_line(text: str, *, limit: int | None = LINE_LIMIT) -> str:
     return inert(text, limit=limit)
 
 
+def error_line(code: str, fact: str, next_step: str, *, kept: str = "") -> str:
+    """The one stderr line of a typed error, ``factory: <code>: <fact><kept>; <next step>``:
+    the fact (which may quote a path, a provider's or a forge's words) is made inert and
+    capped; ``kept`` (a next command) and the next step are made inert but never cut, so
+    an instruction is never broken off where it begins (issue 28)."""
+    line = f"factory: {code}: {safe_line(fact)}{safe_line(kept, limit=None)}"
+    return f"{line}; {safe_line(next_step, limit=None)}" if next_step else line
+
+
 def is_inert(text: str) -> bool:
     """True when ``text`` would display as itself (nothing to escape, no backslash)."""
     return "\\" not in text and not any(needs_escape(char) for char in text)

@@ -158,6 +158,13 @@ class FactoryError(Exception):
         """The single line printed to stderr: ``factory: <code>: <message>``."""
         return f"factory: {self.code}: {self.message}"
 
+    def shown(self) -> str:
+        """:meth:`diagnostics` as a terminal shows it: the fact inert and capped, the
+        next step whole (see :func:`factory.display.error_line`)."""
+        from factory.display import error_line
+
+        return error_line(self.code, self.fact, self.spec.next_step)
+
 
 class UsageError(FactoryError):
     """Bad invocation or a refused precondition; nothing was changed (exit 2)."""

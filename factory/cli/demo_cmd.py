@@ -202,7 +202,7 @@ def _finish(args: argparse.Namespace, root: Path, receipt: Path, exit_code: int)
         checked = verify(receipt)
         model, _ = load_receipt(receipt)
     except FactoryError as exc:
-        say(exc.diagnostics())
+        say(exc.shown())
     report = checked.to_json_value() if checked is not None else None
     failed = failed_checks(checked) if checked is not None and not checked.ok else []
     out = DemoReport(

@@ -268,10 +268,9 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
     except FactoryError as exc:
         if exc.exit_code == ExitCode.INTERNAL:
             return _internal(args, exc)
-        # Messages may quote a path or a provider's words: inert before a terminal shows them.
-        from factory.display import safe_line
-
-        say(safe_line(exc.diagnostics()))
+        # Messages may quote a path or a provider's words: inert before a terminal shows
+        # them; the code's next step is shown whole.
+        say(exc.shown())
         return int(exc.exit_code)
     except KeyboardInterrupt:
         say("factory: interrupted")

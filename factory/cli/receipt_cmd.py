@@ -103,9 +103,8 @@ def run_verify(args: argparse.Namespace) -> int:
         )
     if report.ok:
         return int(ExitCode.OK)
-    from factory.display import inert  # a forged receipt's role names are its own
 
-    say(inert(RECEIPT_VERIFICATION_FAILED("; ".join(failed_checks(report))).diagnostics()))
+    say(RECEIPT_VERIFICATION_FAILED("; ".join(failed_checks(report))).shown())
     return int(ExitCode.FAILURE)
 
 
@@ -134,7 +133,7 @@ def run_show(args: argparse.Namespace) -> int:
         say(inert(f"factory: HTML receipt written to {html}"))
     if facts.verified:
         return int(ExitCode.OK)
-    say(inert(RECEIPT_VERIFICATION_FAILED("; ".join(facts.failed)).diagnostics()))
+    say(RECEIPT_VERIFICATION_FAILED("; ".join(facts.failed)).shown())
     return int(ExitCode.FAILURE)
 
 

@@ -297,9 +297,9 @@ def operate(out: Path, flow: Flow, prepare: Prepare) -> Result:
         # failure (4), though nothing was spent; every other refusal here is a 2.
         code = int(stop.error.exit_code) if stop.stage == "gate" else int(ExitCode.USAGE)
         data = rec.finish(rec.receipt("refused", code, refusal=refusal))
-        return Result(code, data, inert(stop.error.diagnostics()))
+        return Result(code, data, stop.error.shown())
     except FactoryError as exc:
-        line = inert(exc.diagnostics())
+        line = exc.shown()
         error = ErrorRecord(code=exc.code, message=exc.message)
         data = rec.finish(rec.receipt("execution-failed", int(ExitCode.FAILURE), error=error))
         return Result(int(ExitCode.FAILURE), data, line)

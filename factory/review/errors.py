@@ -23,10 +23,22 @@ class ReviewRefused(Refused):
     def __init__(
         self, fact: str, *, code: Code[Any] | None = None, next: Sequence[str] = ()
     ) -> None:
-        if next and next[0] not in fact:
-            fact = f"{fact} (next: {next[0]})"
+        self.base_fact = fact
+        self.hint = next[0] if next and next[0] not in fact else None
+        if self.hint is not None:
+            fact = f"{fact} (next: {self.hint})"
         super().__init__(fact, code=code)
         self.next = tuple(next)
+
+    def shown(self) -> str:
+        """As :meth:`FactoryError.shown`, with the next command kept whole after a capped
+        fact: an instruction is never broken off where it begins."""
+        if self.hint is None:
+            return super().shown()
+        from factory.display import error_line
+
+        kept = f" (next: {self.hint})"
+        return error_line(self.code, self.base_fact, self.spec.next_step, kept=kept)
 
 
 class ReviewInputInvalid(UsageError):
