@@ -14,7 +14,8 @@ from factory.documents.emit import json_line
 from factory.errors import Failure, Refused, UsageError
 
 BUS_VERIFICATION_FAILED = Failure.define(
-    "bus-verification-failed", "keep the log as evidence; the JSON on stdout names every check"
+    "bus-verification-failed",
+    "keep the log as evidence; 'factory bus verify --json' names every check",
 )
 NO_EVENT_LOG = Refused.define("no-event-log", "pass the --data-dir that a bus or smoke run used")
 STDIO_CLOSED = UsageError.define(
@@ -183,9 +184,13 @@ def register(sub: Any) -> None:
     verify = verbs.add_parser(
         "verify",
         help="verify an event log (read-only)",
-        description="Print the log's fixed point and every check's result as JSON (read-only).\n"
-        "Exit 0 when every gating check passed, 4 otherwise.",
+        description="At a terminal, what the sessions did (actors, messages and threads,\n"
+        "acknowledgements, handoffs, refused commands) and the verdict; with --json, or\n"
+        "when stdout is not a terminal, the log's fixed point and every check's result as\n"
+        "JSON (factory.bus-verification/1). Read-only. Exit 0 when every gating check\n"
+        "passed, 4 otherwise. The five richness checks gate only with --as-evidence.",
     )
+    verify.add_argument("--json", action="store_true", help="the JSON report, also at a terminal")
     verify.add_argument("--data-dir", required=True, help="folder holding events.jsonl")
     verify.add_argument(
         "--as-evidence",
@@ -284,8 +289,13 @@ def run_verify(args: argparse.Namespace) -> int:
     if not os.path.lexists(data_dir / LOG_NAME):  # anything else there is refused by verify
         raise NO_EVENT_LOG(f"no event log at {data_dir / LOG_NAME}")
     report = verify(data_dir, as_evidence=args.as_evidence)
-    value = report.to_json_value()
-    emit_stdout(json_line(value, indent=2))
+    if args.json or sys.stdout is None or not sys.stdout.isatty():
+        emit_stdout(json_line(report.to_json_value(), indent=2))
+    else:
+        from factory.bus.summary import activity, render
+
+        text = "\n".join(render(data_dir, report, activity(data_dir))) + "\n"
+        emit_stdout(text.encode("utf-8"))
     if report.ok:
         return int(ExitCode.OK)
     failed = ", ".join(report.failed_gates())
