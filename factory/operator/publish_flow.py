@@ -101,6 +101,21 @@ def resolve_source(path: Path, repository: str) -> Source:
     return Source(agent, int(intent["issue"]))
 
 
+def _common_dir_of(receipt: Path, repository: str) -> Path | None:
+    """The git common dir of the worktree the receipt names, or None when the receipt
+    cannot be followed yet (observe then refuses it by name)."""
+    try:
+        source = resolve_source(receipt, repository)
+        parsed, _ = load_receipt(source.agent_path)
+        root = adapter.worktree_root(parsed.worktree)
+    except FactoryError:
+        return None
+    from factory.gitio.run import try_git
+
+    code, out = try_git(root, ["rev-parse", "--path-format=absolute", "--git-common-dir"])
+    return Path(out.decode("utf-8", "surrogateescape").strip()) if code == 0 else None
+
+
 @dataclass
 class PublishFlow:
     """The :class:`~factory.operator.session.Flow` of ``operator publish``."""
@@ -121,10 +136,25 @@ class PublishFlow:
     stale_code: Code[StaleIntent] = INTENT_STALE
     observation: adapter.Observation | None = field(default=None, init=False)
     root: Path | None = field(default=None, init=False)
+    lock: int | None = field(default=None, init=False)
 
     def admit(self) -> None:
+        """The repository's publish lock first (another publish running: refused before
+        any prompt, key or forge call), then the flow's own admission."""
+        common = _common_dir_of(self.receipt, self.repository)
+        if common is not None:
+            from factory.operator.publish_lock import hold
+
+            self.lock = hold(common)
         if self.before is not None:
             self.before()
+
+    def close(self) -> None:
+        """Release the publish lock (the command is over)."""
+        from factory.operator.publish_lock import release
+
+        release(self.lock)
+        self.lock = None
 
     def _inputs(self) -> PublishInputs:
         source = resolve_source(self.receipt, self.repository)

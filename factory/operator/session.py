@@ -273,6 +273,16 @@ def operate(out: Path, flow: Flow, prepare: Prepare) -> Result:
     rec.gate = lambda: flow.gate_record
     rec.reserve()
     try:
+        return _operate(flow, prepare, rec)
+    finally:
+        close = getattr(flow, "close", None)  # a flow's lock (operator publish)
+        if close is not None:
+            close()
+
+
+def _operate(flow: Flow, prepare: Prepare, rec: Recorder) -> Result:
+    """:func:`operate` once the receipt is reserved."""
+    try:
         try:
             flow.admit()
         except FactoryError as exc:
