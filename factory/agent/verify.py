@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -101,18 +102,35 @@ def check_evidence(ref: EvidenceRef, receipt_path: Path) -> EvidenceCheck:
     if path.name != f"{ref.role}-{ref.sha256}":
         problem = "name-mismatch"
     else:
-        try:
-            size, sha = digest_file(path)
-        except FileNotFoundError:
-            problem = "missing"
-        except OSError:
-            problem = "unreadable"
-        else:
-            if size != ref.bytes:
-                problem = "size-mismatch"
-            elif sha != ref.sha256:
-                problem = "digest-mismatch"
+        problem = _size_problem(path, ref.bytes)  # before hashing: a wrong size is enough
+        if problem is None:
+            try:
+                size, sha = digest_file(path)
+            except FileNotFoundError:
+                problem = "missing"
+            except OSError:
+                problem = "unreadable"
+            else:
+                if size != ref.bytes:
+                    problem = "size-mismatch"
+                elif sha != ref.sha256:
+                    problem = "digest-mismatch"
     return EvidenceCheck(role=ref.role, path=ref.path, ok=problem is None, problem=problem)
+
+
+def _size_problem(path: Path, size: int) -> str | None:
+    """``size-mismatch`` (or ``missing``) from one ``lstat``, so a file of the wrong size,
+    however large, is reported without being read; None when its size is right (or it is
+    not a regular file: the hashing read names that)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return "missing"
+    except OSError:
+        return None
+    if stat.S_ISREG(st.st_mode) and st.st_size != size:
+        return "size-mismatch"
+    return None
 
 
 _EXIT_FOR_STATUS: dict[str, set[int | None]] = {
@@ -214,7 +232,9 @@ def verify(path: Path, *, worktree: bool = True) -> ReceiptVerification:
             reason="not-asked",
         )
     terminal = receipt.status != "running"
-    problems = consistency_problems(receipt)
+    from factory.agent.verify_claims import claim_problems
+
+    problems = consistency_problems(receipt) + claim_problems(receipt, path, evidence)
     ok = (
         revision_ok
         and exact
