@@ -157,6 +157,58 @@ def emit_stdout(data: bytes, *, kept_in: str | None = None) -> None:
         ) from None
 
 
+class GuardedStdout:
+    """``sys.stdout`` for a renderer that writes as it goes (rich): the first write error
+    (a full device, an I/O error) is kept and later writes are dropped, so the command can
+    finish what it does besides printing (an HTML page) and then report the failure as
+    ``output-write-failed`` (:meth:`check`), never as an internal error."""
+
+    def __init__(self) -> None:
+        self.stream = sys.stdout
+        self.error: OSError | None = None
+
+    def write(self, text: str) -> int:
+        if self.error is None and self.stream is not None:
+            try:
+                self.stream.write(text)
+            except BrokenPipeError:
+                raise
+            except OSError as exc:
+                self.error = exc
+        return len(text)
+
+    def flush(self) -> None:
+        if self.error is None and self.stream is not None:
+            try:
+                self.stream.flush()
+            except BrokenPipeError:
+                raise
+            except OSError as exc:
+                self.error = exc
+
+    def isatty(self) -> bool:
+        return self.stream is not None and self.stream.isatty()
+
+    def fileno(self) -> int:
+        if self.stream is None:
+            raise OSError("stdout is closed")
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.stream, "encoding", None) or "utf-8"
+
+    def check(self, *, kept_in: str | None = None) -> None:
+        """Raise ``output-write-failed`` (exit 4) when a write failed."""
+        self.flush()
+        if self.error is not None:
+            _drop_stdout()
+            where = f"; the result is kept in {kept_in}" if kept_in else ""
+            raise OUTPUT_WRITE_FAILED(
+                f"stdout could not be written ({self.error.strerror or self.error}){where}"
+            )
+
+
 def _drop_stdout() -> None:
     """Point ``sys.stdout`` at nothing, so the interpreter's flush at exit does not fail
     again on the same bytes (it would turn the exit code into 120)."""

@@ -113,6 +113,7 @@ def run_show(args: argparse.Namespace) -> int:
 
     from factory.agent.receipt_show import render_verified
     from factory.agent.verify import load_receipt, verify
+    from factory.cli.framework import GuardedStdout
     from factory.display import inert
     from factory.errors import ExitCode
 
@@ -122,7 +123,8 @@ def run_show(args: argparse.Namespace) -> int:
     if html is not None:
         reserve_html(html)
     report = verify(path)  # verify first: the view says what held before what is claimed
-    console = Console(soft_wrap=False)
+    out = GuardedStdout()  # a full device: the page is still written, then exit 4
+    console = Console(soft_wrap=False, file=out)  # type: ignore[arg-type]
     value = report.to_json_value()
     facts = render_verified(receipt, value, console, receipt_path=path, diff=args.diff)
     if html is not None:
@@ -131,6 +133,7 @@ def run_show(args: argparse.Namespace) -> int:
 
         fsio.atomic_replace(html, render_html(facts, path).encode("utf-8"), mode=0o644)
         say(inert(f"factory: HTML receipt written to {html}"))
+    out.check(kept_in=None if html is None else str(html))
     if facts.verified:
         return int(ExitCode.OK)
     say(RECEIPT_VERIFICATION_FAILED("; ".join(facts.failed)).shown())

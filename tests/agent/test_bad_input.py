@@ -243,3 +243,44 @@ def test_a_reservation_that_cannot_be_written_leaves_nothing(layout: Layout) -> 
     twin = subprocess.run(argv, capture_output=True, timeout=300, check=False)
     assert twin.returncode == 0, twin.stderr[-2000:]
     assert json.loads(layout.receipt.read_bytes())["status"] == "completed"
+
+
+def _approved(layout: Layout) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(FAKE), "approve", "--", *agent_args(layout)],
+        capture_output=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_receipt_show_with_stdout_on_a_full_device_is_output_write_failed(
+    layout: Layout, tmp_path: Path
+) -> None:
+    """Observed before (issue 24 §4): an internal error (exit 1) with a crash log. Now exit
+    4, ``output-write-failed``; with ``--html`` the page is still written and named."""
+    _approved(layout)
+    page = tmp_path / "r.html"
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "factory", "receipt", "show", str(layout.receipt),
+             "--html", str(page)],
+            stdout=full, stderr=subprocess.PIPE, timeout=120, check=False,
+        )  # fmt: skip
+    assert proc.returncode == ExitCode.FAILURE, proc.stderr
+    assert last_code(proc.stderr) == "output-write-failed" and str(page).encode() in proc.stderr
+    assert page.read_bytes().startswith(b"<!DOCTYPE html>")
+    twin = run_factory(["receipt", "show", str(layout.receipt)])  # a stdout with room
+    assert twin.returncode == 0 and b"receipt intact" in twin.stdout
+
+
+def test_a_lone_surrogate_escape_in_a_receipt_is_receipt_invalid(layout: Layout) -> None:
+    """Observed before (issue 24 §4): an internal error when the revision was computed."""
+    _approved(layout)
+    data = layout.receipt.read_bytes()
+    forged = layout.receipt.with_name("forged.json")
+    forged.write_bytes(data.replace(b'"task":"', b'"task":"\\ud800', 1))
+    for verb in ("verify", "show"):
+        proc = run_factory(["receipt", verb, str(forged)])
+        assert proc.returncode == ExitCode.FAILURE, proc.stderr
+        assert last_code(proc.stderr) == "receipt-invalid" and b"surrogate" in proc.stderr
+    assert run_factory(["receipt", "verify", str(layout.receipt)]).returncode == 0  # twin
