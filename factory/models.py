@@ -19,6 +19,7 @@ from pydantic import (
 
 from factory.canonical import canonical_bytes, digest
 from factory.errors import INTERNAL, Code
+from factory.surrogates import holds_lone_surrogate
 
 M = TypeVar("M", bound="StrictModel")
 
@@ -105,7 +106,7 @@ def parse_model(
     which pydantic applies to ``model_validate_json``; here values are already decoded, so
     strict mode applies as declared on the model.
     """
-    if _holds_lone_surrogate(data):
+    if holds_lone_surrogate(data):
         # A JSON "\\ud800" escape decodes to a code point no UTF-8 text can hold: the
         # document could never be hashed or printed, so it is not a document (issue 24 §4).
         raise code(f"{what} holds text that is not valid Unicode (a lone surrogate escape)")
@@ -113,21 +114,3 @@ def parse_model(
         return model.model_validate(data)
     except ValidationError as exc:
         raise code(f"{what} is invalid: {describe_validation_error(exc)}") from exc
-
-
-def _holds_lone_surrogate(value: Any) -> bool:
-    """Whether any string (key or value) in a JSON value is not encodable as UTF-8."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            try:
-                item.encode("utf-8")
-            except UnicodeEncodeError:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False

@@ -40,6 +40,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
 
+from factory.surrogates import holds_lone_surrogate
+
 MALFORMED_KEY: Final = "\x00factory-malformed-request"
 """Argument key that marks a refused call (see module doc): ``True`` for text that was not
 valid Unicode, else the reason (``duplicate-key`` inside a call's arguments,
@@ -71,19 +73,7 @@ _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def _has_surrogate(value: Any) -> bool:
-    # Iterative: a caller controls the nesting depth, and recursion would let it crash us.
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if any("\ud800" <= c <= "\udfff" for c in item):
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+    return holds_lone_surrogate(value)
 
 
 def screen_line(raw: bytes) -> bytes | WireRefusal:
