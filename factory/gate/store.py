@@ -132,13 +132,25 @@ class SqliteStore:
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
-        self._db.execute("BEGIN IMMEDIATE")
+        """One write transaction; a write SQLite cannot make (a full disk, an I/O error)
+        rolls back and is ``StoreFailure`` (exit 4, nothing recorded), never a bug."""
         try:
-            yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.execute("ROLLBACK")
+            raise self._unwritten(exc) from exc
+
+    def _unwritten(self, exc: sqlite3.Error) -> StoreFailure:
+        return StoreFailure(f"the gate store {self.path} could not be written ({exc}); "
+                            "nothing was recorded")  # fmt: skip
 
     def close(self) -> None:
         self._db.close()
@@ -258,6 +270,10 @@ class SqliteStore:
             db.execute("INSERT OR IGNORE INTO evaluations VALUES(?,?,?)", (run, digest, evaluation))
         except RequestConflict:
             raise
+        except sqlite3.OperationalError as exc:  # a full disk: rolled back, nothing recorded
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            raise self._unwritten(exc) from exc
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")

@@ -18,6 +18,7 @@ from factory.gate.errors import (
     RunConflict,
     RunMissing,
     StoreCorrupt,
+    StoreFailure,
 )
 from factory.gate.service import Ask, Gate
 from factory.gate.store import SqliteStore
@@ -245,3 +246,40 @@ def test_two_processes_accepting_from_one_head_exactly_one_commits(tmp_path: Pat
     outcomes = sorted(proc.communicate(timeout=120)[0].strip() for proc in procs)
     assert outcomes == ["committed", "stale"]
     assert new_gate(tmp_path).load("r1").state.seq == 1
+
+
+class _FullDisk:
+    """A connection whose next INSERT fails as SQLite does when the disk is full."""
+
+    def __init__(self, real: sqlite3.Connection) -> None:
+        self.real, self.armed = real, False
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        if self.armed and sql.lstrip().startswith("INSERT"):
+            self.armed = False
+            raise sqlite3.OperationalError("database or disk is full")
+        return self.real.execute(sql, params)
+
+    def close(self) -> None:
+        self.real.close()
+
+
+def test_a_full_disk_during_submit_is_a_store_failure_and_records_nothing(
+    tmp_path: Path,
+) -> None:
+    """Observed before (issue 24 §4): an internal error (exit 1). Now StoreFailure (4),
+    the transaction rolled back; twin: the same submit with room is stored."""
+    holder: list[_FullDisk] = []
+
+    def connect(path: str) -> Any:
+        holder.append(_FullDisk(sqlite3.connect(path, isolation_level=None)))
+        return holder[-1]
+
+    gate = Gate(SqliteStore(tmp_path / "gate.sqlite3", connect=connect), clock=lambda: NOW)
+    run = started(gate, two_stage())
+    holder[0].armed = True
+    with pytest.raises(StoreFailure, match="disk is full"):
+        gate.submit(run, "e1", observation("c1", 0))
+    assert gate.store.evidence("r1") == []
+    _, stored = gate.submit(run, "e1", observation("c1", 0))
+    assert stored and len(gate.store.evidence("r1")) == 1
