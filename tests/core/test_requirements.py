@@ -69,8 +69,7 @@ def test_every_path_in_a_row_exists_and_each_built_row_names_code_and_tests() ->
     assert len(index) >= 35
     for ident, (code, tests) in index.items():
         assert all((REPO / p).exists() for p in code + tests), (ident, code, tests)
-        if ident != "X-1":  # issue 15: not on main yet; the row says so
-            assert code and tests, f"{ident} names no code or no test"
+        assert code and tests, f"{ident} names no code or no test"
         assert all(p.startswith("tests/") for p in tests), (ident, tests)
 
 
