@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import trio
 
+from factory.choices import BUDGET_USD, REPAIR_TURNS, WORKER_TURNS, Choices
 from factory.errors import ProviderFailure
 from factory.proc import MIB, ProcessFailure
 from factory.proc.runner import TIMEOUT
@@ -68,8 +69,8 @@ ALLOWED_TOOLS = (
     "Bash(git status:*),Bash(git diff:*),Bash(pytest:*)"
 )
 DISALLOWED_TOOLS = "WebFetch,WebSearch"
-MAX_TURNS: Mapping[str, int] = {"worker": 40, "repair": 20}
-MAX_BUDGET_USD = "5"
+MAX_TURNS: Mapping[str, int] = {"worker": WORKER_TURNS, "repair": REPAIR_TURNS}
+MAX_BUDGET_USD = BUDGET_USD
 STDOUT_CAP = 16 * MIB
 GRACE_S = 3.0
 AUTHORITY = "accept-edits-in-worktree"
@@ -82,13 +83,19 @@ WORKER_RULES = (
 SUBSCRIPTION_RETRIES = "3"
 
 
-def build_argv(binary: Path, role: Role) -> list[str]:
-    """The exact argv for ``role`` (``worker`` or ``repair``); the prompt goes on stdin."""
+def build_argv(binary: Path, role: Role, choices: Choices | None = None) -> list[str]:
+    """The exact argv for ``role`` (``worker`` or ``repair``); the prompt goes on stdin.
+    ``choices`` (checked by :mod:`factory.choices`) set the model, the turn cap and the
+    spend cap; without them, the fixed defaults."""
     if role not in ROLES:
         raise PROVIDER_FAILED(f"claude has no role {role!r}; it runs worker and repair only")
+    chosen = choices or Choices()
+    turns = chosen.worker_turns() if role == "worker" else chosen.repair_turns()
+    model = [] if chosen.model is None else ["--model", chosen.model]
     return [
         str(binary),
         "-p",
+        *model,
         "--output-format",
         "stream-json",
         "--verbose",
@@ -105,9 +112,9 @@ def build_argv(binary: Path, role: Role) -> list[str]:
         "--strict-mcp-config",
         "--no-session-persistence",
         "--max-turns",
-        str(MAX_TURNS[role]),
+        str(turns),
         "--max-budget-usd",
-        MAX_BUDGET_USD,
+        chosen.budget(),
         "--append-system-prompt",
         WORKER_RULES,
     ]
@@ -226,6 +233,13 @@ class ClaudeProfile(ClosedProfile):
     """Closed ``claude`` profile (roles ``worker`` and ``repair``)."""
 
     name = NAME
+    choices: Choices = Choices()
+
+    def with_choices(self, choices: Choices) -> ClaudeProfile:
+        """This profile with the user's model choices (model, turns, spend cap)."""
+        chosen = ClaudeProfile(self._fx)
+        chosen.choices = choices
+        return chosen
 
     async def auth_status(self, resolved: Resolved, env: Mapping[str, str]) -> dict[str, Any]:
         """``claude auth status`` as JSON (``loggedIn``, ``authMethod`` …); ``{}`` if unreadable."""
@@ -267,7 +281,7 @@ class ClaudeProfile(ClosedProfile):
         started = trio.current_time()
         resolved = self.resolve()
         env = build_env(route, self._fx.env())
-        argv = build_argv(resolved.path, role)
+        argv = build_argv(resolved.path, role, self.choices)
         call = Invocation(
             NAME,
             role,

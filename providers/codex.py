@@ -25,6 +25,7 @@ from typing import Any, Final
 
 import trio
 
+from factory.choices import Choices
 from factory.errors import ProviderFailure
 from factory.proc import MIB, ProcessFailure
 from factory.proc.runner import TIMEOUT
@@ -98,9 +99,16 @@ def route_args(route: Route) -> list[str]:
 
 
 def build_argv(
-    binary: Path, *, worktree: Path, schema_file: Path, verdict_file: Path, route: Route
+    binary: Path,
+    *,
+    worktree: Path,
+    schema_file: Path,
+    verdict_file: Path,
+    route: Route,
+    model: str | None = None,
 ) -> list[str]:
-    """The exact reviewer argv; the prompt goes on stdin (the trailing ``-``)."""
+    """The exact reviewer argv; the prompt goes on stdin (the trailing ``-``). ``model``
+    (checked by :mod:`factory.choices`) is the user's ``--reviewer-model``."""
     return [
         str(binary),
         "exec",
@@ -125,6 +133,7 @@ def build_argv(
         "-o",
         str(verdict_file),
         *route_args(route),
+        *([] if model is None else ["-m", model]),
         "-",
     ]
 
@@ -152,6 +161,13 @@ class CodexProfile(ClosedProfile):
     """Closed ``codex`` profile (role ``reviewer``)."""
 
     name = NAME
+    choices: Choices = Choices()
+
+    def with_choices(self, choices: Choices) -> CodexProfile:
+        """This profile with the user's ``--reviewer-model``."""
+        chosen = CodexProfile(self._fx)
+        chosen.choices = choices
+        return chosen
 
     async def login_status(self, resolved: Resolved, env: Mapping[str, str]) -> tuple[bool, str]:
         """``codex login status``: (logged in, its one-line message)."""
@@ -234,6 +250,7 @@ class CodexProfile(ClosedProfile):
             schema_file=schema_file,
             verdict_file=verdict_file,
             route=route,
+            model=self.choices.reviewer_model,
         )
         call = _invocation(
             argv, env, route, {resolved.path: NAME, worktree: "<worktree>", work: "<scratch>"}

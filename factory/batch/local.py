@@ -25,6 +25,7 @@ import trio
 
 from factory.batch.journal import Journal, TaskRow
 from factory.batch.screen import Screen
+from factory.choices import Choices
 from factory.selfexec import factory_argv
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class BatchConfig:
     remove_done: bool = False
     credentials: Path | None = None
     credentials_env: str | None = None
+    choices: Choices = field(default_factory=Choices)
 
     @property
     def route(self) -> Route:
@@ -91,6 +93,16 @@ def agent_argv(cfg: BatchConfig, row: TaskRow, receipt: Path, base: str) -> list
         argv += ["--credentials", os.fspath(cfg.credentials)]
     if cfg.credentials_env is not None:
         argv += ["--credentials-env", cfg.credentials_env]
+    return argv + choice_argv(cfg.choices)
+
+
+def choice_argv(choices: Choices) -> list[str]:
+    """The model choices as ``factory agent`` flags (already checked)."""
+    argv = [] if choices.model is None else ["--model", choices.model]
+    argv += [] if choices.reviewer_model is None else ["--reviewer-model", choices.reviewer_model]
+    argv += [] if choices.max_turns is None else ["--max-turns", str(choices.max_turns)]
+    if choices.max_budget_usd is not None:
+        argv += ["--max-budget-usd", choices.max_budget_usd]
     return argv
 
 

@@ -13,7 +13,7 @@ import functools
 import os
 import secrets
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -24,6 +24,7 @@ from factory.batch.local import BatchConfig, LocalEngine, free_bytes
 from factory.batch.report import BatchReport, write_report
 from factory.batch.screen import HumanScreen, JsonlScreen, Screen
 from factory.batch.tasks import BatchTask, load_tasks
+from factory.choices import Choices
 from factory.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ class BatchCall:
     review: bool = False
     credentials: Path | None = None
     credentials_env: str | None = None
+    choices: Choices = field(default_factory=Choices)
     from_forge: str | None = None
     label: str = "factory"
     forge_url: str | None = None
@@ -106,6 +108,11 @@ def admit(call: BatchCall) -> Admitted:
     keys = credentials.load(call.credentials, call.credentials_env, os.environ)
     if keys is not None and call.rehearsal is not None:
         raise credentials.CREDENTIALS_INVALID("the rehearsal route takes no credentials")
+    if call.choices != Choices() and call.engine == "temporal":
+        raise BAD_LIMIT(
+            "--model, --reviewer-model, --max-turns and --max-budget-usd are for the local"
+            " engine: Temporal workers run with their own settings"
+        )
     if keys is not None and call.engine == "temporal":
         raise credentials.CREDENTIALS_INVALID("workers hold their own credentials; none travel")
     if call.rehearsal is not None:
@@ -329,6 +336,7 @@ async def _run_engine(adm: Admitted, journal: Journal, screen: Screen, rows: lis
         remove_done=call.remove_done and not call.test_argv,  # else after the gate phase
         credentials=call.credentials.absolute() if call.credentials else None,
         credentials_env=call.credentials_env,
+        choices=call.choices,
     )
     await LocalEngine(cfg, journal, screen, adm.bases).run(rows)
 

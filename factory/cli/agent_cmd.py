@@ -82,12 +82,28 @@ def register(sub: Subcommands) -> None:
         metavar="NAME",
         help="the api route: provider API keys from this variable (a JSON document)",
     )
+    add_choice_flags(p)
     p.add_argument(
         "--json",
         action="store_true",
         help="print the receipt's JSON on stdout even at a terminal (the default elsewhere)",
     )
     p.set_defaults(handler=run)
+
+
+def add_choice_flags(p: argparse.ArgumentParser) -> None:
+    """The model choices (``factory.choices``): checked before anything runs, passed to the
+    closed profiles, recorded in each phase's ``argv_shape``."""
+    p.add_argument("--model", metavar="M", help="the worker's and repair's model (Claude Code)")
+    p.add_argument("--reviewer-model", metavar="M", help="the reviewer's model (Codex)")
+    p.add_argument(
+        "--max-turns", type=int, metavar="N", help="the worker's turn cap (default 40; repair N/2)"
+    )
+    p.add_argument(
+        "--max-budget-usd",
+        metavar="USD",
+        help="spend cap per worker or repair invocation (default 5; the reviewer has none)",
+    )
 
 
 def add_worktree_flags(p: argparse.ArgumentParser) -> None:

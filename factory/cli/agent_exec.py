@@ -18,12 +18,13 @@ import shutil
 import signal
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import trio
 
+from factory.choices import Choices
 from factory.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ class AgentCall:
     rehearsal: Path | None = None
     credentials: Path | None = None
     credentials_env: str | None = None
+    choices: Choices = field(default_factory=Choices)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> AgentCall:
@@ -96,6 +98,7 @@ class AgentCall:
             rehearsal=_scenario(args.rehearsal),
             credentials=path(args.credentials),
             credentials_env=args.credentials_env,
+            choices=choices_of(args),
         )
 
 
@@ -215,7 +218,7 @@ def execute(call: AgentCall) -> tuple[int, bytes]:
         request, evidence = prelude.planned.request, prelude.planned.evidence
     else:
         evidence = admit(request).evidence  # refusals exit 2 before any provider is imported
-    agent, reviewer = load_profiles()
+    agent, reviewer = with_choices(*load_profiles(), call.choices)
     from factory.cli.preflight import preflight
 
     # Still before anything exists: a provider that could not start refuses the run here.
@@ -388,3 +391,28 @@ def _scenario(value: str | None) -> Path | None:
     from factory.rehearsal.scenario import scenario_path
 
     return scenario_path(value)
+
+
+def choices_of(args: argparse.Namespace) -> Choices:
+    """The model choices a command's flags ask for (``choice-invalid``, exit 2)."""
+    from factory.choices import checked
+
+    return checked(
+        getattr(args, "model", None),
+        getattr(args, "reviewer_model", None),
+        getattr(args, "max_turns", None),
+        getattr(args, "max_budget_usd", None),
+    )
+
+
+def with_choices(
+    agent: AgentProfile, reviewer: ReviewerProfile, choices: Choices
+) -> tuple[AgentProfile, ReviewerProfile]:
+    """The profiles with the user's choices (a profile without ``with_choices``, a test's
+    fake, is used as it is)."""
+    if choices == Choices():
+        return agent, reviewer
+    pick = getattr(agent, "with_choices", None)
+    agent = agent if pick is None else pick(choices)
+    pick = getattr(reviewer, "with_choices", None)
+    return agent, (reviewer if pick is None else pick(choices))

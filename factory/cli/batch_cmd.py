@@ -121,6 +121,9 @@ def register(sub: Any) -> None:
     r.add_argument("--credentials-env", metavar="NAME", help="the api route: keys from NAME")
     r.add_argument("--progress", choices=("human", "jsonl"), help="progress format on stderr")
     r.add_argument("--rehearsal", metavar="SCENARIO", help="the rehearsal route (scripted model)")
+    from factory.cli.agent_cmd import add_choice_flags
+
+    add_choice_flags(r)  # passed to every task's 'factory agent'
     r.add_argument("--engine", choices=("local", "temporal"), default="local")
     r.add_argument("--temporal", metavar="HOST:PORT", help="Temporal server (--engine temporal)")
     r.add_argument("--task-queue", help="default task queue (temporal; default factory)")
@@ -141,6 +144,7 @@ def register(sub: Any) -> None:
 
 def run_run(args: argparse.Namespace) -> int:
     from factory.batch.service import BatchCall, run_batch
+    from factory.cli.agent_exec import choices_of
     from factory.cli.framework import refuse_non_utf8
 
     refuse_non_utf8(args, {"tasks": "TASKS", "repo": "--repo", "out": "--out", "base": "--base"})
@@ -175,6 +179,7 @@ def run_run(args: argparse.Namespace) -> int:
         review=args.review,
         credentials=path(args.credentials),
         credentials_env=args.credentials_env,
+        choices=choices_of(args),
     )
     done = run_batch(call)
     counts = ", ".join(f"{v} {k}" for k, v in done.report.counts.items())
