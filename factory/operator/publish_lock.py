@@ -32,7 +32,7 @@ PUBLISH_IN_PROGRESS = PublishBusy.define(
     "another 'operator publish' of this repository is running on this machine: let it end,"
     " then run this one again",
 )
-LOCK_NAME = "publish.lock"
+LOCK_NAME = "publish-lock"
 
 
 def hold(common_dir: Path) -> int:
@@ -42,8 +42,8 @@ def hold(common_dir: Path) -> int:
     Raises:
         PublishBusy: another process holds it.
     """
-    folder = common_dir / "factory"
-    folder.mkdir(mode=0o700, exist_ok=True)
+    folder = common_dir / "factory" / "runs"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -171,7 +171,7 @@ def foreign_labels(common_dir: Path, own_run: str | None, own_worktree: Path) ->
 
 
 _REGISTRY_FILE = re.compile(
-    rb"common-dir/factory(/runs(/(create\.lock|[0-9a-f]{6,64}\.json|\.[0-9a-f]{6,64}\.json\.[0-9a-f]{16}\.tmp))?)?"
+    rb"common-dir/factory(/runs(/(create\.lock|publish-lock|[0-9a-f]{6,64}\.json|\.[0-9a-f]{6,64}\.json\.[0-9a-f]{16}\.tmp))?)?"
 )
 
 
