@@ -197,7 +197,7 @@ def run(args: argparse.Namespace) -> int:
         flow = RunFlow(
             forge, args.repository, args.label, request, wiring.agent_runner, creation=creation
         )
-        return wiring.finish(operate(out, flow, wiring.prepare_authority(args)))
+        return wiring.finish(operate(out, flow, wiring.prepare_authority(args)), out)
 
 
 def publish(args: argparse.Namespace) -> int:
@@ -225,7 +225,7 @@ def publish(args: argparse.Namespace) -> int:
             gate=lookup,
             export_to=export_path(out),
         )
-        return wiring.finish(operate(out, flow, wiring.prepare_authority(args)))
+        return wiring.finish(operate(out, flow, wiring.prepare_authority(args)), out)
 
 
 def verify(args: argparse.Namespace) -> int:

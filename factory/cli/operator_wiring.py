@@ -60,11 +60,43 @@ def gate_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--store", metavar="DB", help="gate store (default: STATE/gate.sqlite3)")
 
 
-def print_json(value: object) -> None:
-    from factory.canonical import canonical_bytes
-    from factory.documents.emit import inert_bytes
+def print_json(value: object, *, kept_in: str | None = None) -> None:
+    """A document on stdout: its canonical form with hostile code points escaped; at a
+    terminal, indented, and every string longer than the screen's line cap shortened (the
+    document itself, in its file or through a pipe, is whole)."""
+    import sys
 
-    emit_stdout(inert_bytes(canonical_bytes(value)) + b"\n")
+    from factory.canonical import canonical_bytes
+    from factory.documents.emit import inert_bytes, json_line
+
+    if sys.stdout is None or not sys.stdout.isatty():
+        emit_stdout(inert_bytes(canonical_bytes(value)) + b"\n", kept_in=kept_in)
+        return
+    shown, cut = _capped(value)
+    emit_stdout(json_line(shown, indent=2, sort_keys=True), kept_in=kept_in)
+    if cut:
+        where = f" ({kept_in} holds them whole)" if kept_in else " (pipe the output for them whole)"
+        say(f"factory: {cut} long value(s) shortened on this screen{where}")
+
+
+def _capped(value: object) -> tuple[object, int]:
+    """``value`` with every string over the display line cap shortened; how many were."""
+    from factory.display import LINE_LIMIT, cap
+
+    count = 0
+
+    def walk(item: object) -> object:
+        nonlocal count
+        if isinstance(item, str) and len(item) > LINE_LIMIT:
+            count += 1
+            return cap(item)
+        if isinstance(item, dict):
+            return {k: walk(v) for k, v in item.items()}
+        if isinstance(item, list):
+            return [walk(v) for v in item]
+        return item
+
+    return walk(value), count
 
 
 def forge_of(args: argparse.Namespace, *, token_required: bool = False) -> Forge:
@@ -122,8 +154,18 @@ def prepare_authority(args: argparse.Namespace) -> Prepare:
     return prepare
 
 
-def finish(result: Result) -> int:
-    emit_stdout(result.data)
+def finish(result: Result, out: Path | None = None) -> int:
+    """Print the operator receipt (escaped; at a terminal, shortened where long: the file
+    holds its exact bytes) and the diagnostic line."""
+    import json
+
+    kept = None if out is None else str(out)
+    try:
+        value = json.loads(result.data)
+    except ValueError:
+        emit_stdout(result.data, kept_in=kept)
+    else:
+        print_json(value, kept_in=kept)
     if result.diagnostic:
         say(result.diagnostic)
     return int(result.exit_code)

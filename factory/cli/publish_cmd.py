@@ -98,4 +98,4 @@ def publish(args: argparse.Namespace) -> int:
             progress=say,
             preconditions=wiring.publish_preconditions(),
         )
-        return wiring.finish(operate(out, flow, wiring.prepare_authority(args)))
+        return wiring.finish(operate(out, flow, wiring.prepare_authority(args)), out)
