@@ -113,15 +113,20 @@ def reserve(path: Path, first_record: bytes, *, mode: int = 0o644) -> None:
         raise OUTPUT_UNWRITABLE(f"{path} could not be written ({why}); nothing ran") from exc
 
 
-def atomic_replace(path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True) -> None:
+def atomic_replace(
+    path: Path, data: bytes, *, mode: int = 0o644, durable: bool = True, exact_mode: bool = False
+) -> None:
     """Replace ``path`` with ``data`` atomically and durably (SPEC F-5). ``durable=False``
     skips both fsyncs: for a cache, where a crash may lose the file or leave it empty but
-    never leaves it half written over the old one."""
+    never leaves it half written over the old one. ``exact_mode=True`` gives the new file
+    ``mode`` itself, not ``mode`` narrowed by the umask (to keep an edited file's mode)."""
     folder = path.parent
     tmp = folder / f".{path.name}.{secrets.token_hex(8)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
     try:
         try:
+            if exact_mode:
+                os.fchmod(fd, mode)
             _write_all(fd, data)
             if durable:
                 os.fsync(fd)

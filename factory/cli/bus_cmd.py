@@ -42,7 +42,8 @@ verbs (register, send, inbox, ack, handoff, heartbeat).
           client); DATA_DIR is created if missing; a corrupt log is refused (exit 4)
   mcp-config
           print a ready configuration that makes Claude Code or Codex start the bus, with
-          the factory executable and DATA_DIR as absolute paths
+          the factory executable and DATA_DIR as absolute paths; --install puts it into
+          the client's own configuration file (idempotent)
   verify  print the log's fixed point and every check's result as JSON; exit 0 when every
           gating check passed, 4 otherwise; read-only
   register|send|inbox|ack|handoff|heartbeat
@@ -55,12 +56,18 @@ MCP_CONFIG_HELP = """\
 Print a configuration that makes an MCP client start this bus: the factory executable and
 the data dir as absolute paths (a relative --data-dir in a client's configuration resolves
 against wherever that client was started, so sessions in different folders would silently
-get separate buses). stdout only; nothing is created.
+get separate buses). Printed on stdout only; nothing is created.
+
+With --install, put the server into the client's own file instead, for every session of
+this user: Codex's $CODEX_HOME/config.toml (default ~/.codex/config.toml) or Claude Code's
+~/.claude.json ($CLAUDE_CONFIG_DIR/.claude.json when set). Safe to run again: the same
+flags change nothing; other servers, comments and formatting are kept; a file that does
+not parse is refused (exit 2) and left untouched. One line on stderr says what changed.
 
   Claude Code:  factory bus mcp-config --data-dir D > .mcp.json
                 claude --mcp-config .mcp.json ...        (or, once for the user:)
-                claude mcp add-json factory "$(factory bus mcp-config --data-dir D --entry)"
-  Codex:        factory bus mcp-config --data-dir D --client codex >> ~/.codex/config.toml
+                factory bus mcp-config --data-dir D --install
+  Codex:        factory bus mcp-config --data-dir D --client codex --install
 """
 
 # verb -> (flag, argument key, kind) where kind is "str", "int", "flag" or "list".
@@ -175,10 +182,16 @@ def register(sub: Any) -> None:
         help="claude: JSON for .mcp.json or --mcp-config (default); codex: the TOML table "
         "for ~/.codex/config.toml",
     )
-    config.add_argument(
+    shape = config.add_mutually_exclusive_group()
+    shape.add_argument(
         "--entry",
         action="store_true",
         help="claude only: print just the server object, for 'claude mcp add-json factory'",
+    )
+    shape.add_argument(
+        "--install",
+        action="store_true",
+        help="edit the client's configuration file instead of printing (idempotent)",
     )
     config.set_defaults(handler=run_mcp_config)
     verify = verbs.add_parser(
@@ -263,6 +276,11 @@ def run_mcp_config(args: argparse.Namespace) -> int:
 
     if args.entry and args.client != "claude":
         raise ENTRY_NEEDS_CLAUDE("--entry prints Claude Code's server object only")
+    if args.install:
+        from factory.bus.mcp_install import install
+
+        say("factory bus mcp-config: " + install(args.client, data_dir_of(args), os.environ))
+        return 0
     emit_stdout(render(args.client, data_dir_of(args), entry=args.entry).encode("utf-8"))
     return 0
 

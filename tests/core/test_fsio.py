@@ -99,6 +99,20 @@ def test_atomic_replace_failure_removes_temp_and_keeps_old(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
 
 
+@pytest.mark.parametrize("exact", [True, False])
+def test_atomic_replace_exact_mode_is_not_narrowed_by_the_umask(
+    tmp_path: Path, exact: bool
+) -> None:
+    """``exact_mode`` keeps an edited file's mode; without it (the twin) the umask applies."""
+    target = tmp_path / "config.toml"
+    old_umask = os.umask(0o077)
+    try:
+        atomic_replace(target, b"x", mode=0o644, exact_mode=exact)
+    finally:
+        os.umask(old_umask)
+    assert target.stat().st_mode & 0o777 == (0o644 if exact else 0o600)
+
+
 def test_readers_see_old_or_new_never_half(tmp_path: Path) -> None:
     target = tmp_path / "big.bin"
     old, new = b"a" * (1 << 20), b"b" * (1 << 20) + b"!"
