@@ -54,6 +54,10 @@ _INSTANT = re.compile(
 )
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.UTC)
 _NS = 1_000_000_000
+# An instant's UTC moment must fall in years 1–9999 (what ``datetime`` and RFC 3339 can
+# render): 0001-01-01T00:00:00+05:00 is in year 0 and is refused like any other bad text.
+INSTANT_MIN_NS = -62_135_596_800 * _NS  # 0001-01-01T00:00:00Z
+INSTANT_MAX_NS = 253_402_300_800 * _NS - 1  # 9999-12-31T23:59:59.999999999Z
 _MAX_BITS = 300  # below 10**90: surely within MAX_DIGITS, no decimal rendering needed
 _EXACT = Context(prec=MAX_DIGITS + 2)  # normalisation must never round a bounded decimal
 
@@ -264,7 +268,8 @@ def parse_instant(value: Any) -> int:
         if value.utcoffset() is None:
             raise OutsideDomain("an instant needs an offset (Z or ±HH:MM); this one is local")
         delta = value - _EPOCH
-        return (delta.days * 86_400 + delta.seconds) * _NS + delta.microseconds * 1000
+        nanos = (delta.days * 86_400 + delta.seconds) * _NS + delta.microseconds * 1000
+        return _in_range(nanos)
     match = _INSTANT.fullmatch(value) if isinstance(value, str) else None
     if match is None:
         raise OutsideDomain("expected an instant YYYY-MM-DDTHH:MM:SS[.f]Z or ±HH:MM offset")
@@ -285,14 +290,22 @@ def parse_instant(value: Any) -> int:
         raise OutsideDomain("not a valid instant (date, time or offset out of range)") from exc
     delta = moment - _EPOCH
     nanos = int((frac or "0").ljust(9, "0"))
-    return (delta.days * 86_400 + delta.seconds) * _NS + nanos
+    return _in_range((delta.days * 86_400 + delta.seconds) * _NS + nanos)
+
+
+def _in_range(nanos: int) -> int:
+    """``nanos`` itself, or :class:`OutsideDomain` when its UTC moment is outside years
+    1–9999 (the text may look valid: ``9999-12-31T23:59:59-05:00`` is in year 10000)."""
+    if not INSTANT_MIN_NS <= nanos <= INSTANT_MAX_NS:
+        raise OutsideDomain("the instant's UTC moment falls outside years 0001–9999")
+    return nanos
 
 
 def format_instant(nanos: int) -> str:
     """Render nanoseconds since the epoch as ``YYYY-MM-DDTHH:MM:SS[.fffffffff]Z``."""
     seconds, frac = divmod(nanos, _NS)
     moment = _EPOCH + _dt.timedelta(seconds=seconds)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    text = f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S")  # %Y drops zeros
     if frac:
         text += "." + f"{frac:09d}".rstrip("0")
     return text + "Z"
