@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import secrets
 import stat
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -54,6 +55,9 @@ LEDGER_ENTRY_INVALID = LedgerRefused.define(
     "ledger-entry-invalid", "the ledger entry was edited: keep it as evidence"
 )
 LEDGER_NOT_A_FOLDER = LedgerRefused.define("ledger-not-a-folder", "pass a folder as --ledger")
+LEDGER_UNWRITABLE = LedgerRefused.define(
+    "ledger-unwritable", "make the --ledger folder writable (permissions, read-only mount)"
+)
 
 
 class LedgerEntry(StrictModel):
@@ -89,10 +93,13 @@ def idempotency_key(signed: SignedGrant) -> str:
 
 
 def open_ledger(path: Path) -> Path:
-    """The ledger folder, created (0700, one level) when missing; absolute.
+    """The ledger folder, created (0700, one level) when missing, and proved writable;
+    absolute. It runs before the first prompt, so a ledger that cannot take an entry is
+    refused before the operator types anything.
 
     Raises:
-        LedgerRefused: ``ledger-not-a-folder`` (a file or symlink), ``ledger-folder-missing``.
+        LedgerRefused: ``ledger-not-a-folder`` (a file or symlink), ``ledger-folder-missing``,
+            ``ledger-unwritable``.
     """
     folder = Path(os.path.abspath(path))
     try:
@@ -105,7 +112,23 @@ def open_ledger(path: Path) -> Path:
         st = os.lstat(folder)
     if not stat.S_ISDIR(st.st_mode):
         raise LEDGER_NOT_A_FOLDER("--ledger is not a folder (a file or a symlink)")
+    _probe(folder)
     return folder
+
+
+def _probe(folder: Path) -> None:
+    """Create and remove a file the way :func:`consume` creates an entry (``O_EXCL``): the
+    only honest test of writability (``access(2)`` says yes to root on a read-only mount)."""
+    probe = folder / f".probe-{secrets.token_hex(8)}"
+    try:
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    except OSError as exc:
+        raise LEDGER_UNWRITABLE(
+            f"no entry can be created in --ledger ({os.strerror(exc.errno or 0)})"
+        ) from None
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
 
 
 def consume(
@@ -137,6 +160,8 @@ def consume(
         write_exclusive(path, canonical_bytes(entry.to_json_value()) + b"\n", mode=0o600)
     except OutputExists:
         raise GRANT_CONSUMED("this grant was already used once") from None
+    except OSError as exc:  # became unwritable after the probe: still nothing spent
+        raise LEDGER_UNWRITABLE(f"the entry was not created ({exc.strerror})") from None
     return signed, entry, path
 
 

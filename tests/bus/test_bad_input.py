@@ -30,6 +30,7 @@ from tests.bus.helpers import bus as new_log
 from tests.bus.helpers import call, lines
 from tests.support.bus_serve import LiveServer
 from tests.support.cli import run_factory
+from tests.support.mounts import tmpfs
 
 ROOT = Path(__file__).resolve().parents[2]
 NOBODY = 65534
@@ -184,20 +185,9 @@ def test_a_short_write_is_cut_back_and_the_log_stays_usable(tmp_path: Path) -> N
 
 @pytest.fixture
 def small_tmpfs(tmp_path: Path) -> Iterator[Path]:
-    mnt = tmp_path / "mnt"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=256k,mode=0755", "tmpfs", str(mnt)],
-        capture_output=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        reason = done.stderr.decode().strip()
-        pytest.skip(f"cannot mount a tmpfs here ({reason}); the ENOSPC seam test covers the path")
-    try:
+    why = "; the ENOSPC seam test covers the path"
+    with tmpfs(tmp_path / "mnt", "size=256k,mode=0755", why) as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)], check=False)
 
 
 def test_a_real_full_device_is_bus_write_failed_and_nothing_is_recorded(
