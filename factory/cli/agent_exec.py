@@ -12,6 +12,7 @@ when it runs, so ``factory --help`` stays fast; this layer is the only one that 
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import os
 import shutil
@@ -144,11 +145,18 @@ class Signals:
     it is noted too. Whenever one was noted, the command exits 130 once the receipt is on
     stdout — the receipt says what happened (``interrupted``, or the outcome the run had
     already reached).
+
+    That holds to the last instruction: at interpreter exit, after the ``atexit`` calls,
+    Python puts every signal that has a Python handler back to its default action, so a
+    signal in the final teardown ended the process (143 / -15, -2) after the receipt said
+    130. The last ``atexit`` call therefore turns a still-installed :meth:`note` into
+    ``SIG_IGN``: the exit code is decided by then and a late signal can change nothing.
     """
 
     def __init__(self) -> None:
         self.seen = False
         self.on_signal: Callable[[], object] | None = None
+        self._at_exit = False
 
     def note(self, signum: int, frame: object) -> None:
         """The handler (Python runs it in the main thread between bytecodes, also while
@@ -168,7 +176,17 @@ class Signals:
                 previous.append((sig, signal.signal(sig, self.note)))
         except ValueError:
             pass
+        if previous and not self._at_exit:
+            self._at_exit = True
+            atexit.register(self.ignore_at_exit)  # registered first: it runs last
         return previous
+
+    def ignore_at_exit(self) -> None:
+        """Ignore SIGINT/SIGTERM where :meth:`note` is still the handler (``factory agent``
+        keeps it to its exit; a command that restored its own handlers is left alone)."""
+        for sig in _SIGNALS_NOTED:
+            if signal.getsignal(sig) == self.note:
+                signal.signal(sig, signal.SIG_IGN)
 
     @staticmethod
     def restore(previous: list[tuple[signal.Signals, _HANDLER]]) -> None:

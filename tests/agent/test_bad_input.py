@@ -194,6 +194,29 @@ def test_a_second_sigterm_exits_130_with_the_interrupted_receipt(
     assert json.loads(out)["status"] == "interrupted"
 
 
+@pytest.mark.parametrize("when", ["write", "teardown"])
+@pytest.mark.parametrize("second", ["term", "int"])
+def test_a_second_signal_while_the_run_completes_exits_130(
+    layout: Layout, tmp_path: Path, second: str, when: str
+) -> None:
+    """The first SIGTERM interrupts the run; a second SIGTERM or SIGINT lands while the
+    ``interrupted`` receipt is written (just before and just after the bytes), or in the
+    interpreter's last teardown, after Python reset its signal handlers: the process is not
+    ended by it (not -15 / -2), the exit is 130 and the terminal receipt is on stdout."""
+    proc = _signalled(f"term-then-{second}-at-{when}", layout, tmp_path)
+    marker = tmp_path / "marker"
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert out == layout.receipt.read_bytes()
+    assert json.loads(out)["status"] == "interrupted"
+    assert run_factory(["receipt", "verify", str(layout.receipt)]).returncode == 0
+
+
 def test_twin_without_a_signal_the_same_run_exits_0(layout: Layout) -> None:
     proc = subprocess.run(
         [sys.executable, str(FAKE), "approve", "--", *agent_args(layout)],
