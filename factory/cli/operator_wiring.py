@@ -125,14 +125,26 @@ def forge_of(args: argparse.Namespace, *, token_required: bool = False) -> Forge
 
 @contextlib.contextmanager
 def term_as_interrupt() -> Iterator[None]:
+    """SIGTERM is Ctrl-C; SIGHUP (the terminal hung up) is :class:`HungUp`, which even at a
+    prompt ends ``interrupted`` (130) instead of the default death that left the receipt
+    ``reserved`` — a spent grant's crash to every reader. A hang-up comes once: after it
+    SIGHUP is ignored, so a repeat cannot cut the terminal receipt's write short."""
+    from factory.operator.tty import HungUp
+
     def raise_interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
+    def raise_hung_up(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        raise HungUp
+
     previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    previous_hup = signal.signal(signal.SIGHUP, raise_hung_up)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGHUP, previous_hup)
 
 
 def prepare_authority(args: argparse.Namespace) -> Prepare:
@@ -155,17 +167,27 @@ def prepare_authority(args: argparse.Namespace) -> Prepare:
 
 
 def finish(result: Result, out: Path | None = None) -> int:
-    """Print the operator receipt (escaped; at a terminal, shortened where long: the file
-    holds its exact bytes) and the diagnostic line."""
+    """Print the terminal receipt (escaped; at a terminal, shortened where long: the file
+    holds its exact bytes) and the diagnostic. The outcome is decided: a hang-up or
+    SIGTERM from here on is ignored (``term_as_interrupt`` restores both on its way out),
+    and a terminal that hung up may refuse the bytes — the receipt at ``--out`` holds them."""
     import json
 
+    from factory.errors import FactoryError
+
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     kept = None if out is None else str(out)
     try:
-        value = json.loads(result.data)
-    except ValueError:
-        emit_stdout(result.data, kept_in=kept)
-    else:
-        print_json(value, kept_in=kept)
+        try:
+            value = json.loads(result.data)
+        except ValueError:
+            emit_stdout(result.data, kept_in=kept)
+        else:
+            print_json(value, kept_in=kept)
+    except FactoryError:
+        if result.diagnostic is None or "the terminal hung up" not in result.diagnostic:
+            raise
     if result.diagnostic:
         say(result.diagnostic)
     return int(result.exit_code)

@@ -18,7 +18,7 @@ from typing import Final
 from factory.display import inert, inert_lines
 from factory.errors import Refused
 from factory.operator.intent import PublishIntent, RunIntent
-from factory.operator.tty import PromptClosed, Terminal
+from factory.operator.tty import HungUp, PromptClosed, Terminal
 
 RULE: Final = "-" * 72
 UNTRUSTED: Final = "(untrusted: data from {source}, not instructions)"
@@ -152,6 +152,8 @@ def confirm(terminal: Terminal, revision: str) -> None:
         typed = terminal.read_line("Type the full intent revision to authorize it: ")
     except PromptClosed:
         raise CONFIRMATION_CLOSED("the terminal closed at the revision prompt") from None
+    except HungUp:
+        raise  # the terminal is gone: an interruption, not the operator's answer
     except KeyboardInterrupt:
         raise PROMPT_CANCELLED("cancelled at the revision prompt") from None
     if typed.strip() != revision:
@@ -168,5 +170,7 @@ def ask_passphrase(terminal: Terminal, prompt: str = "Passphrase (not shown): ")
         return terminal.read_secret(prompt)
     except PromptClosed:
         raise PASSPHRASE_CLOSED("the terminal closed at the passphrase prompt") from None
+    except HungUp:
+        raise
     except KeyboardInterrupt:
         raise PROMPT_CANCELLED("cancelled at the passphrase prompt") from None

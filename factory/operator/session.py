@@ -16,7 +16,9 @@ the action). The order is fixed:
 6. the action runs; from here a failure is ``execution-failed`` (exit 4), never a refusal.
 
 Any typed error before step 6 is ``refused`` with ``{stage, code}`` (exit 2); Ctrl-C at a
-prompt is a refusal too (``prompt-cancelled``), elsewhere ``interrupted`` (exit 130).
+prompt is a refusal too (``prompt-cancelled``), elsewhere ``interrupted`` (exit 130). A
+hang-up (:class:`~factory.operator.tty.HungUp`) is ``interrupted`` (130) everywhere, at a
+prompt too: nothing was answered, and before the grant nothing was spent.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ from factory.operator.receipt import (
     Timings,
     receipt_bytes,
 )
-from factory.operator.tty import Terminal
+from factory.operator.tty import HungUp, Terminal
 
 Intent = RunIntent | PublishIntent
 
@@ -273,15 +275,25 @@ def operate(out: Path, flow: Flow, prepare: Prepare) -> Result:
     rec.gate = lambda: flow.gate_record
     rec.reserve()
     try:
-        return _operate(flow, prepare, rec)
+        return _run(flow, prepare, rec)
+    except KeyboardInterrupt as exc:
+        # A signal that landed while another ending was being written (a hang-up right
+        # after the closed terminal's end of input): the receipt must not stay 'reserved'.
+        return _interrupted(rec, exc)
     finally:
         close = getattr(flow, "close", None)  # a flow's lock (operator publish)
         if close is not None:
             close()
 
 
-def _operate(flow: Flow, prepare: Prepare, rec: Recorder) -> Result:
-    """:func:`operate` once the receipt is reserved."""
+def _interrupted(rec: Recorder, exc: KeyboardInterrupt) -> Result:
+    data = rec.finish(rec.receipt("interrupted", int(ExitCode.INTERRUPTED)))
+    said = "factory: interrupted" + (": the terminal hung up" if isinstance(exc, HungUp) else "")
+    return Result(int(ExitCode.INTERRUPTED), data, said)
+
+
+def _run(flow: Flow, prepare: Prepare, rec: Recorder) -> Result:
+    """:func:`operate` after the reservation: every way out writes the terminal receipt."""
     try:
         try:
             flow.admit()
@@ -294,9 +306,8 @@ def _operate(flow: Flow, prepare: Prepare, rec: Recorder) -> Result:
         _authorize(flow, terminal, authority, rec)
         assert rec.intent is not None and rec.grant is not None
         outcome = flow.execute(rec.intent, rec.grant.signed)
-    except KeyboardInterrupt:
-        data = rec.finish(rec.receipt("interrupted", int(ExitCode.INTERRUPTED)))
-        return Result(int(ExitCode.INTERRUPTED), data, "factory: interrupted")
+    except KeyboardInterrupt as exc:
+        return _interrupted(rec, exc)
     except Held as held:
         refusal = Refusal(stage="gate", code=GATE_HELD)
         data = rec.finish(rec.receipt("held", int(ExitCode.REJECTED), refusal=refusal))

@@ -10,7 +10,7 @@ The passphrase is read with echo off (``termios``: ``ECHO`` cleared, ``ECHONL`` 
 newline still shows), and the terminal's settings are restored on every exit path. Input
 typed ahead of the hidden prompt is discarded (``TCSAFLUSH``). Ctrl-C raises
 ``KeyboardInterrupt`` as usual (the terminal keeps ``ISIG``); Ctrl-D, or a closed terminal,
-raises :class:`PromptClosed`.
+raises :class:`PromptClosed`; a hang-up (SIGHUP, wired by the CLI) raises :class:`HungUp`.
 
 There are no prompt timeouts: a person may take their time, and the grant's expiry starts
 only after the passphrase has been read.
@@ -42,6 +42,12 @@ TTY_REQUIRED = TerminalRefused.define(
 
 class PromptClosed(Exception):
     """The terminal reached end of input (Ctrl-D) before a line was finished."""
+
+
+class HungUp(KeyboardInterrupt):
+    """The terminal hung up (SIGHUP): the operator is gone. An interruption like Ctrl-C
+    outside a prompt (``interrupted``, exit 130) — never an answer at a prompt, so the
+    prompts let it through instead of turning it into ``prompt-cancelled``."""
 
 
 class Terminal(Protocol):
@@ -101,7 +107,10 @@ class ControllingTerminal:
         try:
             yield
         finally:
-            termios.tcsetattr(self._fd, termios.TCSADRAIN, saved)
+            # A terminal that hung up refuses its settings back (EIO): the hang-up, not
+            # that, is what ended the prompt.
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcsetattr(self._fd, termios.TCSADRAIN, saved)
 
     def read_secret(self, prompt: str) -> bytes:
         with self._hidden():

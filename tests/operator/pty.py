@@ -43,6 +43,13 @@ class Screen:
         status: int = self.child.exitstatus
         return status
 
+    def hang_up(self) -> int:
+        """Close the terminal's master side (the kernel hangs it up and sends SIGHUP) and
+        wait for the command's exit code."""
+        self.child.ptyproc.fileobj.close()
+        status: int = self.child.wait()
+        return status
+
 
 def authorize(screen: Screen, passphrase: bytes = PASSPHRASE) -> int:
     screen.expect(REV_PROMPT)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -292,6 +293,40 @@ def test_hostile_forge_strings_render_inert(
     assert len(first) < 600  # capped
     if name == "huge":
         assert b"more)" in first
+
+
+@pytest.mark.parametrize("at", ["revision", "passphrase"])
+def test_a_hang_up_at_a_prompt_is_interrupted_and_spends_nothing(desk: Desk, at: str) -> None:
+    """SIGHUP at a prompt used to end the process by the signal, the receipt left
+    ``reserved`` (what a crash after a spent grant looks like). Now it is ``interrupted``,
+    exit 130, no grant, nothing run — for a SIGHUP sent to the process and for a real
+    hang-up (the terminal's master side closed: end of input, then the kernel's SIGHUP).
+    Twin: SIGINT at the same prompt stays the operator's answer — refused
+    ``prompt-cancelled``, exit 2."""
+    desk.forge.state.add_issue(REPO, 3, "Something")
+    for how, code in (("SIGHUP", 130), ("closed", 130), ("SIGINT", 2)):
+        out = desk.tmp / "out" / f"{how}.json"
+        screen = Screen(desk.run_args(out), desk.env())
+        screen.expect(REV_PROMPT)
+        if at == "passphrase":
+            screen.child.sendline(screen.revision())
+            screen.expect(PASS_PROMPT)
+        if how == "closed":
+            assert screen.hang_up() == code
+        else:
+            os.kill(screen.child.pid, getattr(signal, how))
+            assert screen.finish() == code, screen.text[-800:]
+        doc = receipt(out)
+        assert doc["exit_code"] == code and doc["grant"] is None, (how, doc)
+        if code == 130:
+            assert doc["status"] == "interrupted" and doc["refusal"] is None
+        else:
+            stage = "confirm" if at == "revision" else "unlock"
+            assert doc["refusal"] == {"stage": stage, "code": "prompt-cancelled"}
+        if how == "SIGHUP":
+            assert b"factory: interrupted: the terminal hung up" in screen.text
+        assert desk.fakes.records("run") == [] and not list(desk.ledger.iterdir())
+        assert git(desk.wt, "status", "--porcelain") == ""
 
 
 def test_ctrl_c_during_the_authorized_run_is_interrupted(desk: Desk) -> None:

@@ -114,6 +114,24 @@ def test_ctrl_c_and_ctrl_d_at_each_prompt(world: World) -> None:
     assert not list(world.ledger.iterdir())
 
 
+def test_a_hang_up_at_either_prompt_is_interrupted_not_a_refusal(world: World) -> None:
+    """The twin of the Ctrl-C cases above: a hang-up is no answer, so it is ``interrupted``
+    (130) with no refusal and nothing spent, where Ctrl-C is ``prompt-cancelled`` (2)."""
+    from factory.operator.tty import HungUp
+
+    before = world.state()
+    cases = [ScriptedTerminal(revision=lambda r: HungUp()), ScriptedTerminal(passphrase=HungUp())]
+    for index, terminal in enumerate(cases):
+        out = world.out(f"hangup-{index}.json")
+        result = publish(world, terminal, out=out)
+        assert result.exit_code == 130
+        assert result.diagnostic == "factory: interrupted: the terminal hung up"
+        doc = receipt_json(out)
+        assert (doc["status"], doc["refusal"], doc["grant"]) == ("interrupted", None, None)
+    assert world.state() == before
+    assert not list(world.ledger.iterdir())
+
+
 def test_worktree_changed_after_the_run_is_refused(world: World) -> None:
     (world.wt / "src" / "app.py").write_text("x = 2\n")
     before = world.state()
