@@ -37,7 +37,7 @@ CLIENT_CONFIG_INVALID = Refused.define(
 )
 
 
-def merged_entry(existing: Any, owned: dict[str, Any], defaults: dict[str, Any]) -> Any:
+def combined_entry(existing: Any, owned: dict[str, Any], defaults: dict[str, Any]) -> Any:
     """The server's entry after installing: ``existing`` with ``owned`` set and
     ``defaults`` added where missing."""
     entry = dict(existing) if isinstance(existing, dict) else {}
@@ -101,7 +101,7 @@ def install_toml(text: str, owned: dict[str, Any], where: str) -> str:
     """
     before = _parse_toml(text, where)
     servers = _servers_of(before, "mcp_servers", where)
-    entry = merged_entry(servers.get(SERVER_KEY), owned, {})
+    entry = combined_entry(servers.get(SERVER_KEY), owned, {})
     if entry == servers.get(SERVER_KEY):
         return text
     inline = isinstance(tomlkit.parse(text).get("mcp_servers"), InlineTable)
@@ -142,7 +142,7 @@ def install_json(text: str, owned: dict[str, Any], defaults: dict[str, Any], whe
     """
     doc = _parse_json(text, where)
     servers = _servers_of(doc, "mcpServers", where)
-    entry = merged_entry(servers.get(SERVER_KEY), owned, defaults)
+    entry = combined_entry(servers.get(SERVER_KEY), owned, defaults)
     if entry == servers.get(SERVER_KEY):
         return text
     doc["mcpServers"] = {**servers, SERVER_KEY: entry}

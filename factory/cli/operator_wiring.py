@@ -62,18 +62,18 @@ def gate_flags(p: argparse.ArgumentParser) -> None:
 
 def print_json(value: object, *, kept_in: str | None = None) -> None:
     """A document on stdout: its canonical form with hostile code points escaped; at a
-    terminal, indented, and every string longer than the screen's line cap shortened (the
-    document itself, in its file or through a pipe, is whole)."""
+    terminal, every string longer than the screen's line cap shortened (the document
+    itself, in its file or through a pipe, is whole)."""
     import sys
 
     from factory.canonical import canonical_bytes
-    from factory.documents.emit import inert_bytes, json_line
+    from factory.documents.emit import inert_bytes
 
     if sys.stdout is None or not sys.stdout.isatty():
         emit_stdout(inert_bytes(canonical_bytes(value)) + b"\n", kept_in=kept_in)
         return
     shown, cut = _capped(value)
-    emit_stdout(json_line(shown, indent=2, sort_keys=True), kept_in=kept_in)
+    emit_stdout(inert_bytes(canonical_bytes(shown)) + b"\n", kept_in=kept_in)
     if cut:
         where = f" ({kept_in} holds them whole)" if kept_in else " (pipe the output for them whole)"
         say(f"factory: {cut} long value(s) shortened on this screen{where}")

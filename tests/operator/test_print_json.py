@@ -28,8 +28,7 @@ def test_a_terminal_gets_short_lines_and_a_note(
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
     print_json(HOSTILE, kept_in="/x/op.json")
     captured = capfdbinary.readouterr()
-    lines = captured.out.decode().splitlines()
-    assert max(len(line) for line in lines) < LINE_LIMIT + 60
+    assert len(captured.out) < 3 * LINE_LIMIT  # one short line, not 10,000 characters
     assert "more)" in captured.out.decode() and json.loads(captured.out)["n"] == 1
     assert b"1 long value(s) shortened on this screen (/x/op.json holds them whole)" in (
         captured.err
