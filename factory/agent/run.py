@@ -34,6 +34,7 @@ from factory.agent.run_state import RunState, in_thread
 from factory.errors import ExitCode, ProviderFailure
 from factory.fsio import reserve
 from factory.gitio.index_entries import index_entries_digest
+from factory.gitio.snapshot import UnsupportedChangedPath
 
 
 class _Run(RunState):
@@ -125,9 +126,15 @@ class _Run(RunState):
         self.last_tree = tree1
         moved += [b"worktree/" + p for p in changed_paths(tree0, tree1)]
         if not moved:
-            _, again = await self.derive(details=False)
-            if again == cand.identity:
-                return False
+            try:
+                _, again = await self.derive(details=False)
+            except UnsupportedChangedPath as exc:
+                # The reviewer made a change the candidate cannot hold (inside a submodule):
+                # its mutation, named by where it is, never the candidate's fault.
+                moved = [_problem_label(exc)]
+            else:
+                if again == cand.identity:
+                    return False
         self.store_mutation(ph, moved)
         return True
 
@@ -273,3 +280,13 @@ async def _closing(run: _Run, body: Callable[[], Awaitable[RunOutcome]]) -> RunO
 
 
 __all__ = ["AgentDeps", "RouteReport", "RunOutcome", "run_agent", "utc_now"]
+
+
+def _problem_label(exc: UnsupportedChangedPath) -> bytes:
+    """The mutation label of a change the candidate cannot hold: ``submodule/<path>`` for
+    a submodule changed inside (its index or files), ``worktree/<path>`` otherwise."""
+    problem = exc.problem
+    if problem is None:
+        return b"worktree/"
+    kind = b"submodule/" if problem.reason.startswith("submodule") else b"worktree/"
+    return kind + problem.path

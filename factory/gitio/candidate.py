@@ -31,10 +31,10 @@ from factory.gitio.conversions import conversions_differ
 from factory.gitio.gitdata import status_and_ignored
 from factory.gitio.rawfs import StatCache
 from factory.gitio.snapshot import (
-    PROBLEM_TEXT,
     UNSUPPORTED_CHANGED_PATH,
     Baseline,
     Change,
+    Problem,
     State,
     UnsupportedChangedPath,
     snapshot,
@@ -98,7 +98,15 @@ def _changed_file(c: Change) -> ChangedFile:
 
 
 def submodule_changed(status: bytes) -> bool:
-    """Whether ``status --porcelain=v2 -z`` reports a submodule with changes.
+    """Whether ``status --porcelain=v2 -z`` reports a submodule with changes."""
+    return changed_submodule(status) is not None
+
+
+_FIELDS = {b"1 ": 8, b"2 ": 9, b"u ": 10}  # splits before the path, by record kind
+
+
+def changed_submodule(status: bytes) -> bytes | None:
+    """The path of the first submodule ``status --porcelain=v2 -z`` reports with changes.
 
     The ``<sub>`` field of changed (``1``), renamed (``2``, followed by one more record,
     the original path) and unmerged (``u``) entries is ``S<c><m><u>`` for a submodule. A
@@ -113,9 +121,9 @@ def submodule_changed(status: bytes) -> bool:
         if kind in (b"1 ", b"2 ", b"u "):
             fields = rec.split(b" ", 3)
             if len(fields) > 2 and fields[2].startswith(b"S"):
-                return True
+                return rec.split(b" ", _FIELDS[kind])[-1]
         i += 2 if kind == b"2 " else 1
-    return False
+    return None
 
 
 def derive(
@@ -150,8 +158,9 @@ def derive(
         )
     if snap.problems:
         raise unsupported(snap.problems[0])
-    if submodule_changed(status):
-        raise _unsupported(PROBLEM_TEXT["submodule"])
+    sub = changed_submodule(status)
+    if sub is not None:
+        raise unsupported(Problem(sub, "submodule"))
     files = tuple(_changed_file(c) for c in snap.changes)
     patch = snap.patch
     written = [(c.path, c.oid) for c in snap.changes if c.state != "deleted"]

@@ -50,7 +50,11 @@ from factory.gitio.run import GitFailure, run_git
 
 
 class UnsupportedChangedPath(Failure):
-    """A changed path a snapshot cannot bind faithfully (exit 4). No path in the message."""
+    """A changed path a snapshot cannot bind faithfully (exit 4). No path in the message;
+    ``problem`` (when known) names it for the caller that attributes it (a reviewer's
+    change inside a submodule is that submodule's, not the candidate's)."""
+
+    problem: Problem | None = None
 
 
 UNSUPPORTED_CHANGED_PATH = UnsupportedChangedPath.define(
@@ -300,7 +304,9 @@ def snapshot(
 def unsupported(problem: Problem) -> UnsupportedChangedPath:
     """The typed error for a snapshot problem (the message names the kind, not the path)."""
     why = PROBLEM_TEXT.get(problem.reason, "cannot be bound")
-    return UNSUPPORTED_CHANGED_PATH(f"a changed path {why}")
+    error = UNSUPPORTED_CHANGED_PATH(f"a changed path {why}")
+    error.problem = problem
+    return error
 
 
 def raw_tree(root: Path, base_tree: str) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from factory.gitio.candidate import submodule_changed
 from tests.agent.fakes import Step, chain, write
+from tests.agent.git_state import evidence_paths
 from tests.agent.helpers import run
 from tests.support.git import add_linked_worktree, git, init_repo
 from tests.support.layout import Layout
@@ -121,3 +122,22 @@ async def test_a_hook_in_the_submodule_repository_is_a_mutation(
     r = ran.outcome.receipt
     assert r.error is not None
     assert r.error.code == ("worker-git-mutation" if role == "worker" else "reviewer-mutation")
+
+
+def stage_inside_the_submodule(wt: Path) -> None:
+    """A reviewer's 'git add' inside the submodule: its index entries change."""
+    subprocess.run(["git", "update-index", "--chmod=+x", "s.txt"], cwd=wt / "mod", check=True)
+
+
+async def test_a_reviewers_change_inside_a_submodule_is_that_submodules(
+    with_submodule: Layout,
+) -> None:
+    """Observed before (issue 24 §1): the run failed as ``unsupported-changed-path``, as if
+    the candidate held an unsupported change; the candidate was fine and the reviewer had
+    changed the submodule's index. Now ``reviewer-mutation``, the evidence naming the
+    submodule. Twin: a reviewer that only reads there (above) approves."""
+    fix = Step(effect=write("a.txt", "A\n"))
+    ran = await run(with_submodule, [fix], [Step(effect=stage_inside_the_submodule)])
+    r = ran.outcome.receipt
+    assert r.error is not None and r.error.code == "reviewer-mutation"
+    assert evidence_paths(with_submodule, r.phases[-1]) == ["submodule/mod"]
