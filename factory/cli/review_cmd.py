@@ -165,8 +165,26 @@ def _emit(doc: dict[str, Any]) -> None:
     emit_stdout(json_line(doc, indent=2))
 
 
-def _guard(operation: str, body: Callable[[], int]) -> int:
-    """Run ``body``; on a typed error also print a JSON refusal with ``next`` on stdout."""
+def _corrupt_next(cwd: str | None, exc: Exception) -> list[str]:
+    """The ceremony that takes the invalid record ``exc`` names out of the store (a corrupt
+    record's refusal is never a dead end); ``status`` when none can be derived."""
+    lineage = getattr(exc, "lineage_id", None)
+    if cwd is None or lineage is None:
+        return []
+    from factory.errors import FactoryError
+    from factory.review.exits import exits_for
+    from factory.review.service import open_context
+
+    try:
+        found = exits_for(open_context(Path(cwd)).store, [lineage])
+    except FactoryError:
+        found = ()
+    return [*found, "factory review status"]
+
+
+def _guard(operation: str, body: Callable[[], int], cwd: str | None = None) -> int:
+    """Run ``body``; on a typed error also print a JSON refusal with ``next`` on stdout
+    (``cwd``: the repository, to name the exit of an invalid record)."""
     from factory.errors import FactoryError
 
     try:
@@ -175,7 +193,7 @@ def _guard(operation: str, body: Callable[[], int]) -> int:
         doc: dict[str, Any] = {
             "operation": operation,
             "error": {"code": exc.code, "message": exc.message},
-            "next": list(getattr(exc, "next", ())),
+            "next": list(getattr(exc, "next", ())) or _corrupt_next(cwd, exc),
         }
         preserved = getattr(exc, "preserved", None)
         if preserved is not None:
@@ -196,7 +214,7 @@ def run_start(args: argparse.Namespace) -> int:
         _emit(start(Path(args.cwd), base_ref=args.base_ref, focus=args.focus, policy_path=policy))
         return 0
 
-    return _guard("review/start", body)
+    return _guard("review/start", body, args.cwd)
 
 
 def run_finalize(args: argparse.Namespace) -> int:
@@ -228,7 +246,7 @@ def run_finalize(args: argparse.Namespace) -> int:
         _emit(view)
         return code
 
-    return _guard("review/finalize", body)
+    return _guard("review/finalize", body, args.cwd)
 
 
 def run_status(args: argparse.Namespace) -> int:
@@ -239,13 +257,14 @@ def run_status(args: argparse.Namespace) -> int:
         _emit(status(Path(args.cwd)))
         return 0
 
-    return _guard("review/status", body)
+    return _guard("review/status", body, args.cwd)
 
 
 def run_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from factory.review.errors import ReviewRecordCorrupt
+    from factory.review.exits import exits_for
     from factory.review.render import render
     from factory.review.service import open_context, resolve_lineage
     from factory.review.store import Corrupt
@@ -257,7 +276,8 @@ def run_show(args: argparse.Namespace) -> int:
         if args.lineage is None:
             raise
         item = Corrupt(args.lineage, exc)
-    render(item, Console(soft_wrap=False))
+    exits = exits_for(ctx.store, [item.lineage_id]) if isinstance(item, Corrupt) else ()
+    render(item, Console(soft_wrap=False), exits)
     return 0
 
 
@@ -345,7 +365,7 @@ def run_lens(args: argparse.Namespace) -> int:
             say(REHEARSAL_BANNER)
         return 0
 
-    return _guard("review/lens", body)
+    return _guard("review/lens", body, args.cwd)
 
 
 __all__ = ["register"]

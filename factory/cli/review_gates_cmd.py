@@ -79,8 +79,9 @@ same predecessor (a fork) is refused.
 
 REPAIR_HELP = """\
 Quarantine one lineage that fails today's validation, byte for byte, in two phases, with an
-audit record — only when its anomaly is the only one of CLASS in the store, and only with
-the maintainer authorization binding (the refusal prints the expected text). Validation is
+audit record — only when every other anomaly of CLASS in the store is named with
+--also-invalid (none when it is the only one), and only with the maintainer authorization
+binding (the refusal prints the expected text). Validation is
 never relaxed: the quarantined record still fails it. Classes: incomplete-entry,
 invalid-record, invalid-receipt, invalid-recovery-edge.
 """
@@ -178,6 +179,13 @@ def register(rsub: Any) -> None:
         required=True,
         choices=("incomplete-entry", "invalid-record", "invalid-receipt", "invalid-recovery-edge"),
     )
+    p.add_argument(
+        "--also-invalid",
+        action="append",
+        default=[],
+        metavar="KEY",
+        help="every other anomaly of the class (repeatable; the refusal names them)",
+    )
     p.add_argument("--reason", required=True, metavar="TEXT")
     p.add_argument("--actor", required=True, metavar="NAME")
     p.add_argument("--maintainer-authorization", metavar="FILE")
@@ -261,17 +269,17 @@ def run_mirror(args: argparse.Namespace) -> int:
     from factory.review.mirror import sync
 
     work = sync.push if args.verb == "push" else sync.fetch
-    return _json(f"review/{args.verb}", lambda: work(Path(args.cwd), args.remote))
+    return _json(f"review/{args.verb}", lambda: work(Path(args.cwd), args.remote), args.cwd)
 
 
-def _json(operation: str, work: Callable[[], dict[str, Any]]) -> int:
+def _json(operation: str, work: Callable[[], dict[str, Any]], cwd: str | None = None) -> int:
     from factory.cli.review_cmd import _guard
 
     def body() -> int:
         _emit(work())
         return 0
 
-    return _guard(operation, body)
+    return _guard(operation, body, cwd)
 
 
 def _auth(args: argparse.Namespace) -> Path | None:
@@ -284,6 +292,7 @@ def run_invalidate(args: argparse.Namespace) -> int:
     return _json(
         "review/invalidate",
         lambda: invalidate(Path(args.cwd), args.lineage, args.expected_revision, args.reason),
+        args.cwd,
     )
 
 
@@ -301,6 +310,7 @@ def run_recover(args: argparse.Namespace) -> int:
             actor=args.actor,
             authorization=_auth(args),
         ),
+        args.cwd,
     )
 
 
@@ -308,7 +318,9 @@ def run_reclaim(args: argparse.Namespace) -> int:
     from factory.review.repair import reclaim
 
     return _json(
-        "review/reclaim", lambda: reclaim(Path(args.cwd), args.lineage, args.reason, args.actor)
+        "review/reclaim",
+        lambda: reclaim(Path(args.cwd), args.lineage, args.reason, args.actor),
+        args.cwd,
     )
 
 
@@ -318,8 +330,15 @@ def run_repair(args: argparse.Namespace) -> int:
     return _json(
         "review/repair",
         lambda: repair(
-            Path(args.cwd), args.lineage, args.anomaly_class, args.reason, args.actor, _auth(args)
+            Path(args.cwd),
+            args.lineage,
+            args.anomaly_class,
+            args.reason,
+            args.actor,
+            _auth(args),
+            tuple(args.also_invalid),
         ),
+        args.cwd,
     )
 
 

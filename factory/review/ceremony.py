@@ -23,8 +23,9 @@ A ceremony moves one lineage folder aside in two phases, both byte-preserving:
 
 A crash between the two leaves a staged ceremony; running the same command again finishes
 it. ``reclaim`` handles ``incomplete-entry`` only and needs no authorization; ``repair``
-handles every class, only when its anomaly is the only one of its class in the whole
-inventory (a documented patient, not an amnesty for a category), and only with the exact
+handles every class, one anomaly at a time, only when the command names every other
+anomaly of its class in the inventory (a documented patient, not an amnesty for a
+category: see :mod:`factory.review.exits`), and only with the exact
 maintainer authorization binding (:mod:`factory.review.authorization`). Validation code is
 not touched by any of this: the quarantined record fails it exactly as before.
 """
@@ -94,11 +95,6 @@ def census(store: ReviewStore, graph: LineageGraph) -> list[Anomaly]:
     for detail, members in sorted(forks.items()):
         out.append(Anomaly("invalid-recovery-edge", f"fork:{members[0]}", tuple(members), detail))
     return out
-
-
-def anomaly_classes(store: ReviewStore, graph: LineageGraph) -> dict[str, str]:
-    """The class of each corrupt lineage (for the next command a gate names)."""
-    return {lid: _corrupt_class(store, lid) for lid in graph.corrupt}
 
 
 def inventory(folder: Path) -> list[dict[str, Any]]:

@@ -57,7 +57,18 @@ class ReviewStoreBusy(Failure):
 
 
 class ReviewRecordCorrupt(IntegrityFailure):
-    """A lineage's record (or receipt) fails validation; it is never repaired in place."""
+    """A lineage's record (or receipt) fails validation; it is never repaired in place.
+
+    Attributes:
+        lineage_id: the lineage whose record fails, when one is named (the command line
+            then names the ceremony that takes it out of the store as ``next``).
+    """
+
+    def __init__(
+        self, fact: str, *, code: Code[Any] | None = None, lineage_id: str | None = None
+    ) -> None:
+        super().__init__(fact, code=code)
+        self.lineage_id = lineage_id
 
 
 class ReviewCaptureFailed(Failure):
@@ -170,7 +181,8 @@ STORE_BUSY = ReviewStoreBusy.define(
 )
 RECORD_CORRUPT = ReviewRecordCorrupt.define(
     "review-record-corrupt",
-    "do not edit it; inspect it with 'factory review show --lineage ID' (it grants nothing)",
+    "do not edit it (it grants nothing); take it out of the store with the reclaim or repair "
+    "ceremony named in next",
     default=True,
 )
 CAPTURE_FAILED = ReviewCaptureFailed.define(

@@ -47,7 +47,8 @@ CEREMONY_WRONG_CLASS = ReviewRefused.define(
 )
 CEREMONY_NOT_UNIQUE = ReviewRefused.define(
     "review-ceremony-not-unique",
-    "a ceremony repairs one proven-unique anomaly; inspect each with 'factory review status'",
+    "repair one anomaly at a time, naming every other one of its class with --also-invalid: "
+    "run one of the commands it names",
 )
 HOOK_NOT_OWNED = ReviewRefused.define(
     "review-hook-not-owned",

@@ -35,9 +35,11 @@ def reclaim(lineage: str) -> str:
     return f"factory review reclaim --lineage {lineage} --reason TEXT --actor NAME"
 
 
-def repair(lineage: str, anomaly: str) -> str:
+def repair(lineage: str, anomaly: str, others: list[str] | tuple[str, ...] = ()) -> str:
+    """``others``: every other anomaly of the class, each named with ``--also-invalid``."""
+    also = "".join(f" --also-invalid {key}" for key in others)
     return (
-        f"factory review repair --lineage {lineage} --class {anomaly} --reason TEXT "
+        f"factory review repair --lineage {lineage} --class {anomaly}{also} --reason TEXT "
         "--actor NAME --maintainer-authorization FILE"
     )
 

@@ -117,7 +117,9 @@ def read_nofollow(path: Path, limit: int) -> bytes:
 
 def corrupt_record(lineage_id: str, problem: str) -> ReviewRecordCorrupt:
     """The typed error for a record that fails validation, naming its lineage."""
-    return ReviewRecordCorrupt(f"review lineage {lineage_id} is invalid: {problem} (kept as it is)")
+    return ReviewRecordCorrupt(
+        f"review lineage {lineage_id} is invalid: {problem} (kept as it is)", lineage_id=lineage_id
+    )
 
 
 def decode_record(lineage_id: str, data: bytes) -> tuple[ReviewState, str]:

@@ -70,12 +70,15 @@ def _attempts(s: ReviewState) -> Table:
     return table
 
 
-def render(item: Loaded | Corrupt, console: Console) -> None:
-    """Print ``item`` on ``console``."""
+def render(item: Loaded | Corrupt, console: Console, exits: tuple[str, ...] = ()) -> None:
+    """Print ``item`` on ``console``; ``exits``: for an invalid record, the ceremonies that
+    take it out of the store (printed as its next commands)."""
     if isinstance(item, Corrupt):
         console.print(_t(f"lineage {item.lineage_id}: INVALID RECORD", "bold red"))
         console.print(_t(item.error.message))
         console.print(_t("It grants nothing. Nothing was changed."))
+        for cmd in (*exits, "factory review status"):
+            console.print(_t(f"next: {cmd}"), soft_wrap=True)  # one line: runnable as printed
         return
     s = item.state
     console.print(_t(f"review lineage {s.lineage_id} (generation {s.generation})", "bold"))

@@ -4,8 +4,9 @@
 ``reclaim --lineage ID --reason TEXT --actor NAME`` quarantines one folder that has no
 ``review-state.json`` (``incomplete-entry``), so lineage-less gates work again.
 ``repair --lineage ID --class CLASS --reason TEXT --actor NAME --maintainer-authorization
-FILE`` quarantines one lineage whose anomaly is the only one of CLASS in the inventory,
-once the authorization file holds exactly the binding for (lineage, the record's raw
+FILE [--also-invalid KEY …]`` quarantines one lineage of an anomaly of CLASS, when every
+other anomaly of CLASS in the inventory is named with ``--also-invalid`` (none when it is
+the only one), once the authorization file holds exactly the binding for (lineage, the record's raw
 SHA-256, the proof digest, actor, reason); without the file — or with a wrong one — the
 refusal prints the expected text. Both run under the store lock and finish a ceremony a
 crash left staged.
@@ -33,6 +34,7 @@ from factory.review.ceremony import (
     stage,
 )
 from factory.review.errors import ReviewInputInvalid, ReviewRefused
+from factory.review.exits import exit_command, exits_for, others_of, patient
 from factory.review.gate_errors import CEREMONY_NOT_UNIQUE, CEREMONY_WRONG_CLASS
 from factory.review.service import Context, open_context
 
@@ -48,10 +50,13 @@ def _finish_pending(ctx: Context, lineage: str, operation: str) -> dict[str, Any
     if folder is None:
         return None
     audit = seal(folder, {})
-    return _view(operation, folder, audit, resumed=True)
+    return _view(ctx, operation, folder, audit, resumed=True)
 
 
-def _view(operation: str, folder: Path, audit: dict[str, Any], *, resumed: bool) -> dict[str, Any]:
+def _view(
+    ctx: Context, operation: str, folder: Path, audit: dict[str, Any], *, resumed: bool
+) -> dict[str, Any]:
+    remaining = exits_for(ctx.store)  # the next anomaly's ceremony comes first
     return {
         "operation": operation,
         "lineage": audit["lineage_id"],
@@ -60,7 +65,7 @@ def _view(operation: str, folder: Path, audit: dict[str, Any], *, resumed: bool)
         "quarantine": str(folder),
         "audit": str(folder / "audit.json"),
         "resumed": resumed,
-        "next": ["factory review status", *(nextcmd.validate(g) for g in nextcmd.GATE_ORDER[:1])],
+        "next": [*remaining, "factory review status", nextcmd.validate(nextcmd.GATE_ORDER[0])],
     }
 
 
@@ -79,15 +84,27 @@ def _anomaly(ctx: Context, lineage: str, wanted: str) -> tuple[Anomaly, list[Ano
         raise ReviewRefused(
             f"lineage {lineage} is {have}, not {wanted}",
             code=CEREMONY_WRONG_CLASS,
-            next=tuple(
-                nextcmd.reclaim(lineage)
-                if a.anomaly_class == "incomplete-entry"
-                else nextcmd.repair(lineage, a.anomaly_class)
-                for a in mine
-            )
-            or ("factory review status",),
+            next=tuple(exit_command(a, found, lineage) for a in mine) or ("factory review status",),
         )
     return mine[0], found
+
+
+def _named_class(anomaly: Anomaly, found: list[Anomaly], also: tuple[str, ...]) -> None:
+    """A class with several anomalies is repaired one patient at a time, only when the
+    command names every other one of the class (``--also-invalid``), exactly."""
+    others = others_of(anomaly, found)
+    if sorted(also) == sorted(others):
+        return
+    same = [a for a in found if a.anomaly_class == anomaly.anomaly_class]
+    keys = ", ".join(a.key for a in same)
+    named = ", ".join(also) or "none"
+    raise ReviewRefused(
+        f"{len(same)} anomalies of class {anomaly.anomaly_class} are in the inventory ({keys}) "
+        f"and --also-invalid names {named}: a repair ceremony takes one case and names every "
+        "other one of its class, never a class",
+        code=CEREMONY_NOT_UNIQUE,
+        next=tuple(exit_command(a, found, patient(a)) for a in same),
+    )
 
 
 def _intent(
@@ -131,11 +148,17 @@ def reclaim(cwd: Path, lineage: str, reason: str, actor: str) -> dict[str, Any]:
         intent = _intent("reclaim", anomaly, found, lineage, items, actor, reason, None)
         folder = stage(ctx.store, intent)
         audit = seal(folder, {})
-    return _view("review/reclaim", folder, audit, resumed=False)
+    return _view(ctx, "review/reclaim", folder, audit, resumed=False)
 
 
 def repair(
-    cwd: Path, lineage: str, anomaly_class: str, reason: str, actor: str, authorization: Path | None
+    cwd: Path,
+    lineage: str,
+    anomaly_class: str,
+    reason: str,
+    actor: str,
+    authorization: Path | None,
+    also_invalid: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """``factory review repair`` (see the module docstring)."""
     if anomaly_class not in CLASSES:
@@ -148,15 +171,7 @@ def repair(
         if done is not None:
             return done
         anomaly, found = _anomaly(ctx, lineage, anomaly_class)
-        same = [a for a in found if a.anomaly_class == anomaly_class]
-        if len(same) != 1:
-            raise ReviewRefused(
-                f"{len(same)} anomalies of class {anomaly_class} are in the inventory "
-                f"({', '.join(a.key for a in same)}): a repair ceremony takes one proven-unique "
-                "case, never a class",
-                code=CEREMONY_NOT_UNIQUE,
-                next=("factory review status",),
-            )
+        _named_class(anomaly, found, also_invalid)
         if anomaly.key.startswith("fork:") and lineage == anomaly.members[0]:
             raise ReviewRefused(
                 f"lineage {lineage} is the predecessor of the fork; quarantine one successor",
@@ -172,9 +187,9 @@ def repair(
             actor,
             reason,
         )
-        again = nextcmd.repair(lineage, anomaly_class)
+        again = nextcmd.repair(lineage, anomaly_class, also_invalid)
         given = require_authorization(authorization, expected, "a repair ceremony", again)
         intent["authorization_sha256"] = sha256_hex(given)
         folder = stage(ctx.store, intent)
         audit = seal(folder, {"anomaly_detail": anomaly.detail})
-    return _view("review/repair", folder, audit, resumed=False)
+    return _view(ctx, "review/repair", folder, audit, resumed=False)

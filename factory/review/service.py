@@ -69,7 +69,8 @@ def lineage_policy(ctx: Context, loaded: Loaded) -> LoadedPolicy:
         if policy.hash == loaded.state.policy_hash:
             return policy
     raise ReviewRecordCorrupt(
-        f"review lineage {loaded.lineage_id} is invalid: its policy bytes are missing"
+        f"review lineage {loaded.lineage_id} is invalid: its policy bytes are missing",
+        lineage_id=loaded.lineage_id,
     )
 
 
@@ -189,13 +190,17 @@ def _no_other_live(store: ReviewStore) -> None:
 
 def status(cwd: Path) -> dict[str, Any]:
     """``factory review status``: every lineage, its state and next legal commands."""
+    from factory.review.exits import exit_commands
+    from factory.review.graph import build_graph
+
     ctx = open_context(cwd)
     items = ctx.store.scan()
+    exits = exit_commands(ctx.store, build_graph(items))
     return {
         "operation": "review/status",
         "repository": str(ctx.wt.root),
         "store": str(ctx.store.root),
-        "lineages": [status_entry(x) for x in items],
+        "lineages": [status_entry(x, exits.get(x.lineage_id)) for x in items],
         "corrupt": sum(1 for x in items if isinstance(x, Corrupt)),
-        "next": [] if items else ["factory review start"],
+        "next": list(dict.fromkeys(exits.values())) if items else ["factory review start"],
     }

@@ -111,12 +111,16 @@ def finalize_view(
     }
 
 
-def status_entry(item: Loaded | Corrupt) -> dict[str, Any]:
+def status_entry(item: Loaded | Corrupt, exit: str | None = None) -> dict[str, Any]:
+    """One lineage of ``status``; ``exit``: the ceremony that takes it out of the store,
+    when it is part of an anomaly (named first)."""
+    first = [exit] if exit is not None else []
     if isinstance(item, Corrupt):
         return {
             "lineage": item.lineage_id,
             "state": None,
             "corrupt": {"code": item.error.code, "message": item.error.message},
-            "next": [f"factory review show --lineage {item.lineage_id}"],
+            "next": [*first, f"factory review show --lineage {item.lineage_id}"],
         }
-    return {**summary(item), "receipt": item.receipt, "corrupt": None}
+    view = summary(item)
+    return {**view, "next": [*first, *view["next"]], "receipt": item.receipt, "corrupt": None}

@@ -61,18 +61,19 @@ class Decision:
     considered: tuple[str, ...]
 
 
-def _corrupt_next(graph: GraphFacts, classes: dict[str, str]) -> tuple[str, ...]:
+def _corrupt_next(graph: GraphFacts, exits: dict[str, str]) -> tuple[str, ...]:
+    """The ceremony for each untrusted lineage (``exits``: lineage → its exit command, from
+    :func:`factory.review.exits.exit_commands`)."""
     out = []
     for lid in sorted(graph.corrupt):
-        cls = classes.get(lid, "invalid-record")
-        out.append(nextcmd.reclaim(lid) if cls == "incomplete-entry" else nextcmd.repair(lid, cls))
+        out.append(exits.get(lid) or nextcmd.repair(lid, "invalid-record"))
     for lid in graph.problem_lineages:
-        out.append(nextcmd.repair(lid, "invalid-recovery-edge"))
+        out.append(exits.get(lid) or nextcmd.repair(lid, "invalid-recovery-edge"))
     return tuple(dict.fromkeys(out)) or ("factory review status",)
 
 
 def _authority(
-    graph: GraphFacts, classes: dict[str, str], lineage: str | None, gate: str
+    graph: GraphFacts, exits: dict[str, str], lineage: str | None, gate: str
 ) -> Verdict | None:
     if graph.corrupt or graph.problem_lineages:
         bad = sorted({*graph.corrupt, *graph.problem_lineages})
@@ -87,7 +88,7 @@ def _authority(
         return deny(
             code,
             f"{what}: the recovery graph cannot say what is authority",
-            *(_corrupt_next(graph, classes)),
+            *(_corrupt_next(graph, exits)),
         )
     if lineage is None:
         return None
@@ -244,14 +245,14 @@ def _binding(x: LineageFacts, live: Live, base_check: BaseCheck) -> Verdict:
 
 def decide(
     graph: GraphFacts,
-    classes: dict[str, str],
+    exits: dict[str, str],
     lineage: str | None,
     live: Live,
     base_check: BaseCheck,
 ) -> Decision:
-    """The verdict of a gate (see the module docstring); ``classes`` names the anomaly
-    class of each corrupt lineage (``incomplete-entry`` or ``invalid-record``)."""
-    problem = _authority(graph, classes, lineage, live.gate)
+    """The verdict of a gate (see the module docstring); ``exits`` names, for each lineage
+    of an anomaly, the ceremony that takes it out of the store (``reclaim`` or ``repair``)."""
+    problem = _authority(graph, exits, lineage, live.gate)
     if problem is not None:
         return Decision(problem, None, ())
     considered: tuple[str, ...] = ()

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from factory.gitio.worktree import Worktree
 from factory.review import nextcmd
-from factory.review.ceremony import anomaly_classes
+from factory.review.exits import exit_commands
 from factory.review.gates import livememo, memo
 from factory.review.gates.decide import Decision, decide
 from factory.review.gates.facts import GraphFacts, graph_facts
@@ -56,7 +56,7 @@ between_hook: Callable[[str], None] = _no_hook
 
 def load_graph(store: ReviewStore) -> tuple[LineageGraph, dict[str, str]]:
     graph = build_graph(store.scan())
-    return graph, anomaly_classes(store, graph)
+    return graph, exit_commands(store, graph)
 
 
 Pass = tuple[Derived, LineageGraph, GraphFacts, Decision]
@@ -64,9 +64,9 @@ Pass = tuple[Derived, LineageGraph, GraphFacts, Decision]
 
 def _decide(wt: Worktree, store: ReviewStore, req: GateRequest, cached: Derived | None) -> Pass:
     derived = derive(wt, req, cached)
-    graph, classes = load_graph(store)
+    graph, exits = load_graph(store)
     facts = graph_facts(graph)
-    decision = decide(facts, classes, req.lineage, derived.live, derived.base_check)
+    decision = decide(facts, exits, req.lineage, derived.live, derived.base_check)
     return derived, graph, facts, decision
 
 

@@ -28,6 +28,7 @@ from typing import Any
 from factory.display import inert
 from factory.gitio.config import read_config
 from factory.review.errors import ReviewRecordCorrupt
+from factory.review.exits import exits_for
 from factory.review.gates.boundary import _current_branch, push_remote
 from factory.review.graph import build_graph
 from factory.review.mirror import transport
@@ -123,7 +124,10 @@ def push(cwd: Path, remote: str | None) -> dict[str, Any]:
         "remote": name,
         "lineages": rows,
         "skipped_missing_receipt": skipped,
-        "next": [f"factory review fetch --remote {name} (in another clone or in CI)"],
+        "next": [  # the local store's anomalies stop every local gate: their ceremonies first
+            *exits_for(ctx.store),
+            f"factory review fetch --remote {name} (in another clone or in CI)",
+        ],
     }
 
 
@@ -157,7 +161,7 @@ def fetch(cwd: Path, remote: str | None) -> dict[str, Any]:
         "operation": "review/fetch",
         "remote": name,
         "lineages": rows,
-        "next": ["factory review validate --gate pre-pr --from-refs"],
+        "next": [*exits_for(ctx.store), "factory review validate --gate pre-pr --from-refs"],
     }
 
 
