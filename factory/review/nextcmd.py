@@ -44,6 +44,11 @@ def repair(lineage: str, anomaly: str, others: list[str] | tuple[str, ...] = ())
     )
 
 
+def rewrite_receipt(lineage: str) -> str:
+    """``finalize`` with no input: rewrites a terminal lineage's missing receipt file."""
+    return f"factory review finalize --lineage {lineage}"
+
+
 def show(lineage: str) -> str:
     return f"factory review show --lineage {lineage}"
 

@@ -196,11 +196,15 @@ def status(cwd: Path) -> dict[str, Any]:
     ctx = open_context(cwd)
     items = ctx.store.scan()
     exits = exit_commands(ctx.store, build_graph(items))
+    entries = [status_entry(x, exits.get(x.lineage_id)) for x in items]
+    unreceipted = [e["next"][0] for e in entries if e.get("receipt") == "missing"]
     return {
         "operation": "review/status",
         "repository": str(ctx.wt.root),
         "store": str(ctx.store.root),
-        "lineages": [status_entry(x, exits.get(x.lineage_id)) for x in items],
+        "lineages": entries,
         "corrupt": sum(1 for x in items if isinstance(x, Corrupt)),
-        "next": list(dict.fromkeys(exits.values())) if items else ["factory review start"],
+        "next": list(dict.fromkeys([*exits.values(), *unreceipted]))
+        if items
+        else ["factory review start"],
     }

@@ -185,7 +185,7 @@ def _state_verdict(x: LineageFacts, gate: str) -> Verdict | None:
         return deny(
             "receipt-validation/receipt-missing",
             f"lineage {lid} is {x.state} but its receipt file is missing",
-            f"factory review finalize --lineage {lid}",
+            nextcmd.rewrite_receipt(lid),
         )
     if x.state == "escalated":
         why = x.escalation if x.escalation is not None else "escalated"
