@@ -13,6 +13,11 @@ from typing import Any
 from factory.errors import Code, Failure, IntegrityFailure, Refused, UsageError
 
 
+def naming_next(fact: str, next: Sequence[str]) -> str:
+    """``fact``, naming the first next command unless it already does."""
+    return f"{fact} (next: {next[0]})" if next and next[0] not in fact else fact
+
+
 class ReviewRefused(Refused):
     """The operation is not legal here; nothing changed (exit 2).
 
@@ -25,9 +30,7 @@ class ReviewRefused(Refused):
     ) -> None:
         self.base_fact = fact
         self.hint = next[0] if next and next[0] not in fact else None
-        if self.hint is not None:
-            fact = f"{fact} (next: {self.hint})"
-        super().__init__(fact, code=code)
+        super().__init__(naming_next(fact, next), code=code)
         self.next = tuple(next)
 
     def shown(self) -> str:
@@ -69,6 +72,22 @@ class ReviewRecordCorrupt(IntegrityFailure):
     ) -> None:
         super().__init__(fact, code=code)
         self.lineage_id = lineage_id
+
+
+class ReviewStoreInvalid(IntegrityFailure):
+    """The store's own layout is not what factory made — a folder or link where its lock
+    file belongs, a symbolic link where the store is (exit 4). Nothing is followed or
+    written through it.
+
+    Attributes:
+        next: the commands that put the layout right (most useful first).
+    """
+
+    def __init__(
+        self, fact: str, *, code: Code[Any] | None = None, next: Sequence[str] = ()
+    ) -> None:
+        super().__init__(naming_next(fact, next), code=code)
+        self.next = tuple(next)
 
 
 class ReviewCaptureFailed(Failure):
@@ -183,6 +202,12 @@ RECORD_CORRUPT = ReviewRecordCorrupt.define(
     "review-record-corrupt",
     "do not edit it (it grants nothing); take it out of the store with the reclaim or repair "
     "ceremony named in next",
+    default=True,
+)
+STORE_LOCK_NOT_FILE = ReviewStoreInvalid.define(
+    "review-store-lock-not-file",
+    "move what stands at the LOCK path out of the store (it is not factory's) and rerun: "
+    "the lock file is created again",
     default=True,
 )
 CAPTURE_FAILED = ReviewCaptureFailed.define(

@@ -12,16 +12,19 @@ deleted (a new inode would let two holders lock "the same" path).
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import fcntl
 import json
 import os
 import secrets
+import shlex
+import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from factory.review.errors import ReviewStoreBusy
+from factory.review.errors import STORE_LOCK_NOT_FILE, ReviewStoreBusy, ReviewStoreInvalid
 
 LOCK_SCHEMA = "factory.review-store-lock/1"
 DEFAULT_WAIT_S = 5.0
@@ -67,8 +70,34 @@ class StoreLock:
         self._fd: int | None = None
         self.owner_id = secrets.token_hex(8)
 
+    def _open(self) -> int:
+        """The lock file, opened without following a link; anything but a regular file at
+        its path is ``review-store-lock-not-file`` (never a crash, never followed)."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+        try:
+            fd = os.open(self.path, flags, 0o600)
+        except OSError as exc:
+            if exc.errno not in (errno.EISDIR, errno.ELOOP, errno.ENXIO):
+                raise
+            raise self._not_file() from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise self._not_file()
+        return fd
+
+    def _not_file(self) -> ReviewStoreInvalid:
+        st = os.lstat(self.path)
+        kind = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else kind
+        aside = shlex.quote(f"{self.path}.not-a-lock")
+        return ReviewStoreInvalid(
+            f"the review store's lock {self.path} is {kind}, so the store cannot be locked",
+            code=STORE_LOCK_NOT_FILE,
+            next=(f"mv {shlex.quote(str(self.path))} {aside}", "then rerun the same command"),
+        )
+
     def __enter__(self) -> StoreLock:
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = self._open()
         deadline = self._clock() + self.wait_s
         while True:
             try:
