@@ -70,6 +70,9 @@ def _has_record(store: ReviewStore, lineage_id: str) -> bool:
 
 
 def _corrupt_class(store: ReviewStore, lineage_id: str) -> str:
+    folder = store.root / lineage_id
+    if os.path.islink(folder) or os.path.islink(folder / "evidence"):
+        return "invalid-record"  # a link is never followed: what it points at is not read
     if not _has_record(store, lineage_id):
         return "incomplete-entry"
     try:

@@ -210,6 +210,16 @@ STORE_LOCK_NOT_FILE = ReviewStoreInvalid.define(
     "the lock file is created again",
     default=True,
 )
+STORE_SYMLINK = ReviewStoreInvalid.define(
+    "review-store-symlink",
+    "move the link aside (its target is neither read nor written) and rerun: the store is "
+    "created again as a real folder",
+)
+LINEAGE_SYMLINK = ReviewRecordCorrupt.define(
+    "review-lineage-symlink",
+    "it is never followed and grants nothing; take it out of the store with the repair "
+    "ceremony named in next",
+)
 CAPTURE_FAILED = ReviewCaptureFailed.define(
     "review-capture-failed", "follow the replay or rerun hint it gives", default=True
 )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import os
 from pathlib import Path
 from typing import Final, Literal
 
@@ -84,7 +85,10 @@ def preserve(
     )
     data = canonical(doc.to_json_value()) + b"\n"
     name = f"{lens}-{sha256_hex(payload)}.json"
-    for folder in (store.root / state.lineage_id / "incidents", fallback):
+    inside = store.root / state.lineage_id / "incidents"
+    for folder in (inside, fallback):
+        if folder is inside and (os.path.islink(inside) or os.path.islink(inside.parent)):
+            continue  # never written through a link (issue 23 §4): the fallback keeps it
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             write_exclusive(folder / name, data, mode=0o600)
@@ -129,7 +133,7 @@ def replayable(store: ReviewStore, state: ReviewState, lens: LensName) -> Path |
     """A preserved artifact for ``lens`` of this lineage whose payload is a valid reviewer
     result (rerunning the lens would pay twice for a judgement that exists)."""
     folder = store.root / state.lineage_id / "incidents"
-    if not folder.is_dir():
+    if os.path.islink(folder) or not folder.is_dir():
         return None
     for path in sorted(folder.glob(f"{lens}-*.json")):
         try:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shlex
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +34,13 @@ from typing import Any, Literal
 from factory.canonical import sha256_hex
 from factory.fsio import OutputExists, atomic_replace, fsync_dir, write_exclusive
 from factory.review.errors import (
+    LINEAGE_SYMLINK,
     LINEAGE_UNKNOWN,
+    STORE_SYMLINK,
     ReviewCasConflict,
     ReviewRecordCorrupt,
     ReviewRefused,
+    ReviewStoreInvalid,
 )
 from factory.review.invariants import state_problems
 from factory.review.lock import StoreLock
@@ -54,6 +58,7 @@ from factory.review.state import ReviewState
 from factory.review.successor import successor_problem
 
 STATE_FILE = "review-state.json"
+EVIDENCE = "evidence"
 STORE_PARTS = ("factory", "review", "v1")
 _REVISION_PREFIX = b'{"revision":"sha256:'
 _REV_END = len(_REVISION_PREFIX) + 64
@@ -111,6 +116,7 @@ class ReviewStore:
     """The store of one repository (``<common-dir>/factory/review/v1``)."""
 
     def __init__(self, common_dir: Path, *, lock_wait_s: float | None = None) -> None:
+        self.common_dir = common_dir
         self.root = common_dir.joinpath(*STORE_PARTS)
         self._lock_wait_s = lock_wait_s
         self._held: StoreLock | None = None
@@ -122,6 +128,7 @@ class ReviewStore:
         if self._held is not None:
             yield
             return
+        self.check_root()
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         kwargs: dict[str, Any] = {"command": command}
         if self._lock_wait_s is not None:
@@ -133,9 +140,45 @@ class ReviewStore:
             finally:
                 self._held = None
 
+    # -- layout ------------------------------------------------------------------------
+    def check_root(self) -> None:
+        """The store's folders under the common dir are real folders, never links.
+
+        Raises:
+            ReviewStoreInvalid: ``review-store-symlink``, naming the link.
+        """
+        path = self.common_dir
+        for part in STORE_PARTS:
+            path = path / part
+            if os.path.islink(path):
+                aside = shlex.quote(f"{path}.link-aside")
+                raise ReviewStoreInvalid(
+                    f"the review store path {path} is a symbolic link; it is never followed",
+                    code=STORE_SYMLINK,
+                    next=(f"mv {shlex.quote(str(path))} {aside}", "then rerun the same command"),
+                )
+
+    def lineage_dir(self, lineage_id: str, *, evidence: bool = False) -> Path:
+        """The lineage's folder (or its ``evidence/``), refusing a link anywhere on the way.
+
+        Raises:
+            ReviewRecordCorrupt: ``review-lineage-symlink``, naming the lineage.
+        """
+        folder = self.folder(lineage_id)
+        for path, what in ((folder, "folder"), (folder / EVIDENCE, f"{EVIDENCE}/ folder")):
+            if os.path.islink(path):
+                raise ReviewRecordCorrupt(
+                    f"review lineage {lineage_id} is invalid: its {what} is a symbolic link "
+                    "(never followed)",
+                    code=LINEAGE_SYMLINK,
+                    lineage_id=lineage_id,
+                )
+        return folder / EVIDENCE if evidence else folder
+
     # -- reading -----------------------------------------------------------------------
     def lineage_ids(self) -> list[str]:
         """Every lineage folder (temporary and hidden entries are not lineages)."""
+        self.check_root()
         try:
             names = os.listdir(self.root)
         except FileNotFoundError:
@@ -143,6 +186,7 @@ class ReviewStore:
         return sorted(n for n in names if valid_lineage(n) and (self.root / n).is_dir())
 
     def folder(self, lineage_id: str) -> Path:
+        self.check_root()
         if not valid_lineage(lineage_id):
             raise ReviewRefused(
                 f"{lineage_id[:80]!r} is not a lineage id (lower-case words and digits "
@@ -169,6 +213,7 @@ class ReviewStore:
                 code=LINEAGE_UNKNOWN,
                 next=("factory review status", "factory review start"),
             )
+        self.lineage_dir(lineage_id)
         try:
             data = read_nofollow(folder / STATE_FILE, RECORD_LIMIT)
         except FileNotFoundError:
@@ -275,6 +320,7 @@ class ReviewStore:
         folder = self.folder(lineage_id)
         if not os.path.lexists(folder):
             return None
+        self.lineage_dir(lineage_id)
         try:
             data = read_nofollow(folder / STATE_FILE, RECORD_LIMIT)
         except OSError:
@@ -302,9 +348,9 @@ class ReviewStore:
         Raises:
             ReviewRecordCorrupt: a receipt file exists and is not that derivation.
         """
-        path = self.root / loaded.lineage_id / RECEIPT_FILE
         data = receipt_bytes(derive_receipt(loaded.state))
         with self.locked("review/receipt"):
+            path = self.lineage_dir(loaded.lineage_id) / RECEIPT_FILE
             if self._receipt_status(loaded.state) == "ok":
                 return path
             write_hook("receipt:before")
@@ -314,7 +360,7 @@ class ReviewStore:
 
     def put_blob(self, lineage_id: str, role: str, data: bytes) -> Path:
         """Store ``data`` as ``evidence/<role>-<sha256>`` (content-addressed, 0600)."""
-        folder = self.root / lineage_id / "evidence"
+        folder = self.lineage_dir(lineage_id, evidence=True)
         folder.mkdir(mode=0o700, exist_ok=True)
         path = folder / f"{role}-{sha256_hex(data)}"
         try:
@@ -333,7 +379,7 @@ class ReviewStore:
         Raises:
             ReviewRecordCorrupt: missing, unreadable, or not hashing to its name.
         """
-        path = self.root / lineage_id / "evidence" / f"{role}-{sha256}"
+        path = self.lineage_dir(lineage_id, evidence=True) / f"{role}-{sha256}"
         try:
             data = read_nofollow(path, RECORD_LIMIT)
         except OSError:
@@ -344,7 +390,7 @@ class ReviewStore:
 
     def blobs(self, lineage_id: str, role: str) -> list[Path]:
         """Every stored blob of ``role`` for the lineage."""
-        folder = self.root / lineage_id / "evidence"
+        folder = self.lineage_dir(lineage_id, evidence=True)
         try:
             names = os.listdir(folder)
         except FileNotFoundError:

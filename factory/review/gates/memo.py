@@ -81,6 +81,8 @@ def inventory(root: Path) -> str | None:
     """A digest of what a scan of the store at ``root`` reads, or None when an entry cannot
     be read (the full path decides what that means)."""
     h = hashlib.sha256(b"factory.review-gate-inventory/1\0")
+    if any(os.path.islink(p) for p in (root, root.parent, root.parent.parent)):
+        return None  # a linked store is refused by the full path, never replayed
     try:
         names = sorted(os.listdir(root))
     except FileNotFoundError:
@@ -90,6 +92,8 @@ def inventory(root: Path) -> str | None:
     for name in names:
         if not valid_lineage(name) or not (root / name).is_dir():
             continue
+        if os.path.islink(root / name) or os.path.islink(root / name / "evidence"):
+            return None  # a linked lineage or evidence/ is refused by the full path
         h.update(name.encode() + b"\0")
         for file in READ_FILES:
             try:
