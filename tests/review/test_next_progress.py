@@ -1,7 +1,8 @@
 """Every refusal names a command that makes progress (issue 23 §1).
 
 A table over every review command that reads the store × {one corrupt record, two invalid
-records of one class}: the real CLI's answer has a non-empty ``next``, and following the
+records of one class, a folder without its record, a receipt that is not its record's
+derivation}: the real CLI's answer has a non-empty ``next``, and following the
 first ``next`` (placeholders filled the way a maintainer would: TEXT, NAME, and FILE with
 the ``expected_authorization`` the last refusal printed) empties the store of anomalies
 within a bounded number of steps, never running the same command with the same input on
@@ -23,6 +24,7 @@ import pytest
 from factory.review.errors import ReviewRefused
 from factory.review.exits import exits_for
 from factory.review.gate_errors import AuthorizationRefused
+from factory.review.receipt import RECEIPT_FILE
 from factory.review.repair import repair
 from factory.review.service import open_context
 from factory.review.store import STATE_FILE
@@ -155,12 +157,20 @@ COMMANDS = list(_commands("x"))
 def _scenario(repo: Path, kind: str) -> str:
     if kind == "corrupt":
         return _invalid(repo, "first\n", b'{"revision": "not json at all')
+    if kind == "incomplete":  # a folder without its record: reclaim, no authorization
+        lid = _invalid(repo, "first\n")
+        (store_root(repo) / lid / STATE_FILE).unlink()
+        return lid
+    if kind == "bad-receipt":  # the approved lineage's receipt is not its derivation
+        (lid,) = [p.name for p in store_root(repo).iterdir() if p.name.startswith("review-")]
+        (store_root(repo) / lid / RECEIPT_FILE).write_bytes(b"{}\n")
+        return lid
     first = _invalid(repo, "first\n")
     _invalid(repo, "second\n")
     return first
 
 
-@pytest.mark.parametrize("kind", ["corrupt", "two-invalid"])
+@pytest.mark.parametrize("kind", ["corrupt", "two-invalid", "incomplete", "bad-receipt"])
 @pytest.mark.parametrize("command", COMMANDS)
 def test_following_next_from_any_command_clears_the_store_without_a_cycle(
     healthy: Path, tmp_path: Path, kind: str, command: str
