@@ -68,10 +68,18 @@ async def agent_tree(worker: WorkerProc) -> list[psutil.Process]:
     while trio.current_time() < deadline:
         tree = worker.descendants()
         agent = [p for p in tree if "agent" in " ".join(_cmdline(p))]
-        if agent and any(p.ppid() != worker.proc.pid for p in tree):
+        if agent and any(_parent(p) not in (None, worker.proc.pid) for p in tree):
             return tree
         await trio.sleep(0.02)
     raise AssertionError("the agent child never started a provider")
+
+
+def _parent(proc: psutil.Process) -> int | None:
+    """The parent's pid, or None for a process that has just exited (a short git call)."""
+    try:
+        return int(proc.ppid())
+    except psutil.Error:
+        return None
 
 
 def _cmdline(proc: psutil.Process) -> list[str]:
