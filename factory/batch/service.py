@@ -143,6 +143,8 @@ def admit(call: BatchCall) -> Admitted:
             raise TEMPORAL_REQUIRED("--engine temporal needs --temporal")
         check_address(call.temporal)
         remote_url = resolve_remote(repo.common_dir, call.remote)
+    if call.engine == "local":
+        _preflight(route_of(call))  # last: every refusal of the flags comes first
     return Admitted(call, tasks, digest, repo.common_dir, base_commit, bases, remote_url)
 
 
@@ -157,6 +159,16 @@ def _task_base(repo: Repository, task: BatchTask) -> str:
     except FactoryError as exc:
         fact = exc.fact.replace("--base", f"task {task.id}'s base")
         raise type(exc)(f"task {task.id}: base {task.base!r}: {fact}", code=exc.spec) from None
+
+
+def _preflight(route: str) -> None:
+    """The provider preflight ``factory agent`` makes, once for the whole batch: a provider
+    that could not start (not found, no login on the subscription route) refuses the batch
+    here (``provider-not-ready``, exit 2, nothing created) instead of every task."""
+    from factory.cli.agent_exec import load_profiles
+    from factory.cli.preflight import preflight
+
+    preflight(*load_profiles(), route=route)  # type: ignore[arg-type]
 
 
 def _probe_writable(where: Path) -> None:

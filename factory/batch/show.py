@@ -72,10 +72,15 @@ def render_text(folder: Path) -> tuple[str, bool]:
         receipt = inert(t["receipt"] or "")
         line = f"  {t['id']:<{width}}  {t['outcome']:<11} {t['check']:<15} {receipt}"
         lines.append(line.rstrip())
-    lines += ["", "next:", f"  factory batch verify {inert(f['folder'])}"]
+    from factory.usercmd import factory_command
+
+    # Commands that work as typed where the user stands (.venv/bin/factory … when factory
+    # is not on PATH), as the demo's and the agent's closing blocks print them.
+    lines += ["", "next:", "  " + inert(factory_command("batch", "verify", Path(f["folder"])))]
     first = next((t for t in f["tasks"] if t["receipt"]), None)
     if first is not None:
-        lines.append(f"  factory receipt show {inert(os.path.join(f['folder'], first['receipt']))}")
+        receipt = Path(f["folder"]) / first["receipt"]
+        lines.append("  " + inert(factory_command("receipt", "show", receipt)))
     return "\n".join(lines) + "\n", bool(f["verified"])
 
 

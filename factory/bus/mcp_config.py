@@ -59,4 +59,8 @@ def render(
         return codex_table(data_dir, program)
     server = claude_entry(data_dir, program)
     value: dict[str, Any] = server if entry else {"mcpServers": {SERVER_KEY: server}}
-    return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+    from factory.documents.emit import inert_json
+
+    # Escaped like every document factory prints (issue 24 §3): a data dir holding a bidi
+    # or invisible character parses to the same path but never reaches a terminal raw.
+    return inert_json(json.dumps(value, indent=2, ensure_ascii=False)) + "\n"

@@ -184,6 +184,7 @@ def run_run(args: argparse.Namespace) -> int:
     done = run_batch(call)
     counts = ", ".join(f"{v} {k}" for k, v in done.report.counts.items())
     say(f"factory batch: {counts}; report {Path(args.out) / 'batch-report.json'}")
+    _say_why(done.report.tasks)
     if done.report.route == "rehearsal":
         say("factory batch: REHEARSAL — scripted model, proves the control path only")
     emit_stdout(done.report.canonical() + b"\n", kept_in=str(Path(args.out) / "batch-report.json"))
@@ -226,3 +227,14 @@ def _scenario(value: str | None) -> Path | None:
     from factory.rehearsal.scenario import scenario_path
 
     return scenario_path(value)
+
+
+def _say_why(tasks: list[Any]) -> None:
+    """One stderr line per task that did not complete, with its error (the first five)."""
+    from factory.display import safe_line
+
+    bad = [t for t in tasks if t.outcome not in ("completed", "rejected") and t.error]
+    for t in bad[:5]:
+        say(safe_line(f"factory batch: {t.id} {t.outcome}: {t.error}"))
+    if len(bad) > 5:
+        say(f"factory batch: {len(bad) - 5} more; see the report")

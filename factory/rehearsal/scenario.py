@@ -236,7 +236,8 @@ def load_scenario(path: Path) -> Scenario:
         # Non-blocking, then refused unless regular: a FIFO would wait for a writer forever.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
-        raise ScenarioInvalid(f"cannot read scenario {path}: {exc.strerror}") from exc
+        hint = " (the scenario factory ships is --rehearsal demo)" if exc.errno == 2 else ""
+        raise ScenarioInvalid(f"cannot read scenario {path}: {exc.strerror}{hint}") from exc
     # Judged on the descriptor before wrapping it: os.fdopen itself refuses a directory
     # with IsADirectoryError, which would reach the user as an internal error.
     if not stat.S_ISREG(os.fstat(fd).st_mode):

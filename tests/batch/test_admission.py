@@ -127,3 +127,40 @@ def test_the_builtin_scenario_name_and_a_file_of_that_name(tmp_path: Path) -> No
     finally:
         os.chdir(here)
     assert scenario_path("nope") == Path("nope")  # refused later, by name
+
+
+def test_a_provider_that_cannot_start_refuses_the_batch_not_each_task(tmp_path: Path) -> None:
+    """Observed before (issue 26, as a new user): without a login every task was started
+    and refused one by one, the folder made, exit 4 and no reason on the terminal. Now the
+    provider preflight refuses the batch once: exit 2, nothing created. Fake provider CLIs
+    on PATH (a test emulation); twin: logged in, the same batch is admitted."""
+    import os
+
+    from tests.support.fake_cli import install_fakes
+
+    repo, tasks = repo_and_tasks(tmp_path, 2)
+    fakes = install_fakes(tmp_path / "fakebin")
+    fakes.mode(claude="not-logged-in")
+    env = {**os.environ, "PATH": f"{fakes.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    out = tmp_path / "out"
+    argv = [
+        "batch",
+        "run",
+        str(tasks),
+        "--repo",
+        str(repo),
+        "--out",
+        str(out),
+        "--min-free-mb",
+        "0",
+    ]
+    proc = run_factory(argv, env=env)
+    assert proc.returncode == 2, proc.stderr
+    assert b"factory: provider-not-ready: claude cannot start" in proc.stderr
+    assert not out.exists() and fakes.records("run") == []
+    fakes.mode()  # twin: with a login the preflight passes (admission only, nothing runs)
+    from unittest import mock
+
+    with mock.patch.dict(os.environ, {"PATH": env["PATH"]}):
+        admitted = admit(_call(tasks, repo, out, rehearsal=None))
+    assert [t.id for t in admitted.tasks] == ["t00", "t01"]

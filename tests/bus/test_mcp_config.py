@@ -139,3 +139,20 @@ def test_every_verb_flag_has_the_schema_s_own_help(
         assert flag in out
         assert " ".join(FLAG_HELP[(verb, key)].split()) in out
     assert {key for _f, key, _k in VERB_FLAGS[verb]} == set(schema["properties"])
+
+
+def test_a_hostile_data_dir_is_escaped_in_the_printed_configuration(tmp_path: Path) -> None:
+    """Issue 24 §3: a bidi or invisible character in the data dir's path parses to the same
+    path but never reaches the terminal raw (twin: an ordinary non-ASCII name stays as it
+    is)."""
+    import json as _json
+
+    from factory.bus.mcp_config import render
+
+    odd = tmp_path / "da\u202eta\u200b"
+    text = render("claude", odd)
+    assert "\u202e" not in text and "\\u202e" in text and "\\u200b" in text
+    server = _json.loads(text)["mcpServers"]["factory"]
+    assert str(odd) in server["args"]
+    plain = render("claude", tmp_path / "données")
+    assert "données" in plain
