@@ -12,10 +12,15 @@ has no spend or turn cap of its own; ``--timeout-ms`` bounds it.
 from __future__ import annotations
 
 import re
+from argparse import Namespace
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TypeVar
 
 from factory.errors import UsageError
+
+A = TypeVar("A")
+R = TypeVar("R")
 
 CHOICE_INVALID = UsageError.define(
     "choice-invalid", "see 'factory agent --help' for the accepted values"
@@ -64,3 +69,24 @@ def _usd(text: str) -> str:
     ):
         raise CHOICE_INVALID("--max-budget-usd must be 0.01 to 1000 US dollars (e.g. 2.50)")
     return text
+
+
+def choices_of(args: Namespace) -> Choices:
+    """The model choices a command's flags ask for (``choice-invalid``, exit 2)."""
+    return checked(
+        getattr(args, "model", None),
+        getattr(args, "reviewer_model", None),
+        getattr(args, "max_turns", None),
+        getattr(args, "max_budget_usd", None),
+    )
+
+
+def with_choices(agent: A, reviewer: R, choices: Choices) -> tuple[A, R]:
+    """The profiles with the user's choices (a profile without ``with_choices``, a test's
+    fake, is used as it is)."""
+    if choices == Choices():
+        return agent, reviewer
+    pick = getattr(agent, "with_choices", None)
+    chosen_agent: A = agent if pick is None else pick(choices)
+    pick = getattr(reviewer, "with_choices", None)
+    return chosen_agent, (reviewer if pick is None else pick(choices))

@@ -20,7 +20,7 @@ from factory.batch.screen import Screen
 from factory.errors import UsageError
 
 if TYPE_CHECKING:
-    from factory.batch.service import Admitted
+    from factory.batch.admission import Admitted
 
 DEFAULT_QUEUE = "factory"
 REMOTE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

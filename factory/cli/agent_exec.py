@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Literal
 
 import trio
 
-from factory.choices import Choices
+from factory.choices import Choices, choices_of, with_choices
 from factory.errors import ExitCode
 
 if TYPE_CHECKING:
@@ -409,28 +409,3 @@ def _scenario(value: str | None) -> Path | None:
     from factory.rehearsal.scenario import scenario_path
 
     return scenario_path(value)
-
-
-def choices_of(args: argparse.Namespace) -> Choices:
-    """The model choices a command's flags ask for (``choice-invalid``, exit 2)."""
-    from factory.choices import checked
-
-    return checked(
-        getattr(args, "model", None),
-        getattr(args, "reviewer_model", None),
-        getattr(args, "max_turns", None),
-        getattr(args, "max_budget_usd", None),
-    )
-
-
-def with_choices(
-    agent: AgentProfile, reviewer: ReviewerProfile, choices: Choices
-) -> tuple[AgentProfile, ReviewerProfile]:
-    """The profiles with the user's choices (a profile without ``with_choices``, a test's
-    fake, is used as it is)."""
-    if choices == Choices():
-        return agent, reviewer
-    pick = getattr(agent, "with_choices", None)
-    agent = agent if pick is None else pick(choices)
-    pick = getattr(reviewer, "with_choices", None)
-    return agent, (reviewer if pick is None else pick(choices))

@@ -143,8 +143,9 @@ def register(sub: Any) -> None:
 
 
 def run_run(args: argparse.Namespace) -> int:
-    from factory.batch.service import BatchCall, run_batch
-    from factory.cli.agent_exec import choices_of
+    from factory.batch.admission import BatchCall
+    from factory.batch.service import run_batch
+    from factory.choices import choices_of
     from factory.cli.framework import refuse_non_utf8
 
     refuse_non_utf8(args, {"tasks": "TASKS", "repo": "--repo", "out": "--out", "base": "--base"})

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from factory.batch.service import BatchCall, admit
+from factory.batch.admission import BatchCall, admit
 from factory.errors import UsageError
 from tests.batch.helpers import DEMO, repo_and_tasks
 from tests.support.cli import run_factory
