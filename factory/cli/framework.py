@@ -307,7 +307,9 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
     """Parse ``argv``, run the chosen handler and map the outcome to an exit code."""
     args: argparse.Namespace | None = None
     try:
-        args = parser.parse_args(list(argv))
+        from factory.cli.config_apply import parse_with_config
+
+        args = parse_with_config(parser, argv)  # factory.toml fills the flags left out
         if not getattr(args, "own_utf8_refusals", False):
             refuse_non_utf8_argv(argv)
         handler: Handler | None = getattr(args, "handler", None)

@@ -36,6 +36,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "schema_cmd",
     "batch_cmd",
     "worker_cmd",
+    "config_cmd",
 )
 
 DESCRIPTION = """\

@@ -99,6 +99,12 @@ PUBLISHED: tuple[Published, ...] = (
         "the receipt of a finalized review transaction",
         ("factory.review.receipt:ReviewReceipt",),
     ),
+    Published(
+        "config-show",
+        "factory.config-show/1",
+        "the factory.toml values in effect and their sources (`factory config show --json`)",
+        ("factory.config.report:ConfigShow",),
+    ),
 )
 
 

@@ -1,0 +1,124 @@
+"""Apply ``factory.toml`` to a command line, once, for every command (issue 28).
+
+:func:`parse_with_config` is what :func:`factory.cli.framework.run_command` parses with:
+
+1. find the command the words name (``batch run``) by walking the parser's subcommands;
+2. when the table (:mod:`factory.config.table`) has no key for it, parse as before — no
+   file is touched and nothing more is imported;
+3. else read the repository's file (``--repo``'s checkout, or the current folder's) and
+   the user's, and for each dest a file sets, relax ``required`` so a flag the file gives
+   may be left out;
+4. parse; every dest the command line did not give (the strict parser records the ones it
+   did) takes the file's value. Model choices are then checked by the same code as the
+   flags (:func:`factory.choices.checked`), the refusal naming the file and key.
+
+The values and their provenance are kept on the namespace as ``config_sources``
+(``dest -> Resolved``) for commands that want to report them.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from factory.cli.framework import _SEEN as SEEN
+from factory.errors import UsageError
+
+SOURCES = "config_sources"
+CONFIG_VALUE_INVALID = UsageError.define(
+    "config-value-invalid", "fix the value in the file named, or pass the flag"
+)
+
+
+def command_path(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tuple[str, int]:
+    """The command the words name (``"batch run"``) and the index of the first word after it."""
+    words: list[str] = []
+    current, i = parser, 0
+    while True:
+        sub = next((a for a in current._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None:
+            break
+        while i < len(argv) and argv[i].startswith("-"):
+            action = current._option_string_actions.get(argv[i])
+            takes = action is not None and action.nargs != 0
+            i += 2 if takes else 1
+        if i >= len(argv) or argv[i] not in sub.choices:
+            break
+        words.append(argv[i])
+        current = sub.choices[argv[i]]
+        i += 1
+    return " ".join(words), i
+
+
+def repo_folder(argv: Sequence[str], start: int) -> Path:
+    """The folder whose repository's ``factory.toml`` applies: ``--repo``'s, else the current."""
+    rest = list(argv[start:])
+    if "--" in rest:
+        rest = rest[: rest.index("--")]
+    for i, word in enumerate(rest):
+        if word == "--repo" and i + 1 < len(rest):
+            return Path(rest[i + 1])
+        if word.startswith("--repo="):
+            return Path(word.partition("=")[2])
+    return Path.cwd()
+
+
+def leaf(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:
+    current = parser
+    for word in command.split():
+        sub = next(a for a in current._actions if isinstance(a, argparse._SubParsersAction))
+        current = sub.choices[word]
+    return current
+
+
+def parse_with_config(
+    parser: argparse.ArgumentParser, argv: Sequence[str], env: Mapping[str, str] | None = None
+) -> argparse.Namespace:
+    """``parser.parse_args(argv)`` with the config files filling what the flags left out."""
+    from factory.config.table import for_command
+
+    command, start = command_path(parser, argv)
+    bindings = for_command(command) if command else ()
+    if not bindings or "-h" in argv[start:] or "--help" in argv[start:]:
+        return parser.parse_args(list(argv))
+    from factory.config.resolve import read_files, resolve, searched
+
+    files = read_files(searched(repo_folder(argv, start), env))
+    resolved = resolve(bindings, files)
+    by_dest = {r.binding.dest: r for r in resolved.values()}
+    for action in leaf(parser, command)._actions:
+        if action.dest in by_dest:
+            action.required = False
+    args = parser.parse_args(list(argv))
+    given: set[str] = getattr(args, SEEN, None) or set()
+    if getattr(args, "test_argv", None):
+        given = given | {"test_argv"}
+    applied = {}
+    for dest, item in by_dest.items():
+        if dest not in given:
+            setattr(args, dest, item.value)
+            applied[dest] = item
+    _check_choices(applied)
+    setattr(args, SOURCES, applied)
+    return args
+
+
+def _check_choices(applied: Mapping[str, object]) -> None:
+    """Model choices from a file are judged by the flags' own rule, named by file and key."""
+    from factory.choices import CHOICE_INVALID, checked
+    from factory.config.resolve import Resolved
+
+    order = ("model", "reviewer_model", "max_turns", "max_budget_usd")
+    for position, dest in enumerate(order):
+        item = applied.get(dest)
+        if not isinstance(item, Resolved):
+            continue
+        values: list[object] = [None] * len(order)
+        values[position] = item.value
+        try:
+            checked(*values)  # type: ignore[arg-type]
+        except UsageError as exc:
+            if exc.spec is not CHOICE_INVALID:
+                raise
+            raise CONFIG_VALUE_INVALID(f"{item.file}: {item.binding.key}: {exc.fact}") from None

@@ -1,0 +1,194 @@
+"""``factory config show|path``: the effective ``factory.toml`` values and where each came
+from (issue 28). The reading and the rules are in :mod:`factory.config`."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from factory.errors import UsageError
+
+if TYPE_CHECKING:
+    from factory.cli.framework import Subcommands
+    from factory.config.load import Role
+    from factory.config.report import ConfigShow
+    from factory.config.resolve import Searched
+
+NOT_A_REPOSITORY = UsageError.define(
+    "config-repo-not-a-checkout", "pass --repo with a folder inside a git checkout"
+)
+
+HELP = """\
+factory reads repeated flags from factory.toml, in two places:
+
+  the repository's:  <top level of the --repo repository, or of the current one>/factory.toml
+  yours:             $XDG_CONFIG_HOME/factory/factory.toml (default ~/.config/factory/)
+
+A flag on the command line wins over the repository's file, which wins over yours, which
+wins over the built-in default. A repository may be hostile, so its file may only set
+[models] and [timeouts] (and only lower max_turns and max_budget_usd); keys, ledger,
+forge, remotes and the test command come only from your file or a flag. Secrets are
+never read: a key or value that looks like one (token, password, api key, private key
+material) is refused, naming the key, never the value. Relative paths in your file are
+relative to its folder.
+
+Example (~/.config/factory/factory.toml):
+
+  [models]
+  model = "claude-sonnet-4-5"
+  max_turns = 30
+  [timeouts]
+  provider_ms = 900000
+  [keys]
+  operator_private_key_file = "~/.factory/operator.pem"
+  operator_public_key_file = "~/.factory/operator.pub.pem"
+  [operator]
+  ledger = "~/.factory/ledger"
+  repository = "acme/widgets"
+  [batch]
+  jobs = 4
+  test_command = ["pytest", "-q"]
+
+Every key, the flag it feeds and the commands that have it: 'factory config show'.
+A bad file (unknown key, wrong type, invalid TOML, not UTF-8, not a regular file) is
+refused with exit 2, naming the file and the key.
+"""
+
+
+def register(sub: Subcommands) -> None:
+    p = sub.add_parser(
+        "config", help="show the factory.toml values in effect and where each came from",
+        description=HELP,
+    )  # fmt: skip
+    csub = p.add_subparsers(title="subcommands", metavar="SUBCOMMAND")
+    show = csub.add_parser(
+        "show",
+        help="every key: its value, its source (repository file, your file, default)",
+        description="Print every factory.toml key, the flag it feeds, its effective value\n"
+        "and where the value came from. --json: the factory.config-show/1 document.",
+    )
+    show.add_argument("--json", action="store_true", help="print the JSON document")
+    show.add_argument("--repo", metavar="DIR", help="a folder of the repository (default: here)")
+    show.set_defaults(handler=_show)
+    path = csub.add_parser("path", help="print the files searched and whether each exists")
+    path.add_argument("--repo", metavar="DIR", help="a folder of the repository (default: here)")
+    path.set_defaults(handler=_path)
+
+
+def _searched(args: argparse.Namespace) -> Searched:
+    from factory.config.resolve import repository_top, searched
+
+    folder = Path(args.repo) if args.repo is not None else Path.cwd()
+    if args.repo is not None and repository_top(folder) is None:
+        raise NOT_A_REPOSITORY(f"--repo {args.repo} is not inside a git checkout")
+    return searched(folder)
+
+
+def _defaults() -> dict[str, Any]:
+    """The built-in default of each key: its dest's default in the first command that has it."""
+    from factory.cli.config_apply import leaf
+    from factory.cli.main import build_parser
+    from factory.config.table import TABLE
+
+    parser = build_parser()
+    out: dict[str, Any] = {}
+    for binding in TABLE:
+        value = leaf(parser, binding.commands[0]).get_default(binding.dest)
+        out[binding.key] = value
+    return out
+
+
+def build_report(where: Searched) -> ConfigShow:
+    from factory.config.report import ConfigShow, ConfigValue, SearchedFile
+    from factory.config.resolve import read_files, resolve
+    from factory.config.table import TABLE
+
+    files = read_files(where)
+    resolved = resolve(TABLE, files)
+    defaults = _defaults()
+    searched_files = [
+        SearchedFile(role=role, path=str(path), present=any(f.path == path for f in files))
+        for role, path in _roles(where)
+        if path is not None
+    ]
+    values = []
+    for binding in TABLE:
+        item = resolved.get(binding.key)
+        values.append(
+            ConfigValue(
+                key=binding.key,
+                flag=binding.flag,
+                dest=binding.dest,
+                commands=list(binding.commands),
+                value=defaults[binding.key] if item is None else item.value,
+                source="default" if item is None else item.source,
+                file=None if item is None or item.file is None else str(item.file),
+                repository_may_set=binding.repository,
+            )
+        )
+    return ConfigShow(files=searched_files, values=values)
+
+
+def _roles(where: Searched) -> tuple[tuple[Role, Path | None], ...]:
+    return (("repository", where.repository), ("user", where.user))
+
+
+def _show(args: argparse.Namespace) -> int:
+    from factory.cli.framework import emit_stdout
+    from factory.documents.emit import json_line
+
+    report = build_report(_searched(args))
+    if args.json:
+        emit_stdout(json_line(report.to_json_value(), indent=2))
+        return 0
+    emit_stdout(render_text(report).encode("utf-8"))
+    return 0
+
+
+def render_text(report: ConfigShow) -> str:
+    """The report for a person: the files, then one block per key (all text made inert)."""
+    from factory.display import inert
+
+    lines = ["files searched (a repository's file wins over yours):"]
+    for f in report.files:
+        state = "present" if f.present else "absent"
+        lines.append(f"  {f.role:<10}  {inert(f.path)}  ({state})")
+    if not report.files or report.files[0].role != "repository":
+        lines.append("  repository  (not inside a git checkout: none)")
+    lines.append("")
+    width = max(len(v.key) for v in report.values)
+    for v in report.values:
+        where = v.source if v.file is None else f"{v.source} file {inert(v.file)}"
+        shown = inert(_text(v.value)) if v.value is not None else "(not set)"
+        if v.value is None and v.key in CAPS:
+            shown = f"(not set: built-in {CAPS[v.key]})"
+        lines.append(f"{v.key:<{width}}  = {shown}")
+        lines.append(f"{'':<{width}}    from {where}; feeds {v.flag} in {', '.join(v.commands)}")
+    return "\n".join(lines) + "\n"
+
+
+CAPS = {"models.max_turns": 40, "models.max_budget_usd": "5", "models.model": "the CLI's own"}
+
+
+def _text(value: object) -> str:
+    if isinstance(value, list):
+        return " ".join(str(word) for word in value)
+    return str(value)
+
+
+def _path(args: argparse.Namespace) -> int:
+    from factory.cli.framework import emit_stdout
+
+    where = _searched(args)
+    lines = []
+    from factory.display import inert
+
+    for role, path in _roles(where):
+        if path is None:
+            lines.append(f"{role}\t(not inside a git checkout)")
+        else:
+            state = "present" if path.is_file() else "absent"
+            lines.append(f"{role}\t{inert(str(path))}\t{state}")
+    emit_stdout(("\n".join(lines) + "\n").encode("utf-8"))
+    return 0
