@@ -71,7 +71,12 @@ def register(sub: Subcommands) -> None:
     show.add_argument("--json", action="store_true", help="print the JSON document")
     show.add_argument("--repo", metavar="DIR", help="a folder of the repository (default: here)")
     show.set_defaults(handler=_show)
-    path = csub.add_parser("path", help="print the files searched and whether each exists")
+    path = csub.add_parser(
+        "path",
+        help="print the files searched and whether each exists",
+        description="Print the factory.toml files factory reads here, one line each:\n"
+        "ROLE<TAB>PATH<TAB>present|absent (the repository's first: it wins over yours).",
+    )
     path.add_argument("--repo", metavar="DIR", help="a folder of the repository (default: here)")
     path.set_defaults(handler=_path)
 

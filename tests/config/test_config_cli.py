@@ -1,0 +1,152 @@
+"""``factory config`` and factory.toml through the real CLI, in subprocesses with a private
+HOME and XDG_CONFIG_HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from factory.config.table import TABLE
+from tests.support.cli import run_factory
+from tests.support.config_places import Places
+from tests.support.schemas import assert_valid
+
+
+def _env(places: Places) -> dict[str, str]:
+    home = places.xdg.parent / "home"
+    home.mkdir(exist_ok=True)
+    return {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(places.xdg)}
+
+
+def _run(places: Places, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[bytes]:
+    return run_factory(list(args), cwd=cwd or places.repo, env=_env(places), timeout=60)
+
+
+def _clean_refusal(proc: subprocess.CompletedProcess[bytes], code: str) -> str:
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert f"factory: {code}: " in err and "Traceback" not in err
+    assert proc.stdout == b""
+    return err
+
+
+def test_help_answers() -> None:
+    for args in (["config", "--help"], ["config", "show", "--help"], ["config", "path", "--help"]):
+        proc = run_factory(args)
+        assert proc.returncode == 0 and b"factory.toml" in proc.stdout + proc.stderr
+    top = run_factory(["--help"])
+    assert b"config" in top.stdout
+
+
+def test_show_json_names_every_key_and_its_source(places: Places) -> None:
+    user = places.user('[models]\nmodel = "m-user"\nmax_turns = 30\n[batch]\njobs = 4\n')
+    repo = places.repository('[models]\nmodel = "m-repo"\n')
+    proc = _run(places, "config", "show", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert_valid("config-show", doc)
+    values = {v["key"]: v for v in doc["values"]}
+    assert [v["key"] for v in doc["values"]] == [b.key for b in TABLE]
+    assert (values["models.model"]["value"], values["models.model"]["source"]) == (
+        "m-repo", "repository"
+    )  # fmt: skip
+    assert values["models.model"]["file"] == str(repo)
+    assert (values["models.max_turns"]["value"], values["models.max_turns"]["file"]) == (
+        30, str(user)
+    )  # fmt: skip
+    assert (values["batch.jobs"]["value"], values["batch.jobs"]["source"]) == (4, "user")
+    defaulted = values["timeouts.provider_ms"]
+    assert (defaulted["value"], defaulted["source"], defaulted["file"]) == (600000, "default", None)
+    assert doc["files"] == [
+        {"role": "repository", "path": str(repo), "present": True},
+        {"role": "user", "path": str(user), "present": True},
+    ]
+
+
+def test_show_text_and_the_repo_flag(places: Places, tmp_path: Path) -> None:
+    places.user("[worker]\njobs = 3\n")
+    places.repository("[timeouts]\nprovider_ms = 9000\n")
+    proc = _run(places, "config", "show", "--repo", str(places.repo), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = proc.stdout.decode()
+    assert "timeouts.provider_ms" in text and "= 9000" in text
+    assert f"from repository file {places.repo_file}" in text
+    assert f"from user file {places.user_file}" in text and "= 3" in text
+    assert "(not set: built-in 40)" in text
+    # Outside a repository, only the user's file.
+    outside = _run(places, "config", "show", cwd=tmp_path)
+    assert b"9000" not in outside.stdout and b"not inside a git checkout" in outside.stdout
+    bad = _run(places, "config", "show", "--repo", str(tmp_path), cwd=tmp_path)
+    _clean_refusal(bad, "config-repo-not-a-checkout")
+
+
+def test_path_lists_the_files_searched(places: Places) -> None:
+    places.user("")
+    proc = _run(places, "config", "path")
+    assert proc.returncode == 0
+    assert proc.stdout.decode().splitlines() == [
+        f"repository\t{places.repo_file}\tabsent",
+        f"user\t{places.user_file}\tpresent",
+    ]
+
+
+def test_a_broken_file_is_a_clean_refusal_naming_file_and_key(places: Places) -> None:
+    places.user('[models]\nmodle = "x"\n')
+    err = _clean_refusal(_run(places, "config", "show"), "config-unknown-key")
+    assert str(places.user_file) in err and "models.modle" in err
+    places.user("[models]\nmax_turns = 1.5\n")
+    _clean_refusal(_run(places, "config", "show"), "config-wrong-type")
+    places.user("[models\n")
+    _clean_refusal(_run(places, "config", "show"), "config-invalid-toml")
+    places.user_file.write_bytes(b"[models]\nmodel = '\xfe'\n")
+    _clean_refusal(_run(places, "config", "show"), "config-not-utf8")
+    places.user_file.unlink()
+    os.mkfifo(places.user_file)  # read without a writer would block: it must not
+    _clean_refusal(_run(places, "config", "show"), "config-not-regular")
+
+
+def test_a_secret_is_refused_and_not_printed(places: Places) -> None:
+    secret = "ghp_0123456789abcdefSECRET"
+    places.user(f'[operator]\ntoken = "{secret}"\n')
+    proc = _run(places, "config", "show", "--json")
+    err = _clean_refusal(proc, "config-secret-refused")
+    assert "operator.token" in err and secret.encode() not in proc.stdout + proc.stderr
+    places.user(f'[models]\nmodel = "{secret}"\n')
+    proc = _run(places, "agent", "--task", "t", "--out", "o", "--worktree", "w")
+    _clean_refusal(proc, "config-secret-refused")
+    assert secret.encode() not in proc.stdout + proc.stderr
+
+
+def test_a_hostile_repository_file_is_shown_inert(places: Places) -> None:
+    places.repo_file.write_bytes(b'[models]\n"\\u001b[31mred" = 1\n')
+    proc = _run(places, "config", "show")
+    err = _clean_refusal(proc, "config-unknown-key")
+    assert "\x1b" not in err and "\\x1b[31mred" in err
+
+
+def test_a_real_command_takes_the_file_and_the_flag_wins(places: Places) -> None:
+    """``factory agent``: a bad cap in the user file stops it before anything runs; with the
+    flag given, the file's value is not used and the command goes on to its own checks."""
+    places.user("[models]\nmax_turns = 9999\n")
+    argv = ["agent", "--task", "t", "--out", "o.json", "--worktree", "missing-worktree"]
+    err = _clean_refusal(_run(places, *argv), "config-value-invalid")
+    assert "models.max_turns" in err and str(places.user_file) in err
+    flagged = _run(places, *argv, "--max-turns", "5")
+    assert flagged.returncode == 2 and b"config-value-invalid" not in flagged.stderr
+    assert b"factory: worktree-missing:" in flagged.stderr
+
+
+def test_required_operator_flags_from_the_user_file(places: Places) -> None:
+    argv = ["publish", "--receipt", "no-such-receipt.json", "--out", "o.json"]
+    without = _run(places, *argv)
+    assert without.returncode == 2 and b"--repository" in without.stderr
+    places.user(
+        '[keys]\noperator_private_key_file = "op.pem"\noperator_public_key_file = "op.pub"\n'
+        '[operator]\nledger = "ledger"\nrepository = "acme/w"\nremote = "origin"\n'
+    )
+    with_file = _run(places, *argv)
+    _clean_refusal(with_file, "publish-receipt-missing")  # past parsing: the file filled it
+    places.repository('[operator]\nledger = "/attacker"\n')
+    _clean_refusal(_run(places, *argv), "config-key-user-only")
