@@ -51,17 +51,30 @@ def command_path(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tuple[
     return " ".join(words), i
 
 
+_WHERE = ("--repo", "--worktree", "--cwd")
+
+
 def repo_folder(argv: Sequence[str], start: int) -> Path:
-    """The folder whose repository's ``factory.toml`` applies: ``--repo``'s, else the current."""
-    rest = list(argv[start:])
-    if "--" in rest:
-        rest = rest[: rest.index("--")]
-    for i, word in enumerate(rest):
-        if word == "--repo" and i + 1 < len(rest):
-            return Path(rest[i + 1])
-        if word.startswith("--repo="):
-            return Path(word.partition("=")[2])
+    """The folder whose repository's ``factory.toml`` applies: the one ``--repo``,
+    ``--worktree`` or ``--cwd`` names (the first given), else the current folder."""
+    for flag, value in given_flags(argv[start:]):
+        if flag in _WHERE and value is not None:
+            return Path(value)
     return Path.cwd()
+
+
+def given_flags(words: Sequence[str]) -> list[tuple[str, str | None]]:
+    """Each ``--flag`` in ``words`` with the word after it (or after ``=``), up to ``--``."""
+    out: list[tuple[str, str | None]] = []
+    for i, word in enumerate(words):
+        if word == "--":
+            break
+        if word.startswith("--") and "=" in word:
+            flag, _, value = word.partition("=")
+            out.append((flag, value))
+        elif word.startswith("--"):
+            out.append((word, words[i + 1] if i + 1 < len(words) else None))
+    return out
 
 
 def leaf(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser:

@@ -4,17 +4,24 @@ from (issue 28). The reading and the rules are in :mod:`factory.config`."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from factory.display import inert
 from factory.errors import UsageError
 
 if TYPE_CHECKING:
     from factory.cli.framework import Subcommands
     from factory.config.load import Role
-    from factory.config.report import ConfigShow
-    from factory.config.resolve import Searched
+    from factory.config.report import ConfigShow, ConfigValue
+    from factory.config.resolve import Resolved, Searched
+    from factory.config.table import Binding
 
+NO_KEYS = UsageError.define(
+    "config-no-keys-for-command",
+    "give a command that takes a factory.toml key (see 'factory config show')",
+)
 NOT_A_REPOSITORY = UsageError.define(
     "config-repo-not-a-checkout", "pass --repo with a folder inside a git checkout"
 )
@@ -22,7 +29,8 @@ NOT_A_REPOSITORY = UsageError.define(
 HELP = """\
 factory reads repeated flags from factory.toml, in two places:
 
-  the repository's:  <top level of the --repo repository, or of the current one>/factory.toml
+  the repository's:  <top level of the checkout --repo, --worktree or --cwd names,
+                      else of the current folder's>/factory.toml
   yours:             $XDG_CONFIG_HOME/factory/factory.toml (default ~/.config/factory/)
 
 A flag on the command line wins over the repository's file, which wins over yours, which
@@ -51,6 +59,8 @@ Example (~/.config/factory/factory.toml):
   test_command = ["pytest", "-q"]
 
 Every key, the flag it feeds and the commands that have it: 'factory config show'.
+What one command line would use, and where each value comes from (flags included):
+'factory config show -- agent --repo . --model M'.
 A bad file (unknown key, wrong type, invalid TOML, not UTF-8, not a regular file) is
 refused with exit 2, naming the file and the key.
 """
@@ -66,10 +76,19 @@ def register(sub: Subcommands) -> None:
         "show",
         help="every key: its value, its source (repository file, your file, default)",
         description="Print every factory.toml key, the flag it feeds, its effective value\n"
-        "and where the value came from. --json: the factory.config-show/1 document.",
+        "and where the value came from. --json: the factory.config-show/1 document.\n"
+        "After '--', a command line: only the keys that command takes, and a flag it\n"
+        "gives shown as the value's source (the files are read for its --repo,\n"
+        "--worktree or --cwd when given).",
     )
     show.add_argument("--json", action="store_true", help="print the JSON document")
     show.add_argument("--repo", metavar="DIR", help="a folder of the repository (default: here)")
+    show.add_argument(
+        "words",
+        nargs="*",
+        metavar="-- COMMAND [FLAGS]",
+        help="a command line (after '--'): only its keys, a flag it gives shown as the source",
+    )
     show.set_defaults(handler=_show)
     path = csub.add_parser(
         "path",
@@ -81,9 +100,12 @@ def register(sub: Subcommands) -> None:
     path.set_defaults(handler=_path)
 
 
-def _searched(args: argparse.Namespace) -> Searched:
+def _searched(args: argparse.Namespace, words: Sequence[str] = ()) -> Searched:
+    from factory.cli.config_apply import given_flags, repo_folder
     from factory.config.resolve import repository_top, searched
 
+    if any(flag in ("--repo", "--worktree", "--cwd") for flag, _ in given_flags(words)):
+        return searched(repo_folder(words, 0))
     folder = Path(args.repo) if args.repo is not None else Path.cwd()
     if args.repo is not None and repository_top(folder) is None:
         raise NOT_A_REPOSITORY(f"--repo {args.repo} is not inside a git checkout")
@@ -104,35 +126,79 @@ def _defaults() -> dict[str, Any]:
     return out
 
 
-def build_report(where: Searched) -> ConfigShow:
-    from factory.config.report import ConfigShow, ConfigValue, SearchedFile
+def build_report(where: Searched, words: Sequence[str] = ()) -> ConfigShow:
+    """Every key (or, with a command line, that command's), its value and its source."""
+    from factory.config.report import ConfigShow, SearchedFile
     from factory.config.resolve import read_files, resolve
     from factory.config.table import TABLE
 
+    command, bindings, flags = _command(words) if words else (None, TABLE, {})
     files = read_files(where)
-    resolved = resolve(TABLE, files)
+    resolved = resolve(bindings, files)
     defaults = _defaults()
     searched_files = [
         SearchedFile(role=role, path=str(path), present=any(f.path == path for f in files))
         for role, path in _roles(where)
         if path is not None
     ]
-    values = []
-    for binding in TABLE:
-        item = resolved.get(binding.key)
-        values.append(
-            ConfigValue(
-                key=binding.key,
-                flag=binding.flag,
-                dest=binding.dest,
-                commands=list(binding.commands),
-                value=defaults[binding.key] if item is None else item.value,
-                source="default" if item is None else item.source,
-                file=None if item is None or item.file is None else str(item.file),
-                repository_may_set=binding.repository,
-            )
-        )
-    return ConfigShow(files=searched_files, values=values)
+    values = [_value(b, flags, resolved.get(b.key), defaults[b.key]) for b in bindings]
+    return ConfigShow(command=command, files=searched_files, values=values)
+
+
+def _value(
+    binding: Binding, flags: dict[str, Any], item: Resolved | None, default: Any
+) -> ConfigValue:
+    from factory.config.report import ConfigValue, Source
+
+    source: Source
+    if binding.key in flags:
+        value, source, file = flags[binding.key], "flag", None
+    elif item is None:
+        value, source, file = default, "default", None
+    else:
+        value, source = item.value, item.source
+        file = None if item.file is None else str(item.file)
+    return ConfigValue(
+        key=binding.key,
+        flag=binding.flag,
+        dest=binding.dest,
+        commands=list(binding.commands),
+        value=value,
+        source=source,
+        file=file,
+        repository_may_set=binding.repository,
+    )
+
+
+def _command(words: Sequence[str]) -> tuple[str, tuple[Binding, ...], dict[str, Any]]:
+    """The command ``words`` name, its keys, and the values its flags give (by key)."""
+    from factory.cli.config_apply import command_path, given_flags
+    from factory.cli.main import build_parser
+    from factory.config.table import for_command
+
+    command, start = command_path(build_parser(), words)
+    bindings = for_command(command) if command else ()
+    if not bindings:
+        shown = inert(" ".join(words), limit=80)
+        raise NO_KEYS(f"no factory.toml key feeds {shown!r}")
+    given = dict(given_flags(words[start:]))
+    flags: dict[str, Any] = {}
+    for binding in bindings:
+        if binding.kind == "argv":
+            rest = list(words[start:])
+            if "--test" in rest and "--" in rest:
+                flags[binding.key] = rest[rest.index("--") + 1 :]
+        elif binding.flag in given:
+            flags[binding.key] = _as_kind(binding, given[binding.flag])
+    return command, bindings, flags
+
+
+def _as_kind(binding: Binding, text: str | None) -> Any:
+    converters: dict[str, Any] = {"int": int, "float": float}
+    try:
+        return converters.get(binding.kind, str)(text) if text is not None else None
+    except ValueError:
+        return text  # shown as given: the command itself refuses it
 
 
 def _roles(where: Searched) -> tuple[tuple[Role, Path | None], ...]:
@@ -143,7 +209,8 @@ def _show(args: argparse.Namespace) -> int:
     from factory.cli.framework import emit_stdout
     from factory.documents.emit import json_line
 
-    report = build_report(_searched(args))
+    words = list(args.words)
+    report = build_report(_searched(args, words), words)
     if args.json:
         emit_stdout(json_line(report.to_json_value(), indent=2))
         return 0
@@ -153,9 +220,8 @@ def _show(args: argparse.Namespace) -> int:
 
 def render_text(report: ConfigShow) -> str:
     """The report for a person: the files, then one block per key (all text made inert)."""
-    from factory.display import inert
-
-    lines = ["files searched (a repository's file wins over yours):"]
+    lines = [] if report.command is None else [f"command: factory {inert(report.command)}"]
+    lines += ["files searched (a repository's file wins over yours):"]
     for f in report.files:
         state = "present" if f.present else "absent"
         lines.append(f"  {f.role:<10}  {inert(f.path)}  ({state})")
@@ -165,6 +231,7 @@ def render_text(report: ConfigShow) -> str:
     width = max(len(v.key) for v in report.values)
     for v in report.values:
         where = v.source if v.file is None else f"{v.source} file {inert(v.file)}"
+        where = f"the flag {v.flag}" if v.source == "flag" else where
         shown = inert(_text(v.value)) if v.value is not None else "(not set)"
         if v.value is None and v.key in CAPS:
             shown = f"(not set: built-in {CAPS[v.key]})"
@@ -187,8 +254,6 @@ def _path(args: argparse.Namespace) -> int:
 
     where = _searched(args)
     lines = []
-    from factory.display import inert
-
     for role, path in _roles(where):
         if path is None:
             lines.append(f"{role}\t(not inside a git checkout)")

@@ -1,6 +1,7 @@
 """``factory.config-show/1``: the effective value of every ``factory.toml`` key and where it
-came from — published (``factory schema config-show``), printed by ``factory config show
---json``. Paths are shown as read; a secret is never in it (such a file is refused)."""
+came from (a flag too, when a command line is given after ``--``) — published (``factory
+schema config-show``), printed by ``factory config show --json``. Paths are shown as read;
+a secret is never in it (such a file is refused)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from factory.models import StrictModel
 SCHEMA: Final = "factory.config-show/1"
 
 Value = str | int | float | list[str] | None
+Source = Literal["flag", "repository", "user", "default"]
 
 
 class SearchedFile(StrictModel):
@@ -31,7 +33,7 @@ class ConfigValue(StrictModel):
     dest: str
     commands: list[str]
     value: Value
-    source: Literal["repository", "user", "default"]
+    source: Source
     file: str | None
     repository_may_set: bool
 
@@ -40,5 +42,8 @@ class ConfigShow(StrictModel):
     """What ``factory config show`` reports for one repository (or none) and this user."""
 
     schema_id: Literal["factory.config-show/1"] = Field(default=SCHEMA, alias="schema")
+    command: str | None = Field(
+        description="the command whose words were given after '--' (its keys only), or null"
+    )
     files: list[SearchedFile]
     values: list[ConfigValue]

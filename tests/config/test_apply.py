@@ -14,6 +14,7 @@ from factory.cli.config_apply import SOURCES, command_path, parse_with_config
 from factory.cli.main import build_parser
 from factory.errors import UsageError
 from tests.support.config_places import Places
+from tests.support.git import add_linked_worktree, git
 
 
 def _agent(places: Places, *flags: str) -> argparse.Namespace:
@@ -57,18 +58,30 @@ def test_flag_beats_both_files(places: Places) -> None:
     assert getattr(args, SOURCES) == {}
 
 
-def test_the_repository_is_the_repo_flags_not_the_current_folder(
+def test_the_repository_is_the_one_the_flags_name_else_the_current_one(
     places: Places, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     places.repository('[models]\nmodel = "m-repo"\n')
-    monkeypatch.chdir(tmp_path)  # not the repository: only --repo names it
+    git(places.repo, "add", "factory.toml")
+    git(places.repo, "commit", "-q", "-m", "config")
+    linked = add_linked_worktree(places.repo, tmp_path / "linked")
+    (linked / "factory.toml").write_text('[models]\nmodel = "m-linked"\n')
+    monkeypatch.chdir(tmp_path)  # not a repository: only the flags name one
     assert _agent(places).model == "m-repo"
-    argv = ["agent", "--task", "t", "--out", "o", "--worktree", "w"]
-    assert parse_with_config(build_parser("agent_cmd"), argv, places.env).model is None
+    argv = ["agent", "--task", "t", "--out", "o", "--worktree"]
+    parser = build_parser("agent_cmd")
+    assert parse_with_config(parser, [*argv, str(linked)], places.env).model == "m-linked"
+    assert parse_with_config(parser, [*argv, "missing"], places.env).model is None
+    publish = ["publish", "--receipt", "r", "--out", "o", "--repository", "a/b", "--remote", "o",
+               "--private-key", "p", "--public-key", "q", "--ledger", "l"]  # fmt: skip
+    places.user('[operator]\nforge_url = "https://forge.example/api"\n')
+    places.repository('[models]\nmodel = "m-repo"\n[operator]\nledger = "/attacker"\n')
+    assert parse_with_config(build_parser("publish_cmd"), publish, places.env).forge_url
     monkeypatch.chdir(places.repo / ".git")  # inside the git directory: no checkout top
-    assert parse_with_config(build_parser("agent_cmd"), argv, places.env).model is None
-    monkeypatch.chdir(places.repo)  # without --repo: the current repository's
-    assert parse_with_config(build_parser("agent_cmd"), argv, places.env).model == "m-repo"
+    assert parse_with_config(build_parser("publish_cmd"), publish, places.env).forge_url
+    monkeypatch.chdir(places.repo)  # without a flag naming one: the current repository's
+    with pytest.raises(UsageError, match=r"operator\.ledger"):
+        parse_with_config(build_parser("publish_cmd"), publish, places.env)
 
 
 def test_a_key_reaches_only_the_commands_that_have_its_dest(places: Places) -> None:

@@ -150,3 +150,29 @@ def test_required_operator_flags_from_the_user_file(places: Places) -> None:
     _clean_refusal(with_file, "publish-receipt-missing")  # past parsing: the file filled it
     places.repository('[operator]\nledger = "/attacker"\n')
     _clean_refusal(_run(places, *argv), "config-key-user-only")
+
+
+def test_show_for_a_command_line_names_the_flags_it_gives(places: Places, tmp_path: Path) -> None:
+    places.user('[models]\nmodel = "m-user"\nmax_turns = 30\n[batch]\ntest_command = ["pytest"]\n')
+    places.repository("[timeouts]\nprovider_ms = 5000\n")
+    words = ["batch", "run", "--repo", str(places.repo), "--jobs", "7", "--model", "m-flag"]
+    proc = _run(places, "config", "show", "--json", "--", *words, "--test", "--", "make", "x")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert_valid("config-show", doc)
+    assert doc["command"] == "batch run"
+    got = {v["key"]: (v["value"], v["source"]) for v in doc["values"]}
+    assert got["models.model"] == ("m-flag", "flag")
+    assert got["batch.jobs"] == (7, "flag")
+    assert got["batch.test_command"] == (["make", "x"], "flag")
+    assert got["models.max_turns"] == (30, "user")
+    assert got["timeouts.provider_ms"] == (5000, "repository")  # found through --repo
+    assert "worker.jobs" not in got and "operator.ledger" not in got  # not batch run's keys
+    text = _run(places, "config", "show", "--", *words, cwd=tmp_path).stdout.decode()
+    assert "command: factory batch run" in text and "from the flag --jobs" in text
+    # Negative control: without the flags, the files' values and the defaults.
+    plain = json.loads(_run(places, "config", "show", "--json", "--", *words[:4]).stdout)
+    got = {v["key"]: (v["value"], v["source"]) for v in plain["values"]}
+    assert got["models.model"] == ("m-user", "user") and got["batch.jobs"] == (2, "default")
+    assert got["batch.test_command"] == (["pytest"], "user")
+    _clean_refusal(_run(places, "config", "show", "--", "runs"), "config-no-keys-for-command")
