@@ -217,3 +217,22 @@ def test_a_repository_may_only_lower_the_caps(tmp_path: Path, text: str, ok: boo
     else:
         assert _refused(path, "repository").code == "config-repository-raises-cap"
     assert read(path, "user") is not None  # the user may raise them
+
+
+def _toml_after(text: str, marker: str) -> str:
+    start = text.index(marker)
+    block = text[text.index("```toml\n", start) + len("```toml\n") :]
+    return block[: block.index("```")]
+
+
+def test_the_documented_examples_are_valid_user_files(tmp_path: Path) -> None:
+    """The README's and 'factory config --help''s examples read without a refusal."""
+    from factory.cli.config_cmd import HELP
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    example = HELP[HELP.index("  [models]\n") : HELP.index("Every key")]
+    for text in (_toml_after(readme, "### Configuration file"), example):
+        path = tmp_path / "factory.toml"
+        path.write_text("\n".join(line.strip() for line in text.splitlines()) + "\n")
+        got = read(path, "user")
+        assert got is not None and len(got.values) >= 8
