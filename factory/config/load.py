@@ -134,6 +134,9 @@ def _refuse_secrets(path: Path, value: Any, where: tuple[str, ...]) -> None:
     if isinstance(value, dict):
         for name, inner in value.items():
             key = (*where, name)
+            if _SECRET_VALUE.search(name):  # the name itself is the secret: never shown
+                table = _dotted(where) if where else "the top level"
+                raise CONFIG_SECRET(f"{path}: a key name in {table} looks like a secret")
             if _SECRET_NAME.search(name):
                 raise CONFIG_SECRET(f"{path}: key {_dotted(key)} looks like a secret")
             _refuse_secrets(path, inner, key)

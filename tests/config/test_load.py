@@ -236,3 +236,20 @@ def test_the_documented_examples_are_valid_user_files(tmp_path: Path) -> None:
         path.write_text("\n".join(line.strip() for line in text.splitlines()) + "\n")
         got = read(path, "user")
         assert got is not None and len(got.values) >= 8
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f'[models]\n"ghp_{SECRET}" = 1\n',  # a token pasted as a key name
+        f'"sk-{SECRET}" = 1\n',
+        f'[models]\nmodel = "ghp_{SECRET}"\n[[\n',  # invalid TOML holding a secret
+        f'[models]\nmax_turns = "{SECRET}"\n',  # a wrong type holding text
+        f'[models]\nnot_a_key = "{SECRET}"\n',
+    ],
+)
+def test_no_refusal_prints_a_value(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "factory.toml"
+    path.write_text(text)
+    error = _refused(path, "repository")
+    assert SECRET not in error.message and SECRET not in error.shown()
