@@ -117,6 +117,19 @@ def parse_with_config(
     return args
 
 
+def provenance_line(args: argparse.Namespace) -> str:
+    """One stderr line naming the flags a config file filled (after a refusal, whose
+    message names the flag, not the key)."""
+    from factory.display import inert
+
+    applied = getattr(args, SOURCES, {})
+    parts = [
+        f"{item.binding.flag} from {item.binding.key} in {inert(str(item.file))}"
+        for item in applied.values()
+    ]
+    return "factory: note: factory.toml gave " + "; ".join(parts)
+
+
 def _check_choices(applied: Mapping[str, object]) -> None:
     """Model choices from a file are judged by the flags' own rule, named by file and key."""
     from factory.choices import CHOICE_INVALID, checked

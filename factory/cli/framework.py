@@ -325,6 +325,10 @@ def run_command(parser: argparse.ArgumentParser, argv: Sequence[str]) -> int:
         # Messages may quote a path or a provider's words: inert before a terminal shows
         # them; the code's next step is shown whole.
         say(exc.shown())
+        if args is not None and getattr(args, "config_sources", None):
+            from factory.cli.config_apply import provenance_line
+
+            say(provenance_line(args))  # a refused value may have come from a file
         return int(exc.exit_code)
     except KeyboardInterrupt:
         say("factory: interrupted")

@@ -176,3 +176,15 @@ def test_show_for_a_command_line_names_the_flags_it_gives(places: Places, tmp_pa
     assert got["models.model"] == ("m-user", "user") and got["batch.jobs"] == (2, "default")
     assert got["batch.test_command"] == (["pytest"], "user")
     _clean_refusal(_run(places, "config", "show", "--", "runs"), "config-no-keys-for-command")
+
+
+def test_a_refused_value_from_a_file_says_which_file_gave_it(places: Places) -> None:
+    """The command refuses ``--timeout-ms`` by the flag's name; the note names the key."""
+    places.user("[timeouts]\nprovider_ms = 5\n")
+    argv = ["agent", "--task", "t", "--out", "o.json", "--worktree", str(places.repo)]
+    proc = _run(places, *argv)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "--timeout-ms" in err
+    assert f"--timeout-ms from timeouts.provider_ms in {places.user_file}" in err
+    flagged = _run(places, *argv, "--timeout-ms", "5")  # the twin: the flag's own value
+    assert flagged.returncode == 2 and b"factory.toml gave" not in flagged.stderr
