@@ -225,8 +225,11 @@ def render_text(report: ConfigShow) -> str:
     for f in report.files:
         state = "present" if f.present else "absent"
         lines.append(f"  {f.role:<10}  {inert(f.path)}  ({state})")
-    if not report.files or report.files[0].role != "repository":
+    roles = {f.role for f in report.files}
+    if "repository" not in roles:
         lines.append("  repository  (not inside a git checkout: none)")
+    if "user" not in roles:
+        lines.append("  user        (no home folder: none)")
     lines.append("")
     width = max(len(v.key) for v in report.values)
     for v in report.values:
@@ -256,7 +259,8 @@ def _path(args: argparse.Namespace) -> int:
     lines = []
     for role, path in _roles(where):
         if path is None:
-            lines.append(f"{role}\t(not inside a git checkout)")
+            missing = "not inside a git checkout" if role == "repository" else "no home folder"
+            lines.append(f"{role}\t({missing})")
         else:
             state = "present" if path.is_file() else "absent"
             lines.append(f"{role}\t{inert(str(path))}\t{state}")

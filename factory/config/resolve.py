@@ -31,19 +31,25 @@ class Resolved:
 
 @dataclass(frozen=True, slots=True)
 class Searched:
-    """The files searched: the repository's (``None`` outside a repository) and the user's."""
+    """The files searched: the repository's (``None`` outside a repository) and the user's
+    (``None`` without a home folder)."""
 
     repository: Path | None
-    user: Path
+    user: Path | None
 
 
-def user_config_path(env: Mapping[str, str] | None = None) -> Path:
+def user_config_path(env: Mapping[str, str] | None = None) -> Path | None:
     """``$XDG_CONFIG_HOME/factory/factory.toml``; ``~/.config/...`` when unset or relative
-    (the XDG rule: a relative value is ignored)."""
+    (the XDG rule: a relative value is ignored). ``None`` when no home folder is known: a
+    relative "home" would read a file from wherever the command runs."""
     env = os.environ if env is None else env
     xdg = env.get("XDG_CONFIG_HOME", "")
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".config"
-    return base / "factory" / FILE_NAME
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "factory" / FILE_NAME
+    home = os.path.expanduser("~")
+    if not os.path.isabs(home):
+        return None
+    return Path(home) / ".config" / "factory" / FILE_NAME
 
 
 def repository_top(folder: Path) -> Path | None:
@@ -69,7 +75,7 @@ def read_files(where: Searched) -> list[ConfigFile]:
         repo = read(where.repository, "repository")
         if repo is not None:
             files.append(repo)
-    user = read(where.user, "user")
+    user = None if where.user is None else read(where.user, "user")
     if user is not None:
         files.append(user)
     return files

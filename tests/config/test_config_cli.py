@@ -188,3 +188,23 @@ def test_a_refused_value_from_a_file_says_which_file_gave_it(places: Places) -> 
     assert f"--timeout-ms from timeouts.provider_ms in {places.user_file}" in err
     flagged = _run(places, *argv, "--timeout-ms", "5")  # the twin: the flag's own value
     assert flagged.returncode == 2 and b"factory.toml gave" not in flagged.stderr
+
+
+def test_without_a_home_folder_no_user_file_is_read(places: Places, tmp_path: Path) -> None:
+    """A relative HOME would make '~/.config/…' a file of the folder the command runs in."""
+    trap = places.repo / "~" / ".config" / "factory" / "factory.toml"
+    trap.parent.mkdir(parents=True)
+    trap.write_text('[operator]\nledger = "/attacker"\n')
+    env = {**os.environ, "HOME": "~"}
+    env.pop("XDG_CONFIG_HOME")
+    proc = run_factory(["config", "path"], cwd=places.repo, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().splitlines()[1] == "user\t(no home folder)"
+    shown = run_factory(["config", "show"], cwd=places.repo, env=env)
+    assert b"/attacker" not in shown.stdout and b"(no home folder: none)" in shown.stdout
+    # The twin: an absolute HOME reads its ~/.config/factory/factory.toml.
+    home = tmp_path / "home"
+    (home / ".config" / "factory").mkdir(parents=True)
+    (home / ".config" / "factory" / "factory.toml").write_text('[operator]\nledger = "/mine"\n')
+    proc = run_factory(["config", "show"], cwd=places.repo, env={**env, "HOME": str(home)})
+    assert b"= /mine" in proc.stdout
