@@ -127,7 +127,6 @@ def run(args: argparse.Namespace) -> int:
     root = _demo_dir(args.dir)
     root.parent.mkdir(parents=True, exist_ok=True)
     fsio.claim_dir(root, mode=0o755)
-    say(BANNER)
     say(inert(f"demo folder: {shown_path(root)}"))
     sample = create_sample(root)
     receipt = root / "receipt.json"
@@ -143,7 +142,8 @@ def run(args: argparse.Namespace) -> int:
         otel_endpoint=args.otel_endpoint,
         rehearsal=scenario,
     )
-    exit_code, _ = execute(call)
+    # The banner once the providers are found and the run starts, never above a refusal.
+    exit_code, _ = execute(call, started=lambda: say(BANNER))
     if args.pipeline:
         return _finish_pipeline(args, root, sample, receipt, exit_code)
     return _finish(args, root, receipt, exit_code)
