@@ -124,6 +124,12 @@ def run(args: argparse.Namespace) -> int:
         from factory.errors import USAGE
 
         raise USAGE("--json is not available with --pipeline (its records are files)")
+    # The providers first: without them the demo refuses before its folder exists, and
+    # the refusal names the folders searched and how to install them (issue 28).
+    from factory.cli.agent_exec import load_profiles
+    from factory.cli.preflight import preflight
+
+    preflight(*load_profiles(), route="rehearsal")
     root = _demo_dir(args.dir)
     root.parent.mkdir(parents=True, exist_ok=True)
     fsio.claim_dir(root, mode=0o755)
