@@ -7,6 +7,7 @@ expected key lines are there whole."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -17,6 +18,9 @@ import pytest
 
 from factory.cli.main import build_parser
 from tests.agent.cli_helpers import agent_args, fake
+from tests.bus.helpers import rich_log
+from tests.support.cli import run_factory
+from tests.support.git import init_repo
 from tests.support.layout import Layout, make_layout
 from tests.support.screens import WIDE, cuts, render
 
@@ -29,6 +33,15 @@ class Screen:
     argv: list[str]
     exit: int
     expect: list[str] = field(default_factory=list)  # key lines that must appear whole
+    program: list[str] = field(default_factory=lambda: [FACTORY])
+
+
+#: ``factory agent``'s closing block at a terminal (the demo ends on the same block),
+#: rendered from a finished run's receipt: ``python -c ENDING RECEIPT EXIT``.
+ENDING = (
+    "import sys; from pathlib import Path; from factory.cli.agent_ending import render; "
+    "sys.stdout.buffer.write(render(Path(sys.argv[1]), int(sys.argv[2]), None))"
+)
 
 
 @dataclass(frozen=True)
@@ -39,6 +52,10 @@ class Runs:
     failed: Layout
     tampered: Path
     env: dict[str, str]
+    review: Path  # a repository with one review lineage
+    lineage: str
+    revision: str  # the lineage's current store revision
+    bus: Path  # a bus data folder whose log verifies
 
 
 def _run(tmp: Path, scenario: str) -> Layout:
@@ -62,7 +79,26 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         if k in os.environ
     }
     env["PATH"] = f"{Path(sys.executable).parent}:/usr/bin:/bin"
-    return Runs(tmp, approved, rejected, failed, copy / "receipt.json", env)
+    review = init_repo(tmp / "review", {"README.md": "sample\n"})
+    (review / "app.py").write_text("x = 1\n")
+    started = run_factory(["review", "start", "--cwd", str(review)])
+    assert started.returncode == 0, started.stderr
+    rich_log(tmp / "bus")
+    lineage = json.loads(started.stdout)["lineage"]
+    status = json.loads(run_factory(["review", "status", "--cwd", str(review)]).stdout)
+    (revision,) = [x["store_revision"] for x in status["lineages"]]
+    return Runs(
+        tmp,
+        approved,
+        rejected,
+        failed,
+        copy / "receipt.json",
+        env,
+        review,
+        lineage,
+        revision,
+        tmp / "bus",
+    )
 
 
 def _screens(r: Runs) -> list[Screen]:
@@ -86,6 +122,43 @@ def _screens(r: Runs) -> list[Screen]:
         Screen("gate-verify-missing", ["gate", "verify", str(r.tmp / "no-runpack")], 4),
         Screen("operator-verify-refused", ["operator", "verify", str(r.tmp / "none.json")], 2),
         Screen("batch-show-refused", ["batch", "show", str(r.tmp / "no-batch")], 2),
+        Screen("review-status-lineage", ["review", "status", "--cwd", str(r.review)], 0),
+        Screen(
+            "review-recover-refused",
+            [
+                "review",
+                "recover",
+                "--cwd",
+                str(r.review),
+                "--predecessor-lineage",
+                r.lineage,
+                "--expected-predecessor-revision",
+                "sha256:" + "0" * 64,
+                "--disposition",
+                "invalidated",
+                "--reason",
+                "screen test",
+                "--actor",
+                "me",
+            ],
+            2,
+            [f"(it is at {r.revision})"],  # whole: the next command needs it
+        ),
+        Screen("bus-verify", ["bus", "verify", "--data-dir", str(r.bus)], 0, ["verifies"]),
+        Screen("runs-prune-dry", ["runs", "prune", "--repo", str(r.approved.repo), "--dry-run"], 0),
+        *(
+            Screen(
+                f"ending-{kind}",
+                [sys.executable, "-c", ENDING, str(lay.receipt), code],
+                0,
+                program=[],
+            )
+            for kind, lay, code in (
+                ("approved", r.approved, "0"),
+                ("rejected", r.rejected, "3"),
+                ("failed", r.failed, "4"),
+            )
+        ),
     ]
 
 
@@ -95,18 +168,26 @@ def _names() -> list[str]:
     return sorted(sub.choices)
 
 
+_WIDE: dict[str, tuple[int, str]] = {}
+
+
 def _check(r: Runs, screen: Screen, cols: int) -> None:
-    wide_code, wide = render(r.tmp, [FACTORY, *screen.argv], cols=WIDE, cwd=r.tmp, env=r.env)
-    code, narrow = render(r.tmp, [FACTORY, *screen.argv], cols=cols, cwd=r.tmp, env=r.env)
+    argv = [*screen.program, *screen.argv]
+    if screen.name not in _WIDE:  # the reference once per screen, for both widths
+        _WIDE[screen.name] = render(r.tmp, argv, cols=WIDE, cwd=r.tmp, env=r.env)
+    wide_code, wide = _WIDE[screen.name]
+    code, narrow = render(r.tmp, argv, cols=cols, cwd=r.tmp, env=r.env)
     assert (code, wide_code) == (screen.exit, screen.exit), (screen.name, narrow)
     assert narrow.strip(), screen.name
     problems = cuts(narrow, wide, NAMES, commands=not screen.name.endswith("--help"))
     for line in screen.expect:
         if line not in narrow:
             problems.append(f"key line missing or cut: {line}")
-    for row in wide.split("\n"):  # every stderr diagnostic, whole
+    for row in wide.split("\n"):  # every stderr diagnostic, whole, and nothing in it cut
         if row.startswith("factory: ") and row.rstrip() not in narrow:
             problems.append(f"diagnostic cut: {row.rstrip()}")
+        if row.startswith("factory: ") and "…" in row:
+            problems.append(f"diagnostic with a '…': {row.rstrip()}")
     assert not problems, (
         f"{screen.name} at {cols} columns:\n"
         + "\n".join(problems)
@@ -130,6 +211,13 @@ SCREENS = [
     "gate-verify-missing",
     "operator-verify-refused",
     "batch-show-refused",
+    "review-status-lineage",
+    "review-recover-refused",
+    "bus-verify",
+    "runs-prune-dry",
+    "ending-approved",
+    "ending-rejected",
+    "ending-failed",
 ]
 
 
