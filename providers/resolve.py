@@ -216,5 +216,9 @@ def resolve(
         if path.is_file() and os.access(path, os.X_OK):
             native, note = unwrap(name, path)
             return Resolved(path=native, found=path, via=via, unwrapped=note)
-    where = "".join(f" or in {folder}" for folder, _ in folders)
-    raise PROVIDER_NOT_FOUND(f"{name} was not found on PATH{where}")
+    # Every folder searched, by its real path; PATH's last, as a cap would cut it first.
+    where = "".join(f"in {folder}, " for folder, _ in folders)
+    searched = ", ".join(str(path.parent) for path, _ in on_path) or "empty"
+    raise PROVIDER_NOT_FOUND(
+        f"{name} was not found {where + 'or ' if where else ''}on PATH ({searched})"
+    )

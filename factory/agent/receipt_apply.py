@@ -96,8 +96,8 @@ INDEX_MISMATCH = ApplyFailed.define(
 )
 
 REHEARSAL_NOTE: Final = (
-    "a REHEARSAL's change: a scripted loopback model produced it; the run proved the "
-    "control path, nothing about model judgement"
+    "this change comes from a REHEARSAL: a scripted loopback model produced it, so the "
+    "run proved the control path and nothing about model judgement"
 )
 
 

@@ -51,6 +51,7 @@ from factory.agent.receipt_show_candidates import (
 )
 from factory.agent.receipt_text import (
     MAX_TASK_CHARS,
+    clean,
     evidence_file,
     evidence_place,
     evidence_rows,
@@ -65,6 +66,7 @@ from factory.agent.receipt_text import (
 from factory.agent.verify import RECEIPT_INVALID
 from factory.display import inert_lines
 from factory.models import parse_model
+from factory.whole_line import labelled, show
 
 _STATUS_STYLE: Final = {
     "completed": "bold green",
@@ -286,18 +288,17 @@ def _residuals(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
 
 def _revision(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     r = f.receipt
-    grid = Table.grid(padding=(0, 2))
-    grid.add_column(style="bold", no_wrap=True)
-    grid.add_column(overflow="fold")
     if r.revision is None:
-        grid.add_row("revision", plain("none (a running reservation is not closed)", "cyan"))
-        return [grid]
-    grid.add_row("revision", plain(r.revision))
+        return [labelled("revision", "none (a running reservation is not closed)", style="cyan")]
+    # The whole digest on one line, never folded: it is what a person compares (issue 28).
+    out: list[RenderableType] = [labelled("revision", clean(r.revision))]
     if r.compute_revision() != r.revision:
-        grid.add_row(
-            "check", plain("body digest DOES NOT MATCH: the receipt was edited", "bold red")
+        out.append(
+            labelled(
+                "check   ", "body digest DOES NOT MATCH: the receipt was edited", style="bold red"
+            )
         )
-    return [grid]
+    return out
 
 
 #: The sections in display order; ``--diff`` adds :func:`diff_section` after the candidates.
@@ -341,11 +342,11 @@ def render_facts(facts: ReceiptFacts, console: Console, *, diff: bool = False) -
         if n:
             console.print()
         for part in parts:
-            console.print(part)
+            show(console, part)
     if not trusted:
         console.print()
         for part in _verification(facts, trusted):
-            console.print(part)
+            show(console, part)
 
 
 def render_verified(

@@ -22,6 +22,7 @@ from factory.agent.receipt_text import (
     short_digest,
 )
 from factory.display import inert_lines
+from factory.whole_line import Whole
 
 
 def plain(value: object, style: str = "") -> Text:
@@ -110,10 +111,10 @@ def candidates_section(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     return out or [plain("candidate: none recorded", "dim")]
 
 
-def diff_lines(text: str, *, trusted: bool = True, limit: int = MAX_DIFF_LINES) -> list[Text]:
+def diff_lines(text: str, *, trusted: bool = True, limit: int = MAX_DIFF_LINES) -> list[Whole]:
     """A patch as inert, coloured lines (additions green, deletions red), capped; an
     unverified receipt's patch gets no green."""
-    out = []
+    out: list[Whole] = []
     for line in inert_lines(text.removesuffix("\n"), max_lines=limit):
         if line.startswith(("+++", "---")):
             style = "bold"
@@ -125,7 +126,7 @@ def diff_lines(text: str, *, trusted: bool = True, limit: int = MAX_DIFF_LINES) 
             style = "cyan"
         else:
             style = ""
-        out.append(Text(line, style=style))
+        out.append(Whole(line, style=style))  # a patch line is never broken by rich
     return out
 
 

@@ -147,17 +147,21 @@ def run(args: argparse.Namespace) -> int:
 
     SIGNALS.install()
     human = args.progress == "human"
-    banner = human and args.rehearsal is not None
-    if banner:
-        say(REHEARSAL_BANNER)
-    exit_code, receipt = execute(AgentCall.from_args(args))
+    shown: list[bool] = []  # the banner, once the run starts: never above a refusal
+
+    def banner() -> None:
+        if human and args.rehearsal is not None:
+            say(REHEARSAL_BANNER)
+            shown.append(True)
+
+    exit_code, receipt = execute(AgentCall.from_args(args), started=banner)
     kept_in = f"the receipt {os.path.abspath(args.out)}" if receipt else None
     final = int(ExitCode.INTERRUPTED) if SIGNALS.seen else exit_code
     emit_stdout(_stdout(args, receipt, final), kept_in=kept_in)
     line = error_line(receipt) if human else None
     if line is not None:
         say(line)
-    if banner:
+    if shown:
         say(REHEARSAL_BANNER)
     return int(ExitCode.INTERRUPTED) if SIGNALS.seen else exit_code
 

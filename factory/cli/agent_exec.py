@@ -198,10 +198,12 @@ SIGNALS = Signals()
 _SIGNALS_NOTED = (signal.SIGINT, signal.SIGTERM)
 
 
-def execute(call: AgentCall) -> tuple[int, bytes]:
+def execute(call: AgentCall, *, started: Callable[[], None] | None = None) -> tuple[int, bytes]:
     """Admit, run and close one agent cycle; return the exit code and the receipt bytes.
 
-    Refusals raise :class:`~factory.errors.UsageError` (exit 2) before anything runs.
+    Refusals raise :class:`~factory.errors.UsageError` (exit 2) before anything runs;
+    ``started`` is called once every refusal is behind and the cycle is about to run (a
+    rehearsal's banner goes there, never above a refusal: issue 28).
     """
     from factory.agent.admission import AgentRequest, admit
     from factory.cli.agent_cmd import TEXT_FLAGS, check_endpoint, check_worktree_flags
@@ -246,6 +248,8 @@ def execute(call: AgentCall) -> tuple[int, bytes]:
     preflight(agent, reviewer, route=route_name)
     if prelude is not None and call.repo is not None and call.progress == "human":
         _note_uncommitted(call.repo, prelude.planned.base_commit)
+    if started is not None:
+        started()
     observer, tasks, trace_id = _observer(call)
     # For the run only when called by another command (demo, operator): their own prompts
     # after it must stay interruptible. 'factory agent' installed the handler already.

@@ -124,10 +124,15 @@ def run(args: argparse.Namespace) -> int:
         from factory.errors import USAGE
 
         raise USAGE("--json is not available with --pipeline (its records are files)")
+    # The providers first: without them the demo refuses before its folder exists, and
+    # the refusal names the folders searched and how to install them (issue 28).
+    from factory.cli.agent_exec import load_profiles
+    from factory.cli.preflight import preflight
+
+    preflight(*load_profiles(), route="rehearsal")
     root = _demo_dir(args.dir)
     root.parent.mkdir(parents=True, exist_ok=True)
     fsio.claim_dir(root, mode=0o755)
-    say(BANNER)
     say(inert(f"demo folder: {shown_path(root)}"))
     sample = create_sample(root)
     receipt = root / "receipt.json"
@@ -143,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
         otel_endpoint=args.otel_endpoint,
         rehearsal=scenario,
     )
-    exit_code, _ = execute(call)
+    # The banner once the providers are found and the run starts, never above a refusal.
+    exit_code, _ = execute(call, started=lambda: say(BANNER))
     if args.pipeline:
         return _finish_pipeline(args, root, sample, receipt, exit_code)
     return _finish(args, root, receipt, exit_code)

@@ -37,6 +37,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "batch_cmd",
     "worker_cmd",
     "config_cmd",
+    "completion_cmd",
 )
 
 DESCRIPTION = """\
@@ -136,6 +137,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     disable_plugins()
     _hold_standard_fds()
     args = sys.argv[1:] if argv is None else argv
+    if "_ARGCOMPLETE" in os.environ:  # the shell's TAB (factory completion); exits there
+        from factory.cli.completion_cmd import complete
+
+        complete(build_parser)
     with imports_settled():  # the command module and its parser (see factory.cli.collector)
         parser = _parser_for(args)
     return run_command(parser, args)

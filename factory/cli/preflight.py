@@ -30,6 +30,14 @@ PROVIDER_NOT_READY = ProviderNotReady.define(
 )
 
 
+PROVIDER_MISSING = ProviderNotReady.define(
+    "provider-missing",
+    "install the pinned CLIs with factory providers install (npm, about 700 MB, with "
+    "progress), or put your own claude and codex first on PATH; factory doctor shows what "
+    "it finds; nothing was created",
+)
+
+
 async def _check(profiles: tuple[object, ...], route: RouteName) -> None:
     for profile in profiles:
         if not isinstance(profile, Preflight):
@@ -38,7 +46,10 @@ async def _check(profiles: tuple[object, ...], route: RouteName) -> None:
             await profile.preflight(route)
         except ProviderFailure as exc:
             name = getattr(profile, "name", "a provider")
-            raise PROVIDER_NOT_READY(
+            # Not found (or not runnable without a shell): the resolver's words name every
+            # folder it searched, and the next step is how to install them (issue 28).
+            code = PROVIDER_MISSING if exc.code == "provider-not-found" else PROVIDER_NOT_READY
+            raise code(
                 f"{name} cannot start on the {route} route ({exc.code}: {exc.fact})"
             ) from None
 
@@ -47,6 +58,8 @@ def preflight(*profiles: object, route: RouteName) -> None:
     """Refuse (exit 2) when one of ``profiles`` could not start on ``route``.
 
     Raises:
-        ProviderNotReady: ``provider-not-ready``, naming the profile and its P-4 code.
+        ProviderNotReady: ``provider-missing`` (the CLI was not found: where it was looked
+            for, and how to install it) or ``provider-not-ready``, naming the profile and
+            its P-4 code.
     """
     trio.run(_check, profiles, route)

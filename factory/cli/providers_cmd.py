@@ -42,15 +42,13 @@ def run_install(args: argparse.Namespace) -> int:
 
     import trio
 
+    from factory.cli.providers_progress import install_with_progress
     from factory.display import inert
     from factory.usercmd import factory_command
-    from providers.install import install, pins, providers_home
+    from providers.install import providers_home
 
     home = Path(os.path.abspath(args.dir)) if args.dir else providers_home()
-    wanted = ", ".join(f"{p['package']}@{p['version']}" for p in pins().values())
-    say(inert(f"factory providers: installing {wanted} into {home} (npm)"))
-    trio.run(install, home, dict(os.environ))
-    say(inert(f"factory providers: installed into {home / 'node_modules' / '.bin'}"))
+    trio.run(install_with_progress, home, dict(os.environ), say)
     hint = factory_command("doctor")
     if args.dir:
         say(inert(f"factory providers: set FACTORY_PROVIDERS_HOME={home} so factory finds them"))

@@ -181,7 +181,7 @@ def applied_lines(done: ReceiptApplication) -> list[str]:
     """What a person reads on stderr after ``receipt apply`` (the JSON is on stdout)."""
     lines = []
     if done.rehearsal:
-        lines.append(f"factory: REHEARSAL: {done.note}")
+        lines.append(f"factory: {done.note}")  # the note names the REHEARSAL once
     if done.judged_tree:
         what = "the judged tree, byte for byte"
     else:

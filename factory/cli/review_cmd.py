@@ -339,10 +339,11 @@ def run_lens(args: argparse.Namespace) -> int:
             from factory.rehearsal.scenario import scenario_path
 
             scenario = load_scenario(scenario_path(args.rehearsal))
-            say(REHEARSAL_BANNER)
         ctx = open_context(Path(args.cwd))
         profile = load_reviewer()
         loaded = preflight(ctx, args.lineage, args.lens, profile)
+        if scenario is not None:  # only now: never above a refusal (issue 28)
+            say(REHEARSAL_BANNER)
 
         async def main() -> Any:
             async with _route(scenario) as (route, session):

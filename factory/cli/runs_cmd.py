@@ -125,15 +125,16 @@ def _pruned_lines(report: PruneReport) -> None:
     from factory.cli.framework import say
     from factory.display import inert
 
-    verb = "would remove" if report.dry_run else "removed"
+    dry = report.dry_run
+    verb = "would remove" if dry else "removed"
     if not report.runs:
         say("factory runs prune: no run is done with (factory runs says why each stays)")
     for r in report.runs:
         gone = [
             what
             for what, done in (
-                (f"worktree {r.worktree}", r.worktree_removed),
-                (f"branch {r.branch}", r.branch_removed),
+                (f"worktree {r.worktree}", r.worktree_to_remove if dry else r.worktree_removed),
+                (f"branch {r.branch}", r.branch_to_remove if dry else r.branch_removed),
             )
             if done
         ]

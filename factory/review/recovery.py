@@ -131,7 +131,8 @@ def _graph_checks(graph: LineageGraph, pred: Loaded, expected: str) -> None:
     lid = pred.lineage_id
     if pred.revision != expected:
         raise ReviewRefused(
-            f"lineage {lid} is not at the expected revision (it is at {pred.revision[:19]}…)",
+            # The whole revision: it is what the next command must be given (issue 28).
+            f"lineage {lid} is not at the expected revision (it is at {pred.revision})",
             code=RECOVER_REVISION,
             next=(nextcmd.show(lid), "factory review status"),
         )

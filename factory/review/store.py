@@ -287,7 +287,7 @@ class ReviewStore:
             if current != expected_revision:
                 raise ReviewCasConflict(
                     f"review lineage {new.lineage_id} moved on since it was read (expected "
-                    f"{str(expected_revision)[:19]}…, found {str(current)[:19]}…)"
+                    f"{expected_revision}, found {current})"
                 )
             if current is None:
                 if new.state != "reviewing":

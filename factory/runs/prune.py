@@ -35,16 +35,19 @@ class Pruned(StrictModel):
 
     run_id: str
     worktree: str | None
+    worktree_to_remove: bool
     worktree_removed: bool
     branch: str | None
+    branch_to_remove: bool
     branch_removed: bool
     why: str
     kept: str | None
 
 
 class PruneReport(StrictModel):
-    """``factory.runs-prune/1``; ``dry_run``: nothing was removed, ``*_removed`` say what
-    would have been."""
+    """``factory.runs-prune/1``. ``*_to_remove``: prune judged the worktree or branch
+    removable (with ``dry_run``, what it would remove); ``*_removed``: it was removed, so
+    always false in a dry run, which removes nothing (issue 28)."""
 
     schema_id: Literal["factory.runs-prune/1"] = Field(default=PRUNE_SCHEMA, alias="schema")
     repository: str
@@ -99,11 +102,9 @@ def _candidate_tree(view: RunView) -> str | None:
 
 
 def _remove_worktree(view: RunView, dry_run: bool) -> tuple[bool, str | None]:
-    """(removed, why it was kept)."""
-    if not view.worktree_exists:
+    """(removed, why it was kept); a dry run removes nothing and keeps nothing."""
+    if not view.worktree_exists or dry_run:
         return False, None
-    if dry_run:
-        return True, None
     from factory.agent.worktree_remove import remove_created_worktree
 
     assert view.receipt is not None
@@ -117,23 +118,24 @@ def _remove_worktree(view: RunView, dry_run: bool) -> tuple[bool, str | None]:
 def _prune_one(common: Path, view: RunView, dry_run: bool) -> Pruned:
     assert view.run_id is not None
     removed, kept = _remove_worktree(view, dry_run)
-    branch_removed = False
+    branch_to_remove = branch_removed = False
     if kept is None and view.branch is not None and view.branch_tip is not None:
         held = branch_verdict(common, view)
-        if dry_run and held is None:
-            branch_removed = True
-        elif held is None:
+        branch_to_remove = held is None
+        if held is not None:
+            kept = f"branch kept: {held}"
+        elif not dry_run:
             args = [*NO_HOOKS, "update-ref", "-m", "factory runs prune", "-d"]
             ref = f"refs/heads/{view.branch}"
             branch_removed = try_git(common, [*args, ref, view.branch_tip])[0] == 0
             kept = None if branch_removed else "the branch moved meanwhile"
-        else:
-            kept = f"branch kept: {held}"
     return Pruned(
         run_id=view.run_id,
         worktree=view.worktree,
+        worktree_to_remove=view.worktree_exists,
         worktree_removed=removed,
         branch=view.branch,
+        branch_to_remove=branch_to_remove,
         branch_removed=branch_removed,
         why=view.why,
         kept=kept,

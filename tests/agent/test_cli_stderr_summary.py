@@ -35,6 +35,16 @@ def test_rehearsal_run_is_bannered_first_and_last(layout: Layout) -> None:
     assert checked.stderr.startswith(b"factory: REHEARSAL receipt: ")
 
 
+def test_a_refused_rehearsal_shows_no_banner(layout: Layout) -> None:
+    # Refused before any rehearsal runs (the receipt path is taken): the refusal alone.
+    layout.receipt.write_bytes(b"mine\n")
+    proc = fake("approve", agent_args(layout, "--rehearsal", str(SCENARIO)))
+    assert proc.returncode == 2, proc.stderr
+    assert REHEARSAL_BANNER not in proc.stderr.decode()
+    assert lines(proc.stderr)[-1].startswith("factory: ")
+    assert layout.receipt.read_bytes() == b"mine\n"
+
+
 def test_real_route_receipt_verifies_without_a_rehearsal_note(layout: Layout) -> None:
     assert fake("approve", agent_args(layout)).returncode == 0
     checked = run_factory(["receipt", "verify", str(layout.receipt)])

@@ -150,8 +150,8 @@ def test_an_executable_that_cannot_run_refuses_before_anything_exists(
     before = _outside_fakes(tmp_path)
     proc = _real_run(fakes, repo, out)
     assert proc.returncode == 2, proc.stderr
-    assert b"factory: provider-not-ready: claude cannot start" in proc.stderr
-    assert b"provider-not-found" in proc.stderr
+    assert b"factory: provider-missing: claude cannot start" in proc.stderr
+    assert b"provider-not-found" in proc.stderr and b"factory providers install" in proc.stderr
     assert _outside_fakes(tmp_path) == before
 
     (fakes.bin / "claude").write_bytes(real)  # twin: the fake CLI itself runs

@@ -271,7 +271,8 @@ def test_a_rehearsal_receipt_applies_and_says_so(tmp_path: Path) -> None:
     code, doc, err = _apply(run, target, "--commit")
     assert code == 0, err
     assert doc["rehearsal"] is True and "REHEARSAL" in doc["note"]
-    assert "factory: REHEARSAL:" in err
+    assert "factory: this change comes from a REHEARSAL: a scripted loopback model" in err
+    assert err.count("REHEARSAL") == 1  # said once, not "REHEARSAL: a REHEARSAL's change"
     assert "scripted loopback model" in git(target, "log", "-1", "--format=%B")
 
 

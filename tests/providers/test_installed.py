@@ -34,22 +34,31 @@ def test_providers_home_follows_the_environment(tmp_path: Path) -> None:
     assert providers_home({"HOME": "/h"}) == Path("/h/.local/share/factory/providers")
 
 
-def fake_npm(bin_dir: Path, log: Path) -> None:
+def fake_npm(bin_dir: Path, log: Path, *, sleep_s: float = 0, only: str = "claude codex") -> None:
     """An ``npm`` that records its argv and 'installs' by linking the checkout's pinned CLIs
-    into ``<prefix>/node_modules/.bin`` (the real CLIs, so doctor probes real versions)."""
+    into ``<prefix>/node_modules/.bin`` (the real CLIs, so doctor probes real versions) and
+    writing each package's manifest, as npm does; it takes ``sleep_s`` and links ``only``."""
     bin_dir.mkdir(parents=True)
     script = bin_dir / "npm"
+    packages = {name: pin["package"] for name, pin in pins().items()}
     script.write_text(
         f"#!{sys.executable}\n"
-        "import json, os, sys\n"
+        "import json, os, sys, time\n"
         f"open({str(log)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        f"time.sleep({sleep_s})\n"
         "prefix = sys.argv[sys.argv.index('--prefix') + 1]\n"
         "dest = os.path.join(prefix, 'node_modules', '.bin')\n"
         "os.makedirs(dest, exist_ok=True)\n"
-        "for name in ('claude', 'codex'):\n"
+        f"for name in {only.split()!r}:\n"
         f"    os.symlink(os.path.join({str(REPO)!r}, 'node_modules', '.bin', name),"
         " os.path.join(dest, name))\n"
+        f"for spec in sys.argv[sys.argv.index('--loglevel=error') + 1:]:\n"
+        "    package, version = spec.rsplit('@', 1)\n"
+        "    os.makedirs(os.path.join(prefix, 'node_modules', package), exist_ok=True)\n"
+        "    with open(os.path.join(prefix, 'node_modules', package, 'package.json'), 'w') as f:\n"
+        "        json.dump({'name': package, 'version': version}, f)\n"
     )
+    assert set(packages) == {"claude", "codex"}
     script.chmod(0o755)
 
 
@@ -72,6 +81,11 @@ def test_install_runs_npm_with_exactly_the_pins_and_the_resolver_finds_them(
     assert argv == install_argv("npm", home)[1:]
     assert "@anthropic-ai/claude-code@2.1.332" in argv and "@openai/codex@0.171.0" in argv
     assert b"doctor" in proc.stderr  # the next command
+    err = proc.stderr.decode()
+    assert "factory providers: [1/2] installing @anthropic-ai/claude-code@2.1.332" in err
+    assert "[2/2] npm finished; checking what it installed" in err
+    bins = home / "node_modules" / ".bin"
+    assert f"installed claude 2.1.332 and codex 0.171.0 into {bins} in " in err
     # Without a checkout (as in a tool install), the resolver finds them there.
     import providers.resolve as resolve_mod
 
@@ -104,3 +118,70 @@ def test_the_user_s_own_cli_on_path_wins(tmp_path: Path) -> None:
     env = {"PATH": f"{own}:/usr/bin:/bin", "HOME": str(tmp_path)}
     report = json.loads(run_factory(["doctor"], env=env).stdout)
     assert {report["profiles"][n]["binary"]["via"] for n in ("claude", "codex")} == {"PATH"}
+
+
+def test_install_says_it_is_still_running_while_npm_works(tmp_path: Path) -> None:
+    import trio
+
+    from factory.cli.providers_progress import install_with_progress
+
+    fake_npm(tmp_path / "fakebin", tmp_path / "npm.log", sleep_s=1.5)
+    env = {"PATH": f"{tmp_path / 'fakebin'}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    said: list[str] = []
+    home = tmp_path / "p"
+    found = trio.run(lambda: install_with_progress(home, env, said.append, interval_s=0.4))
+    assert found == ["claude 2.1.332", "codex 0.171.0"]
+    beats = [line for line in said if "npm is still installing: " in line]
+    assert beats and all(f" MB in {home} so far" in line for line in beats)
+    assert said[0].startswith("factory providers: [1/2] installing ")
+    assert said[-1].startswith("factory providers: installed claude 2.1.332 and codex")
+
+
+def test_an_install_that_left_a_cli_out_is_a_failure(tmp_path: Path) -> None:
+    fake_npm(tmp_path / "fakebin", tmp_path / "npm.log", only="claude")
+    env = {
+        "PATH": f"{tmp_path / 'fakebin'}:/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "FACTORY_PROVIDERS_HOME": str(tmp_path / "p"),
+    }
+    proc = run_factory(["providers", "install"], env=env, cwd=tmp_path)
+    assert proc.returncode == 4, proc.stderr
+    assert b"factory: providers-install-failed: npm finished, but codex is not in " in proc.stderr
+    assert b"factory providers: installed" not in proc.stderr
+
+
+def test_the_demo_without_providers_says_where_it_looked_and_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As an installed tool meets it: no checkout CLIs, none on PATH, none installed."""
+    import providers.resolve as resolve_mod
+    from factory.cli.demo_cmd import BANNER
+    from factory.cli.main import main
+
+    monkeypatch.setattr(resolve_mod, "CHECKOUT", tmp_path / "no-checkout")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("FACTORY_PROVIDERS_HOME", str(tmp_path / "providers"))
+    demo = tmp_path / "demo"
+    import io
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    assert main(["demo", "--dir", str(demo)]) == 2
+    text = err.getvalue()
+    assert "factory: provider-missing: claude cannot start on the rehearsal route" in text
+    assert f"in {tmp_path / 'no-checkout' / 'node_modules' / '.bin'}, " in text
+    assert f"in {tmp_path / 'providers' / 'node_modules' / '.bin'}, " in text
+    assert "or on PATH (/usr/bin, /bin)" in text
+    assert "factory providers install" in text and "<path>" not in text
+    assert BANNER not in text  # no REHEARSAL banner above a refusal
+    assert not demo.exists()  # "nothing was created" is true
+
+    # Twin: with the pinned CLIs installed there, the same demo passes the check.
+    bins = tmp_path / "providers" / "node_modules" / ".bin"
+    bins.mkdir(parents=True)
+    for name in ("claude", "codex"):
+        os.symlink(REPO / "node_modules" / ".bin" / name, bins / name)
+    from factory.cli.agent_exec import load_profiles
+    from factory.cli.preflight import preflight
+
+    preflight(*load_profiles(), route="rehearsal")  # does not raise

@@ -126,16 +126,21 @@ def test_prune_never_removes_an_unapplied_approved_candidate(tmp_path: Path, rep
     approved = _run(tmp_path, repo, "approve", "a.json")
     rejected = _run(tmp_path, repo, "reject", "b.json")
     failed = _run(tmp_path, repo, "fail", "c.json")
-    dry, _ = _prune(repo, "--dry-run")
+    dry, dry_err = _prune(repo, "--dry-run")
     assert dry["dry_run"] is True and [r["branch"] for r in dry["runs"]] == [
         rejected["worktree_creation"]["branch"]
     ]
     assert _exists(repo, rejected) == (True, True)  # a dry run removes nothing
+    planned = dry["runs"][0]  # ... and says so: what it would remove is not "removed"
+    assert (planned["worktree_to_remove"], planned["branch_to_remove"]) == (True, True)
+    assert (planned["worktree_removed"], planned["branch_removed"]) == (False, False)
+    assert "would remove worktree" in dry_err and " and branch " in dry_err
 
     report, err = _prune(repo)
     assert len(report["runs"]) == 1
     gone = report["runs"][0]
     assert gone["worktree_removed"] and gone["branch_removed"] and gone["why"] == "rejected"
+    assert gone["worktree_to_remove"] and gone["branch_to_remove"]  # twin of the dry run's
     assert _exists(repo, rejected) == (False, False)
     assert _exists(repo, approved) == (True, True)
     assert _exists(repo, failed) == (True, True)

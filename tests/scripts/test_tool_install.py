@@ -106,6 +106,20 @@ def check_installed(tmp: Path, env: dict[str, str]) -> None:
     assert claude["binary"] is None
     assert "factory providers install" in claude["problems"][0]
     assert report["profiles"]["claude"]["pinned"] == "2.1.332"  # the pins ship in the wheel
+    # The demo without providers: where it looked (real folders) and how to install them;
+    # refused before its folder exists and before any REHEARSAL banner.
+    refused = subprocess.run(
+        [str(factory), "demo", "--dir", str(tmp / "no-demo")],
+        env=env, cwd=tmp, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stderr
+    assert "factory: provider-missing: claude cannot start" in refused.stderr
+    home = Path(env["HOME"]) / ".local/share/factory/providers/node_modules/.bin"
+    assert f"in {home}, " in refused.stderr and "factory providers install" in refused.stderr
+    assert "<path>" not in refused.stderr and "REHEARSAL" not in refused.stderr
+    assert not (tmp / "no-demo").exists()
+    # Completion ships with the tool (argcomplete is a dependency).
+    assert "_python_argcomplete" in run([str(factory), "completion", "bash"], env, tmp)
     # The user's own CLIs on PATH: found there, at the pinned version.
     users = {**env, "PATH": f"{REPO / 'node_modules' / '.bin'}:{env['PATH']}"}
     report = json.loads(run([str(factory), "doctor"], users, tmp))
