@@ -21,9 +21,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from factory.cli.framework import _SEEN as SEEN
 from factory.errors import UsageError
+
+if TYPE_CHECKING:
+    from factory.config.resolve import Resolved
 
 SOURCES = "config_sources"
 CONFIG_VALUE_INVALID = UsageError.define(
@@ -107,7 +111,7 @@ def parse_with_config(
     given: set[str] = getattr(args, SEEN, None) or set()
     if getattr(args, "test_argv", None):
         given = given | {"test_argv"}
-    applied = {}
+    applied: dict[str, Resolved] = {}
     for dest, item in by_dest.items():
         if dest not in given:
             setattr(args, dest, item.value)
@@ -130,21 +134,21 @@ def provenance_line(args: argparse.Namespace) -> str:
     return "factory: note: factory.toml gave " + "; ".join(parts)
 
 
-def _check_choices(applied: Mapping[str, object]) -> None:
+def _check_choices(applied: Mapping[str, Resolved]) -> None:
     """Model choices from a file are judged by the flags' own rule, named by file and key."""
     from factory.choices import CHOICE_INVALID, checked
-    from factory.config.resolve import Resolved
 
-    order = ("model", "reviewer_model", "max_turns", "max_budget_usd")
-    for position, dest in enumerate(order):
+    for dest in _CHOICE_ARGS:
         item = applied.get(dest)
-        if not isinstance(item, Resolved):
+        if item is None:
             continue
-        values: list[object] = [None] * len(order)
-        values[position] = item.value
+        alone = {d: item.value if d == dest else None for d in _CHOICE_ARGS}
         try:
-            checked(*values)  # type: ignore[arg-type]
+            checked(*alone.values())
         except UsageError as exc:
             if exc.spec is not CHOICE_INVALID:
                 raise
             raise CONFIG_VALUE_INVALID(f"{item.file}: {item.binding.key}: {exc.fact}") from None
+
+
+_CHOICE_ARGS = ("model", "reviewer_model", "max_turns", "max_budget_usd")  # checked()'s order
