@@ -1,8 +1,8 @@
 """The one table from ``factory.toml`` keys to the argparse dests they feed.
 
-Pure data (the standard library and the model-choice defaults only): the CLI consults it
-on every command (to know whether a command has any configurable flag at all) without
-importing pydantic.
+Pure data, standard library only: the CLI consults it on every command (to know whether a
+command has any configurable flag at all), a git hook's included, so it imports nothing
+more (the caps' ceilings equal :mod:`factory.choices`' defaults: a test holds them equal).
 
 A key is ``section.name``; it feeds exactly one dest, in each of the commands listed. A
 (command, dest) pair is fed by at most one key (``tests/config/test_table.py``). Only keys
@@ -15,8 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
-
-from factory.choices import BUDGET_USD, WORKER_TURNS
 
 Kind = Literal["str", "int", "float", "usd", "path", "argv"]
 
@@ -70,10 +68,10 @@ TABLE: tuple[Binding, ...] = (
     Binding("models", "reviewer_model", "reviewer_model", "--reviewer-model", _MODELS, "str",
             "the reviewer's model", repository=True),
     Binding("models", "max_turns", "max_turns", "--max-turns", _MODELS, "int",
-            "the worker's turn cap", repository=True, ceiling=WORKER_TURNS),
+            "the worker's turn cap", repository=True, ceiling=40),
     Binding("models", "max_budget_usd", "max_budget_usd", "--max-budget-usd", _MODELS, "usd",
             "spend cap per worker or repair invocation (US dollars)",
-            repository=True, ceiling=BUDGET_USD),
+            repository=True, ceiling="5"),
     Binding("timeouts", "provider_ms", "timeout_ms", "--timeout-ms",
             (AGENT, BATCH_RUN, OP_RUN, REVIEW_LENS), "int",
             "limit of one provider invocation (ms)", repository=True),
