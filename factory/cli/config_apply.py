@@ -3,8 +3,8 @@
 :func:`parse_with_config` is what :func:`factory.cli.framework.run_command` parses with:
 
 1. find the command the words name (``batch run``) by walking the parser's subcommands;
-2. when the table (:mod:`factory.config.table`) has no key for it, parse as before — no
-   file is touched and nothing more is imported;
+2. when no key feeds it (:data:`factory.config.commands.CONFIGURED`), parse as before —
+   no file is touched and nothing more is imported;
 3. else read the repository's file (``--repo``'s checkout, or the current folder's) and
    the user's, and for each dest a file sets, relax ``required`` so a flag the file gives
    may be left out;
@@ -93,13 +93,15 @@ def parse_with_config(
     parser: argparse.ArgumentParser, argv: Sequence[str], env: Mapping[str, str] | None = None
 ) -> argparse.Namespace:
     """``parser.parse_args(argv)`` with the config files filling what the flags left out."""
-    from factory.config.table import for_command
+    from factory.config.commands import CONFIGURED
 
     command, start = command_path(parser, argv)
-    bindings = for_command(command) if command else ()
-    if not bindings or "-h" in argv[start:] or "--help" in argv[start:]:
+    if command not in CONFIGURED or "-h" in argv[start:] or "--help" in argv[start:]:
         return parser.parse_args(list(argv))
     from factory.config.resolve import read_files, resolve, searched
+    from factory.config.table import for_command
+
+    bindings = for_command(command)
 
     files = read_files(searched(repo_folder(argv, start), env))
     resolved = resolve(bindings, files)

@@ -1,8 +1,8 @@
 """The one table from ``factory.toml`` keys to the argparse dests they feed.
 
-Pure data, standard library only: the CLI consults it on every command (to know whether a
-command has any configurable flag at all), a git hook's included, so it imports nothing
-more (the caps' ceilings equal :mod:`factory.choices`' defaults: a test holds them equal).
+Pure data, standard library only (the caps' ceilings equal :mod:`factory.choices`'
+defaults: a test holds them equal). The CLI imports it only for a command that has a key
+(:data:`factory.config.commands.CONFIGURED`).
 
 A key is ``section.name``; it feeds exactly one dest, in each of the commands listed. A
 (command, dest) pair is fed by at most one key (``tests/config/test_table.py``). Only keys
@@ -16,16 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["str", "int", "float", "usd", "path", "argv"]
-
-AGENT, BATCH_RUN, WORKER = "agent", "batch run", "worker"
-OP_PLAN, OP_RUN, OP_PUBLISH, OP_VERIFY = (
-    "operator plan",
-    "operator run",
-    "operator publish",
-    "operator verify",
+from factory.config.commands import (
+    AGENT,
+    BATCH_RUN,
+    OP_PLAN,
+    OP_PUBLISH,
+    OP_RUN,
+    OP_VERIFY,
+    PUBLISH,
+    REVIEW_LENS,
+    WORKER,
 )
-PUBLISH, REVIEW_LENS = "publish", "review lens"
+
+Kind = Literal["str", "int", "float", "usd", "path", "argv"]
 
 
 @dataclass(frozen=True, slots=True)

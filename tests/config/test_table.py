@@ -54,3 +54,9 @@ def test_the_repository_ceilings_are_the_built_in_defaults() -> None:
 
     assert BY_KEY["models.max_turns"].ceiling == WORKER_TURNS
     assert BY_KEY["models.max_budget_usd"].ceiling == BUDGET_USD
+
+
+def test_the_configured_commands_are_the_tables() -> None:
+    from factory.config.commands import CONFIGURED
+
+    assert {c for b in TABLE for c in b.commands} == CONFIGURED
