@@ -5,14 +5,9 @@ every command line (a git hook's included) before it imports anything of the con
 from __future__ import annotations
 
 AGENT, BATCH_RUN, WORKER = "agent", "batch run", "worker"
-OP_PLAN, OP_RUN, OP_PUBLISH, OP_VERIFY = (
-    "operator plan",
-    "operator run",
-    "operator publish",
-    "operator verify",
-)
+OP_PLAN, OP_RUN, OP_PUBLISH = "operator plan", "operator run", "operator publish"
 PUBLISH, REVIEW_LENS = "publish", "review lens"
 
 CONFIGURED = frozenset(
-    (AGENT, BATCH_RUN, WORKER, OP_PLAN, OP_RUN, OP_PUBLISH, OP_VERIFY, PUBLISH, REVIEW_LENS)
+    (AGENT, BATCH_RUN, WORKER, OP_PLAN, OP_RUN, OP_PUBLISH, PUBLISH, REVIEW_LENS)
 )

@@ -174,3 +174,14 @@ def test_command_path_skips_the_values_of_options() -> None:
     )  # fmt: skip
     assert command_path(parser, ["--version"])[0] == ""
     assert command_path(parser, ["nosuch", "run"])[0] == ""
+
+
+def test_operator_verify_keeps_the_recorded_key_and_ledger(places: Places) -> None:
+    """Its defaults are what the receipt records: a file must not replace them."""
+    places.user('[keys]\noperator_public_key_file = "/k/op.pub"\n[operator]\nledger = "/l"\n')
+    argv = ["operator", "verify", "out.json"]
+    args = parse_with_config(build_parser("operator_cmd"), argv, places.env)
+    assert (args.public_key, args.ledger) == (None, None)
+    run = ["operator", "plan", "--label", "x"]  # the twin: a command the keys do feed
+    places.user('[operator]\nrepository = "acme/w"\n')
+    assert parse_with_config(build_parser("operator_cmd"), run, places.env).repository == "acme/w"
