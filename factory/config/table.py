@@ -96,8 +96,6 @@ TABLE: tuple[Binding, ...] = (
     Binding("batch", "jobs", "jobs", "--jobs", (BATCH_RUN,), "int", "tasks at once"),
     Binding("batch", "per_login", "per_login", "--per-login", (BATCH_RUN,), "int",
             "tasks at once per login"),
-    Binding("batch", "remote", "remote", "--remote", (BATCH_RUN,), "str",
-            "the remote name or URL the workers clone"),
     Binding("batch", "test_command", "test_argv", "--test -- ARGV", (BATCH_RUN,), "argv",
             "the test command each task runs (a list: program, then arguments)"),
     Binding("worker", "jobs", "jobs", "--jobs", (WORKER,), "int",

@@ -86,11 +86,10 @@ def test_the_repository_is_the_one_the_flags_name_else_the_current_one(
 
 def test_a_key_reaches_only_the_commands_that_have_its_dest(places: Places) -> None:
     places.user(
-        '[batch]\njobs = 5\nremote = "upstream"\n[worker]\njobs = 9\n'
-        '[operator]\nremote = "pushme"\n'
+        '[batch]\njobs = 5\nper_login = 3\n[worker]\njobs = 9\n[operator]\nremote = "pushme"\n'
     )
     args = _batch(places)
-    assert (args.jobs, args.remote) == (5, "upstream")
+    assert (args.jobs, args.per_login, args.remote) == (5, 3, None)  # operator.remote: not here
     worker = parse_with_config(
         build_parser("worker_cmd"), ["worker", "--temporal", "h:1", "--workdir", "w"], places.env
     )
