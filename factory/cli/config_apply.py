@@ -3,8 +3,8 @@
 :func:`parse_with_config` is what :func:`factory.cli.framework.run_command` parses with:
 
 1. find the command the words name (``batch run``) by walking the parser's subcommands;
-2. when the table (:mod:`factory.config.table`) has no key for it, parse as before — no
-   file is touched and nothing more is imported;
+2. when no key feeds it (:data:`factory.config.commands.CONFIGURED`), parse as before —
+   no file is touched and nothing more is imported;
 3. else read the repository's file (``--repo``'s checkout, or the current folder's) and
    the user's, and for each dest a file sets, relax ``required`` so a flag the file gives
    may be left out;
@@ -21,9 +21,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from factory.cli.framework import _SEEN as SEEN
 from factory.errors import UsageError
+
+if TYPE_CHECKING:
+    from factory.config.resolve import Resolved
 
 SOURCES = "config_sources"
 CONFIG_VALUE_INVALID = UsageError.define(
@@ -89,13 +93,15 @@ def parse_with_config(
     parser: argparse.ArgumentParser, argv: Sequence[str], env: Mapping[str, str] | None = None
 ) -> argparse.Namespace:
     """``parser.parse_args(argv)`` with the config files filling what the flags left out."""
-    from factory.config.table import for_command
+    from factory.config.commands import CONFIGURED
 
     command, start = command_path(parser, argv)
-    bindings = for_command(command) if command else ()
-    if not bindings or "-h" in argv[start:] or "--help" in argv[start:]:
+    if command not in CONFIGURED or "-h" in argv[start:] or "--help" in argv[start:]:
         return parser.parse_args(list(argv))
     from factory.config.resolve import read_files, resolve, searched
+    from factory.config.table import for_command
+
+    bindings = for_command(command)
 
     files = read_files(searched(repo_folder(argv, start), env))
     resolved = resolve(bindings, files)
@@ -107,7 +113,7 @@ def parse_with_config(
     given: set[str] = getattr(args, SEEN, None) or set()
     if getattr(args, "test_argv", None):
         given = given | {"test_argv"}
-    applied = {}
+    applied: dict[str, Resolved] = {}
     for dest, item in by_dest.items():
         if dest not in given:
             setattr(args, dest, item.value)
@@ -130,21 +136,21 @@ def provenance_line(args: argparse.Namespace) -> str:
     return "factory: note: factory.toml gave " + "; ".join(parts)
 
 
-def _check_choices(applied: Mapping[str, object]) -> None:
+def _check_choices(applied: Mapping[str, Resolved]) -> None:
     """Model choices from a file are judged by the flags' own rule, named by file and key."""
     from factory.choices import CHOICE_INVALID, checked
-    from factory.config.resolve import Resolved
 
-    order = ("model", "reviewer_model", "max_turns", "max_budget_usd")
-    for position, dest in enumerate(order):
+    for dest in _CHOICE_ARGS:
         item = applied.get(dest)
-        if not isinstance(item, Resolved):
+        if item is None:
             continue
-        values: list[object] = [None] * len(order)
-        values[position] = item.value
+        alone = {d: item.value if d == dest else None for d in _CHOICE_ARGS}
         try:
-            checked(*values)  # type: ignore[arg-type]
+            checked(*alone.values())
         except UsageError as exc:
             if exc.spec is not CHOICE_INVALID:
                 raise
             raise CONFIG_VALUE_INVALID(f"{item.file}: {item.binding.key}: {exc.fact}") from None
+
+
+_CHOICE_ARGS = ("model", "reviewer_model", "max_turns", "max_budget_usd")  # checked()'s order

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from factory.choices import BUDGET_USD, WORKER_TURNS
 from factory.display import inert
 from factory.errors import UsageError
 
@@ -236,14 +237,20 @@ def render_text(report: ConfigShow) -> str:
         where = v.source if v.file is None else f"{v.source} file {inert(v.file)}"
         where = f"the flag {v.flag}" if v.source == "flag" else where
         shown = inert(_text(v.value)) if v.value is not None else "(not set)"
-        if v.value is None and v.key in CAPS:
-            shown = f"(not set: built-in {CAPS[v.key]})"
+        if v.value is None and v.key in BUILT_IN:
+            shown = f"(not set: {BUILT_IN[v.key]})"
         lines.append(f"{v.key:<{width}}  = {shown}")
         lines.append(f"{'':<{width}}    from {where}; feeds {v.flag} in {', '.join(v.commands)}")
     return "\n".join(lines) + "\n"
 
 
-CAPS = {"models.max_turns": 40, "models.max_budget_usd": "5", "models.model": "the CLI's own"}
+# What "not set" means where the flag's default is None (see factory.choices).
+BUILT_IN = {
+    "models.model": "Claude Code's own model",
+    "models.reviewer_model": "Codex's own model",
+    "models.max_turns": f"built-in {WORKER_TURNS}",
+    "models.max_budget_usd": f"built-in {BUDGET_USD}",
+}
 
 
 def _text(value: object) -> str:

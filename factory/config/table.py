@@ -1,7 +1,8 @@
 """The one table from ``factory.toml`` keys to the argparse dests they feed.
 
-Pure data, standard library only: the CLI consults it on every command (to know whether a
-command has any configurable flag at all) without importing pydantic.
+Pure data, standard library only (the caps' ceilings equal :mod:`factory.choices`'
+defaults: a test holds them equal). The CLI imports it only for a command that has a key
+(:data:`factory.config.commands.CONFIGURED`).
 
 A key is ``section.name``; it feeds exactly one dest, in each of the commands listed. A
 (command, dest) pair is fed by at most one key (``tests/config/test_table.py``). Only keys
@@ -15,16 +16,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Kind = Literal["str", "int", "float", "usd", "path", "argv"]
-
-AGENT, BATCH_RUN, WORKER = "agent", "batch run", "worker"
-OP_PLAN, OP_RUN, OP_PUBLISH, OP_VERIFY = (
-    "operator plan",
-    "operator run",
-    "operator publish",
-    "operator verify",
+from factory.config.commands import (
+    AGENT,
+    BATCH_RUN,
+    OP_PLAN,
+    OP_PUBLISH,
+    OP_RUN,
+    PUBLISH,
+    REVIEW_LENS,
+    WORKER,
 )
-PUBLISH, REVIEW_LENS = "publish", "review lens"
+
+Kind = Literal["str", "int", "float", "usd", "path", "argv"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,8 +84,8 @@ TABLE: tuple[Binding, ...] = (
     Binding("keys", "operator_private_key_file", "private_key", "--private-key", _AUTHORITY,
             "path", "the operator's encrypted private key file (a path, never the key)"),
     Binding("keys", "operator_public_key_file", "public_key", "--public-key",
-            (*_AUTHORITY, OP_VERIFY), "path", "the operator's public key file"),
-    Binding("operator", "ledger", "ledger", "--ledger", (*_AUTHORITY, OP_VERIFY), "path",
+            _AUTHORITY, "path", "the operator's public key file"),
+    Binding("operator", "ledger", "ledger", "--ledger", _AUTHORITY, "path",
             "the grant ledger folder"),
     Binding("operator", "repository", "repository", "--repository",
             (OP_PLAN, *_AUTHORITY), "str", "the forge repository (OWNER/NAME)"),
@@ -93,8 +96,6 @@ TABLE: tuple[Binding, ...] = (
     Binding("batch", "jobs", "jobs", "--jobs", (BATCH_RUN,), "int", "tasks at once"),
     Binding("batch", "per_login", "per_login", "--per-login", (BATCH_RUN,), "int",
             "tasks at once per login"),
-    Binding("batch", "remote", "remote", "--remote", (BATCH_RUN,), "str",
-            "the remote name or URL the workers clone"),
     Binding("batch", "test_command", "test_argv", "--test -- ARGV", (BATCH_RUN,), "argv",
             "the test command each task runs (a list: program, then arguments)"),
     Binding("worker", "jobs", "jobs", "--jobs", (WORKER,), "int",

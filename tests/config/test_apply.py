@@ -86,11 +86,10 @@ def test_the_repository_is_the_one_the_flags_name_else_the_current_one(
 
 def test_a_key_reaches_only_the_commands_that_have_its_dest(places: Places) -> None:
     places.user(
-        '[batch]\njobs = 5\nremote = "upstream"\n[worker]\njobs = 9\n'
-        '[operator]\nremote = "pushme"\n'
+        '[batch]\njobs = 5\nper_login = 3\n[worker]\njobs = 9\n[operator]\nremote = "pushme"\n'
     )
     args = _batch(places)
-    assert (args.jobs, args.remote) == (5, "upstream")
+    assert (args.jobs, args.per_login, args.remote) == (5, 3, None)  # operator.remote: not here
     worker = parse_with_config(
         build_parser("worker_cmd"), ["worker", "--temporal", "h:1", "--workdir", "w"], places.env
     )
@@ -174,3 +173,14 @@ def test_command_path_skips_the_values_of_options() -> None:
     )  # fmt: skip
     assert command_path(parser, ["--version"])[0] == ""
     assert command_path(parser, ["nosuch", "run"])[0] == ""
+
+
+def test_operator_verify_keeps_the_recorded_key_and_ledger(places: Places) -> None:
+    """Its defaults are what the receipt records: a file must not replace them."""
+    places.user('[keys]\noperator_public_key_file = "/k/op.pub"\n[operator]\nledger = "/l"\n')
+    argv = ["operator", "verify", "out.json"]
+    args = parse_with_config(build_parser("operator_cmd"), argv, places.env)
+    assert (args.public_key, args.ledger) == (None, None)
+    run = ["operator", "plan", "--label", "x"]  # the twin: a command the keys do feed
+    places.user('[operator]\nrepository = "acme/w"\n')
+    assert parse_with_config(build_parser("operator_cmd"), run, places.env).repository == "acme/w"

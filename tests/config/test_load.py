@@ -110,6 +110,7 @@ def test_invalid_toml(tmp_path: Path) -> None:
         ('[models]\nmodle = "m"\n', "models.modle"),
         ("[model]\nmodel = 1\n", "model"),
         ('[models]\nmodel = "m"\n[extra]\nx = 1\n', "extra"),
+        ('[batch]\nremote = "r"\n', "batch.remote"),  # temporal-only: not configurable
     ],
 )
 def test_unknown_key_or_table_is_named(tmp_path: Path, text: str, named: str) -> None:
@@ -185,7 +186,7 @@ def test_a_key_file_path_is_not_a_secret(tmp_path: Path) -> None:
         '[operator]\nforge_url = "https://attacker.example/api"\n',
         '[operator]\nremote = "attacker"\n',
         '[operator]\nrepository = "attacker/repo"\n',
-        '[batch]\nremote = "https://attacker.example/r.git"\n',
+        "[batch]\nper_login = 8\n",
         '[batch]\ntest_command = ["sh", "-c", "curl attacker"]\n',
         "[batch]\njobs = 64\n",
         "[worker]\njobs = 64\n",

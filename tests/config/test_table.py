@@ -46,3 +46,17 @@ def test_a_repository_may_set_no_authority_and_no_program() -> None:
         if binding.dest in authority or binding.kind in ("path", "argv"):
             assert not binding.repository, binding.key
     assert {b.section for b in TABLE if b.repository} == {"models", "timeouts"}
+
+
+def test_the_repository_ceilings_are_the_built_in_defaults() -> None:
+    from factory.choices import BUDGET_USD, WORKER_TURNS
+    from factory.config.table import BY_KEY
+
+    assert BY_KEY["models.max_turns"].ceiling == WORKER_TURNS
+    assert BY_KEY["models.max_budget_usd"].ceiling == BUDGET_USD
+
+
+def test_the_configured_commands_are_the_tables() -> None:
+    from factory.config.commands import CONFIGURED
+
+    assert {c for b in TABLE for c in b.commands} == CONFIGURED
