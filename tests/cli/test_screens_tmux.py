@@ -18,6 +18,7 @@ import pytest
 
 from factory.cli.main import build_parser
 from tests.agent.cli_helpers import agent_args, fake
+from tests.batch.helpers import DEMO, repo_and_tasks
 from tests.bus.helpers import rich_log
 from tests.support.cli import run_factory
 from tests.support.git import init_repo
@@ -232,6 +233,25 @@ def test_a_screen_is_not_cut(runs: Runs, name: str, cols: int) -> None:
 @pytest.mark.parametrize("command", NAMES)
 def test_a_help_screen_is_not_cut(runs: Runs, command: str, cols: int) -> None:
     _check(runs, Screen(f"{command} --help", [command, "--help"], 0), cols)
+
+
+@pytest.fixture(scope="module")
+def batch(runs: Runs) -> Path:
+    """A finished batch of two tasks on the rehearsal route (real CLIs, scripted model)."""
+    repo, tasks = repo_and_tasks(runs.tmp / "batch", 2)
+    out = runs.tmp / "batch" / "out"
+    proc = run_factory(
+        ["batch", "run", str(tasks), "--repo", str(repo), "--out", str(out), "--jobs", "2",
+         "--rehearsal", str(DEMO), "--min-free-mb", "0"],
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out
+
+
+@pytest.mark.parametrize("cols", [80, 120])
+def test_batch_show_is_not_cut(runs: Runs, batch: Path, cols: int) -> None:
+    _check(runs, Screen("batch-show", ["batch", "show", str(batch)], 0, ["t00", "t01"]), cols)
 
 
 def test_the_check_finds_a_cut_hash_and_a_broken_command() -> None:
