@@ -85,6 +85,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     started = run_factory(["review", "start", "--cwd", str(review)])
     assert started.returncode == 0, started.stderr
     rich_log(tmp / "bus")
+    made = fake(  # a run factory made in its own worktree, for 'factory runs'
+        "approve",
+        ["agent", "--repo", str(approved.repo), "--task", "fix add()", "--timeout-ms", "5000",
+         "--out", str(tmp / "made.json"), "--worktree-dir", str(tmp / "made-wt")],
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
     lineage = json.loads(started.stdout)["lineage"]
     status = json.loads(run_factory(["review", "status", "--cwd", str(review)]).stdout)
     (revision,) = [x["store_revision"] for x in status["lineages"]]
@@ -116,7 +122,7 @@ def _screens(r: Runs) -> list[Screen]:
             ["receipt", "apply", str(rej), "--to", str(r.rejected.repo)],
             2,
         ),
-        Screen("runs", ["runs", "--repo", str(r.approved.repo)], 0),
+        Screen("runs", ["runs", "--repo", str(r.approved.repo)], 0, ["completed APPROVE"]),
         Screen("doctor", ["doctor"], 0),
         Screen("typed-error", ["receipt", "show", str(r.tmp / "missing.json")], 2),
         Screen("review-status", ["review", "status", "--cwd", str(r.approved.wt)], 0),
@@ -150,6 +156,12 @@ def _screens(r: Runs) -> list[Screen]:
         ),
         Screen("batch-show-refused", ["batch", "show", str(r.tmp / "no-batch")], 2),
         Screen("review-status-lineage", ["review", "status", "--cwd", str(r.review)], 0),
+        Screen(
+            "review-show",
+            ["review", "show", "--cwd", str(r.review), "--lineage", r.lineage],
+            0,
+            [r.lineage],
+        ),
         Screen(
             "review-recover-refused",
             [
@@ -241,6 +253,7 @@ SCREENS = [
     "operator-run-refused",
     "batch-show-refused",
     "review-status-lineage",
+    "review-show",
     "review-recover-refused",
     "bus-verify",
     "runs-prune-dry",
