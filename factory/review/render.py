@@ -114,7 +114,7 @@ def render(item: Loaded | Corrupt, console: Console, exits: tuple[str, ...] = ()
     if fe is not None:
         run = f", run exit {fe.run.exit_code}" if fe.run is not None else ""
         console.print(_t(f"final evidence: {fe.bytes} bytes, {fe.evidence_hash[:23]}{run}"))
-    console.print(_t(f"store revision: {item.revision}"))
+    console.print(_t(f"store revision: {item.revision}"), soft_wrap=True)  # whole: copied
     console.print(_t(f"receipt: {item.receipt}"))
     for cmd in next_commands(s):
-        console.print(_t(f"next: {cmd}"))
+        console.print(_t(f"next: {cmd}"), soft_wrap=True)  # one line: runnable as printed

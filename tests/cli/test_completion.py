@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.cli import run_factory
+from tests.support.tmux import Terminal
 
 BIN = Path(sys.executable).parent
 
@@ -69,6 +70,25 @@ def test_bash_completes_a_subcommand_and_its_option(bash_script: Path) -> None:
     assert "show" in _bash_complete(bash_script, ["factory", "receipt", "s"])
     assert _bash_complete(bash_script, ["factory", "receipt", "show", "--di"]) == ["--diff"]
     assert _bash_complete(bash_script, ["factory", "completion", "f"]) == ["fish"]
+
+
+def test_a_real_tab_in_bash_completes_the_line(tmp_path: Path, bash_script: Path) -> None:
+    """The script sourced in an interactive bash in tmux; TAB pressed, as a person does."""
+    env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path)}
+    with Terminal(tmp_path, cols=80, env=env) as term:
+        term.type(f"source {bash_script}; clear")
+        term._run("send-keys", "-l", "factory rec")
+        term.key("Tab")
+        term.wait_for("$ factory receipt", timeout=60)  # (the pane drops trailing blanks)
+        term._run("send-keys", "-l", "show --di")
+        term.key("Tab")
+        term.wait_for("$ factory receipt show --diff", timeout=60)
+        term.key("C-u")  # readline: clear the line
+        term._run("send-keys", "-l", "factory zzz")  # twin: nothing to complete
+        term.key("Tab")
+        term.key("Tab")
+        term.type(" # end")
+        assert "$ factory zzz # end" in term.wait_for("# end", timeout=60)
 
 
 def test_fish_completes_with_the_real_parser(tmp_path: Path) -> None:

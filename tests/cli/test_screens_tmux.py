@@ -18,6 +18,7 @@ import pytest
 
 from factory.cli.main import build_parser
 from tests.agent.cli_helpers import agent_args, fake
+from tests.batch.helpers import DEMO, repo_and_tasks
 from tests.bus.helpers import rich_log
 from tests.support.cli import run_factory
 from tests.support.git import init_repo
@@ -84,6 +85,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     started = run_factory(["review", "start", "--cwd", str(review)])
     assert started.returncode == 0, started.stderr
     rich_log(tmp / "bus")
+    made = fake(  # a run factory made in its own worktree, for 'factory runs'
+        "approve",
+        ["agent", "--repo", str(approved.repo), "--task", "fix add()", "--timeout-ms", "5000",
+         "--out", str(tmp / "made.json"), "--worktree-dir", str(tmp / "made-wt")],
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr[-2000:]
     lineage = json.loads(started.stdout)["lineage"]
     status = json.loads(run_factory(["review", "status", "--cwd", str(review)]).stdout)
     (revision,) = [x["store_revision"] for x in status["lineages"]]
@@ -115,14 +122,46 @@ def _screens(r: Runs) -> list[Screen]:
             ["receipt", "apply", str(rej), "--to", str(r.rejected.repo)],
             2,
         ),
-        Screen("runs", ["runs", "--repo", str(r.approved.repo)], 0),
+        Screen("runs", ["runs", "--repo", str(r.approved.repo)], 0, ["completed APPROVE"]),
         Screen("doctor", ["doctor"], 0),
         Screen("typed-error", ["receipt", "show", str(r.tmp / "missing.json")], 2),
         Screen("review-status", ["review", "status", "--cwd", str(r.approved.wt)], 0),
         Screen("gate-verify-missing", ["gate", "verify", str(r.tmp / "no-runpack")], 4),
         Screen("operator-verify-refused", ["operator", "verify", str(r.tmp / "none.json")], 2),
+        Screen(
+            "gate-status-refused",
+            ["gate", "status", "--run", "nope", "--store", str(r.tmp / "gate.sqlite3")],
+            2,
+            ["start it with 'factory gate start', or pass the --store that holds it"],
+        ),
+        Screen(
+            "operator-run-refused",
+            [
+                "operator",
+                "run",
+                "--repository",
+                "o/n",
+                "--worktree",
+                str(r.approved.wt),
+                "--private-key",
+                str(r.tmp / "k"),
+                "--public-key",
+                str(r.tmp / "k.pub"),
+                "--ledger",
+                str(r.tmp / "ledger"),
+                "--out",
+                str(r.approved.wt / "op.json"),
+            ],
+            2,
+        ),
         Screen("batch-show-refused", ["batch", "show", str(r.tmp / "no-batch")], 2),
         Screen("review-status-lineage", ["review", "status", "--cwd", str(r.review)], 0),
+        Screen(
+            "review-show",
+            ["review", "show", "--cwd", str(r.review), "--lineage", r.lineage],
+            0,
+            [r.lineage],
+        ),
         Screen(
             "review-recover-refused",
             [
@@ -210,8 +249,11 @@ SCREENS = [
     "review-status",
     "gate-verify-missing",
     "operator-verify-refused",
+    "gate-status-refused",
+    "operator-run-refused",
     "batch-show-refused",
     "review-status-lineage",
+    "review-show",
     "review-recover-refused",
     "bus-verify",
     "runs-prune-dry",
@@ -232,6 +274,25 @@ def test_a_screen_is_not_cut(runs: Runs, name: str, cols: int) -> None:
 @pytest.mark.parametrize("command", NAMES)
 def test_a_help_screen_is_not_cut(runs: Runs, command: str, cols: int) -> None:
     _check(runs, Screen(f"{command} --help", [command, "--help"], 0), cols)
+
+
+@pytest.fixture(scope="module")
+def batch(runs: Runs) -> Path:
+    """A finished batch of two tasks on the rehearsal route (real CLIs, scripted model)."""
+    repo, tasks = repo_and_tasks(runs.tmp / "batch", 2)
+    out = runs.tmp / "batch" / "out"
+    proc = run_factory(
+        ["batch", "run", str(tasks), "--repo", str(repo), "--out", str(out), "--jobs", "2",
+         "--rehearsal", str(DEMO), "--min-free-mb", "0"],
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return out
+
+
+@pytest.mark.parametrize("cols", [80, 120])
+def test_batch_show_is_not_cut(runs: Runs, batch: Path, cols: int) -> None:
+    _check(runs, Screen("batch-show", ["batch", "show", str(batch)], 0, ["t00", "t01"]), cols)
 
 
 def test_the_check_finds_a_cut_hash_and_a_broken_command() -> None:
