@@ -1,0 +1,180 @@
+"""Documents' bytes before and after the fold into ``factory.documents`` (issue 25).
+
+Each writer and reader runs over one fixed corpus; the outcome (bytes as hex, digests,
+decoded values, refusal messages) is compared with golden files that were generated from
+the code *before* the three JSON readers/writers were folded together. Equal files prove
+the fold changed no byte and no refusal. The gate's documents (an entry, an evaluation
+record, an admitted observation) are built from fixed inputs the same way.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from factory.canonical import canonical_bytes, canonical_bytes_plain, digest, tagged_sha256
+from factory.documents.emit import inert_bytes, json_line
+from factory.gate import jsonio
+from factory.gate.evaluate import evaluate
+from factory.gate.state import GENESIS_PREV, apply, genesis, make_entry, start_body
+from factory.review import canon
+from tests.gate.helpers import NOW, condition, evidence, observation, raw_observation, scenario
+from tests.support.golden import assert_golden
+
+GOLDEN = Path(__file__).with_name("golden")
+
+VALUES: dict[str, Any] = {
+    "empty-object": {},
+    "empty-list": [],
+    "scalars": [None, True, False, 0, -1, 7, "", "a"],
+    "nested": {"b": [1, {"z": None, "a": [True]}], "a": {"c": "x"}},
+    "controls": {"s": 'tab\tnl\ncr\rnul\x00bell\x07del\x7f"\\/'},
+    "non-ascii-values": {"k": "é 日本 \U0001f600 \u2028 \u202e \x85"},
+    "non-ascii-keys": {"é": 1, "e": 2, "\U0001f600": 3, "\uffff": 4, "z": 5},
+    "utf16-order": {"\ue000": 1, "\U00010000": 2},
+    "floats": [0.0, -0.0, 1.0, 0.1, 1e21, 1e-7, 123456789.125, 5e-324],
+    "big-ints": [2**53 - 1, -(2**53 - 1), 2**53, 2**60],
+    "tuple-inside": {"t": ("a", 1)},
+    "lone-surrogate": {"s": "\ud800"},
+    "surrogate-key": {"\udfff": 1},
+    "nan": [float("nan")],
+    "infinity": {"x": float("inf")},
+    "non-string-key": {1: "a"},
+    "a-set": {"s": {1}},
+    "deep": [[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]],
+    "decimals": {"d": [Decimal("1.10"), Decimal("1e400"), Decimal("-0.0")]},
+}
+
+READ_INPUTS: dict[str, bytes] = {
+    "object": b'{"a": 1, "b": [true, null, "x"]}',
+    "float": b'{"x": 1.5, "y": 1e3, "z": -0.0}',
+    "big-int": b"[9007199254740993]",
+    "non-ascii-key": '{"é": 1}'.encode(),
+    "escaped-key": b'{"\\u00e9": 1}',
+    "escaped-ascii": b'{"\\u0061": 1}',
+    "duplicate": b'{"a": 1, "a": 2}',
+    "duplicate-nested": b'{"a": {"b": 1, "c": 2, "b": 3}}',
+    "nan": b'{"a": NaN}',
+    "infinity": b"[Infinity]",
+    "neg-infinity": b"[-Infinity]",
+    "not-utf8": b'{"a": "\xff"}',
+    "bom": b'\xef\xbb\xbf{"a": 1}',
+    "trailing": b'{"a": 1} x',
+    "two-values": b"1 2",
+    "empty": b"",
+    "spaces": b"   ",
+    "truncated": b'{"a": ',
+    "lone-surrogate": b'{"a": "\\ud800"}',
+    "deep-33": b"[" * 33 + b"]" * 33,
+    "deep-32": b"[" * 32 + b"]" * 32,
+    "very-deep": b"[" * 100_000 + b"]" * 100_000,
+    "too-large": b'"' + b"x" * 200 + b'"',
+    "utf16-text": '{"a": 1}'.encode("utf-16"),
+}
+
+Outcome = dict[str, Any]
+
+
+def _attempt(fn: Callable[[], Any], render: Callable[[Any], Any]) -> Outcome:
+    try:
+        return {"ok": render(fn())}
+    except Exception as exc:  # the refusal itself is what is pinned
+        return {"error": type(exc).__name__, "message": str(exc)}
+
+
+def _hex(data: bytes) -> str:
+    return data.hex()
+
+
+def _writers(value: Any) -> dict[str, Outcome]:
+    tag = "factory.test-golden/1"
+    return {
+        "canonical_bytes": _attempt(lambda: canonical_bytes(value), _hex),
+        "canonical_bytes_plain": _attempt(lambda: canonical_bytes_plain(value), _hex),
+        "review_canonical": _attempt(lambda: canon.canonical(value), _hex),
+        "digest": _attempt(lambda: digest(tag, value), str),
+        "review_digest": _attempt(lambda: canon.digest_of(tag, value), str),
+        "gate_dumps": _attempt(lambda: jsonio.dumps(value), _hex),
+        "json_line": _attempt(lambda: json_line(value), _hex),
+        "json_line_indent": _attempt(lambda: json_line(value, indent=2, sort_keys=True), _hex),
+    }
+
+
+def _shown(value: Any) -> Any:
+    """A decoded value as JSON-able text that keeps Decimal and float apart."""
+    if isinstance(value, dict):
+        return {k.encode("utf-8", "surrogatepass").hex(): _shown(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_shown(v) for v in value]
+    if isinstance(value, str):
+        return "str:" + value.encode("utf-8", "surrogatepass").hex()
+    return f"{type(value).__name__}:{value!r}"
+
+
+def _readers(data: bytes) -> dict[str, Outcome]:
+    return {
+        "gate_loads": _attempt(lambda: jsonio.loads(data, limit=150), _shown),
+        "gate_loads_str": _attempt(lambda: jsonio.loads(data.decode("latin-1"), limit=150), _shown),
+        "gate_plain_loads": _attempt(lambda: jsonio.plain_loads(data), _shown),
+        "gate_loads_roomy": _attempt(lambda: jsonio.loads(data, limit=10**7), _shown),
+        "review_strict_roomy": _attempt(
+            lambda: canon.strict_json_plain(data, what="x", limit=10**7),
+            lambda pair: [_shown(pair[0]), pair[1]],
+        ),
+        "review_strict": _attempt(
+            lambda: canon.strict_json_plain(data, what="the file", limit=150),
+            lambda pair: [_shown(pair[0]), pair[1]],
+        ),
+    }
+
+
+def _lines(rows: dict[str, dict[str, Outcome]]) -> bytes:
+    out = [json.dumps({"case": name, **row}, sort_keys=True) for name, row in rows.items()]
+    return ("\n".join(out) + "\n").encode("ascii")
+
+
+def test_writers_bytes_are_pinned() -> None:
+    assert_golden(GOLDEN / "writers.jsonl", _lines({k: _writers(v) for k, v in VALUES.items()}))
+
+
+def test_readers_outcomes_are_pinned() -> None:
+    rows = {k: _readers(v) for k, v in READ_INPUTS.items()}
+    assert_golden(GOLDEN / "readers.jsonl", _lines(rows))
+
+
+def test_inert_bytes_are_pinned() -> None:
+    def inert(value: Any) -> Outcome:
+        return _attempt(lambda: inert_bytes(canonical_bytes(value)), _hex)
+
+    rows = {name: {"inert": inert(value)} for name, value in VALUES.items()}
+    assert_golden(GOLDEN / "inert.jsonl", _lines(rows))
+
+
+def test_gate_documents_are_pinned() -> None:
+    """A run's entries, an evaluation record and an admitted observation, fixed inputs."""
+    sc = scenario([condition("ca"), condition("cb", operand=2)], completion=None)
+    state = genesis(sc, make_entry("r", 0, GENESIS_PREV, start_body(sc, {})))
+    ev = [
+        evidence(sc, "e1", observation("ca", 0)),
+        evidence(sc, "e2", raw_observation("cb", "2.0")),
+    ]
+    cand = evaluate(sc, state, ev, NOW)
+    body = {"kind": "accept", "request": cand.candidate, "candidate": cand.candidate,
+            "evaluation": cand.digest, "delta": cand.delta}  # fmt: skip
+    entry = make_entry("r", state.seq + 1, state.head, body)
+    after = apply(sc, state, entry)
+    doc = {
+        "spec_hash": sc.spec_hash,
+        "genesis_head": state.head,
+        "evaluation": cand.canonical.decode("utf-8"),
+        "evaluation_digest": cand.digest,
+        "candidate": cand.candidate,
+        "entry": canonical_bytes(entry.to_json()).decode("utf-8"),
+        "head_after": after.head,
+        "evidence": [[e.id, e.sha256, e.declared_sha256, e.kind, _shown(e.value)] for e in ev],
+        "tagged": tagged_sha256("factory.gate-entry/1", b""),
+    }
+    assert_golden(GOLDEN / "gate-documents.json", json_line(doc, indent=2, sort_keys=True))
