@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from factory.canonical import sha256_hex
+from factory.documents.reading import JsonRefused, read_json
 from factory.gate.errors import EvidenceRefused
-from factory.gate.jsonio import JsonRefused, loads
 from factory.gate.values import OutsideDomain, parse_instant
 
 SCHEMA = "factory.gate-observation/1"
@@ -168,7 +168,7 @@ def _parse(
     evidence_id: str, payload: bytes, digest: str, declared: str, signature: Signature | None
 ) -> Evidence:
     try:
-        doc = loads(payload, limit=MAX_EVIDENCE_BYTES)
+        doc = read_json(payload, limit=MAX_EVIDENCE_BYTES, decimals=True, lone_surrogates=True)
     except JsonRefused as exc:
         raise ValueError(f"not a {SCHEMA} document: {exc}") from None
     if not isinstance(doc, dict):

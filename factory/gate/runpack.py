@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from factory.canonical import canonical_bytes, digest, sha256_hex
+from factory.documents.reading import read_own
 from factory.fsio import claim_dir, fsync_dir, write_exclusive
 from factory.gate.errors import EXPORT_FAILED, StoreCorrupt
-from factory.gate.jsonio import plain_loads
 from factory.gate.service import Gate, LoadedRun
 from factory.gate.values import format_instant
 
@@ -90,7 +90,7 @@ def _add_evidence(gate: Gate, run: LoadedRun, files: dict[str, bytes]) -> None:
 
 def _artefacts(payload: bytes) -> list[str]:
     try:
-        doc = plain_loads(payload)
+        doc = read_own(payload)
     except ValueError:
         return []
     items = doc.get("artefacts", []) if isinstance(doc, dict) else []

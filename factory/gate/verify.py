@@ -27,11 +27,11 @@ from typing import Any
 
 from factory.agent.evidence import read_nofollow
 from factory.canonical import canonical_bytes_plain, sha256_hex, tagged_sha256
+from factory.documents.reading import read_own
 from factory.errors import FactoryError
 from factory.gate import state as history
 from factory.gate.evaluate import EVALUATION_SCHEMA, candidate_id, evaluate
 from factory.gate.evidence import Evidence, load, parse_signature
-from factory.gate.jsonio import plain_loads
 from factory.gate.resolve import signature_ok
 from factory.gate.runpack import MANIFEST, MANIFEST_SCHEMA, root_hash
 from factory.gate.scenario import Scenario, load_bytes
@@ -54,7 +54,7 @@ class _Pack:
     def read(self) -> None:
         try:
             raw = read_nofollow(self.folder / MANIFEST, limit=MANIFEST_LIMIT)
-            manifest = plain_loads(raw)
+            manifest = read_own(raw)
         except (OSError, ValueError):
             self.problems.append("manifest.json is missing or not JSON")
             return
@@ -176,7 +176,7 @@ def _scenario_and_history(
     entries = []
     for number, line in enumerate(_lines(pack.data.get("history.jsonl", b""))):
         try:
-            raw = plain_loads(line)
+            raw = read_own(line)
             entries.append(
                 history.Entry(raw["run"], raw["seq"], raw["prev"], raw["body"], raw["hash"])
             )
@@ -200,7 +200,7 @@ def _evidence(pack: _Pack, problems: list[str]) -> dict[str, Evidence]:
     out: dict[str, Evidence] = {}
     for line in _lines(pack.data.get("evidence.jsonl", b"")):
         try:
-            row = plain_loads(line)
+            row = read_own(line)
             sig = row["signature"]
             signature = None if sig is None else parse_signature(sig["key_id"], sig["ed25519"])
             payload = pack.data.get(f"evidence/{row['sha256']}")
@@ -260,7 +260,7 @@ def _replay_one(
         problems.append(f"{where}: the evaluation bytes are not the ones the history accepted")
         return
     try:
-        recorded = plain_loads(line)
+        recorded = read_own(line)
         now = parse_instant(recorded["now"])
         refs = recorded["evidence"]
         used = [evidence[ref["id"]] for ref in refs]
@@ -307,7 +307,7 @@ def disagreement(recorded: bytes, replayed: bytes, *, context: int = 24) -> str:
 def _loose_equal(recorded: bytes, replayed: bytes) -> bool:
     """Whether the two documents are equal as Python values (where ``1 == True``)."""
     try:
-        return bool(plain_loads(recorded) == plain_loads(replayed))
+        return bool(read_own(recorded) == read_own(replayed))
     except ValueError:
         return False
 

@@ -3,8 +3,10 @@
 Each writer and reader runs over one fixed corpus; the outcome (bytes as hex, digests,
 decoded values, refusal messages) is compared with golden files that were generated from
 the code *before* the three JSON readers/writers were folded together. Equal files prove
-the fold changed no byte and no refusal. The gate's documents (an entry, an evaluation
-record, an admitted observation) are built from fixed inputs the same way.
+the fold changed no byte and no refusal (the keys still name the old functions:
+``gate_*`` was ``factory/gate/jsonio.py``, ``review_*`` was ``factory/review/canon.py``;
+``canonical_bytes*``/``digest`` were ``factory/canonical.py``). The gate's documents (an
+entry, an evaluation record, an admitted observation) are built from fixed inputs too.
 """
 
 from __future__ import annotations
@@ -15,14 +17,34 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from factory.canonical import canonical_bytes, canonical_bytes_plain, digest, tagged_sha256
+from factory.documents.canonical import (
+    canonical_bytes,
+    canonical_bytes_plain,
+    digest,
+    digest_plain,
+    exact_bytes,
+    tagged_sha256,
+)
 from factory.documents.emit import inert_bytes, json_line
-from factory.gate import jsonio
+from factory.documents.reading import read_json, read_own
 from factory.gate.evaluate import evaluate
+from factory.gate.runpack import export
+from factory.gate.service import Gate, LoadedRun
 from factory.gate.state import GENESIS_PREV, apply, genesis, make_entry, start_body
-from factory.review import canon
-from tests.gate.helpers import NOW, condition, evidence, observation, raw_observation, scenario
-from tests.support.golden import assert_golden
+from factory.gate.verify import verify
+from factory.review.documents import strict_json_plain
+from tests.gate.helpers import (
+    NOW,
+    condition,
+    evidence,
+    new_gate,
+    observation,
+    raw_observation,
+    scenario,
+    started,
+    two_stages,
+)
+from tests.support.golden import assert_golden, placeholders
 
 GOLDEN = Path(__file__).with_name("golden")
 
@@ -94,10 +116,10 @@ def _writers(value: Any) -> dict[str, Outcome]:
     return {
         "canonical_bytes": _attempt(lambda: canonical_bytes(value), _hex),
         "canonical_bytes_plain": _attempt(lambda: canonical_bytes_plain(value), _hex),
-        "review_canonical": _attempt(lambda: canon.canonical(value), _hex),
+        "review_canonical": _attempt(lambda: canonical_bytes_plain(value), _hex),
         "digest": _attempt(lambda: digest(tag, value), str),
-        "review_digest": _attempt(lambda: canon.digest_of(tag, value), str),
-        "gate_dumps": _attempt(lambda: jsonio.dumps(value), _hex),
+        "review_digest": _attempt(lambda: digest_plain(tag, value), str),
+        "gate_dumps": _attempt(lambda: exact_bytes(value), _hex),
         "json_line": _attempt(lambda: json_line(value), _hex),
         "json_line_indent": _attempt(lambda: json_line(value, indent=2, sort_keys=True), _hex),
     }
@@ -114,18 +136,23 @@ def _shown(value: Any) -> Any:
     return f"{type(value).__name__}:{value!r}"
 
 
+def gate_read(data: bytes | str, *, limit: int) -> Any:
+    """The decision gate's reading: exact decimals; its own checks name a lone surrogate."""
+    return read_json(data, limit=limit, decimals=True, lone_surrogates=True)
+
+
 def _readers(data: bytes) -> dict[str, Outcome]:
     return {
-        "gate_loads": _attempt(lambda: jsonio.loads(data, limit=150), _shown),
-        "gate_loads_str": _attempt(lambda: jsonio.loads(data.decode("latin-1"), limit=150), _shown),
-        "gate_plain_loads": _attempt(lambda: jsonio.plain_loads(data), _shown),
-        "gate_loads_roomy": _attempt(lambda: jsonio.loads(data, limit=10**7), _shown),
+        "gate_loads": _attempt(lambda: gate_read(data, limit=150), _shown),
+        "gate_loads_str": _attempt(lambda: gate_read(data.decode("latin-1"), limit=150), _shown),
+        "gate_plain_loads": _attempt(lambda: read_own(data), _shown),
+        "gate_loads_roomy": _attempt(lambda: gate_read(data, limit=10**7), _shown),
         "review_strict_roomy": _attempt(
-            lambda: canon.strict_json_plain(data, what="x", limit=10**7),
+            lambda: strict_json_plain(data, what="x", limit=10**7),
             lambda pair: [_shown(pair[0]), pair[1]],
         ),
         "review_strict": _attempt(
-            lambda: canon.strict_json_plain(data, what="the file", limit=150),
+            lambda: strict_json_plain(data, what="the file", limit=150),
             lambda pair: [_shown(pair[0]), pair[1]],
         ),
     }
@@ -178,3 +205,29 @@ def test_gate_documents_are_pinned() -> None:
         "tagged": tagged_sha256("factory.gate-entry/1", b""),
     }
     assert_golden(GOLDEN / "gate-documents.json", json_line(doc, indent=2, sort_keys=True))
+
+
+def _finished_run(tmp_path: Path) -> tuple[Gate, LoadedRun]:
+    sc = two_stages()
+    gate = new_gate(tmp_path)
+    run = started(gate, sc)
+    gate.submit(run, "e1", observation("c1", 0))
+    step = gate.accept(run, gate.derive(run))
+    assert step.run is not None
+    return gate, step.run
+
+
+def test_gate_verification_and_status_are_pinned(tmp_path: Path) -> None:
+    """What ``factory gate status`` and ``factory gate verify`` print (sorted keys), for a
+    run half-way, a sound runpack, a tampered one and an empty folder."""
+    gate, run = _finished_run(tmp_path / "store")
+    out = tmp_path / "pack"
+    export(gate, run, out)
+    reports = {"status": gate.status(run), "sound": verify(out, now=NOW + 10**9)}
+    evaluations = out / "evaluations.jsonl"
+    evaluations.write_bytes(evaluations.read_bytes().replace(b'"true"', b'"fals"', 1))
+    reports["tampered"] = verify(out, now=NOW + 10**9, max_age_s=0)
+    (tmp_path / "empty").mkdir()
+    reports["empty"] = verify(tmp_path / "empty", now=NOW)
+    data = b"".join(json_line(v, sort_keys=True) for v in reports.values())
+    assert_golden(GOLDEN / "gate-outputs.jsonl", placeholders(data, tmp=tmp_path))
