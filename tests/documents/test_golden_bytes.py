@@ -23,11 +23,13 @@ from factory.documents.canonical import (
     digest,
     digest_plain,
     exact_bytes,
+    sha256_hex,
     tagged_sha256,
 )
 from factory.documents.emit import inert_bytes, json_line
 from factory.documents.reading import read_json, read_own
 from factory.gate.evaluate import evaluate
+from factory.gate.evidence import load
 from factory.gate.runpack import export
 from factory.gate.service import Gate, LoadedRun
 from factory.gate.state import GENESIS_PREV, apply, genesis, make_entry, start_body
@@ -231,3 +233,94 @@ def test_gate_verification_and_status_are_pinned(tmp_path: Path) -> None:
     reports["empty"] = verify(tmp_path / "empty", now=NOW)
     data = b"".join(json_line(v, sort_keys=True) for v in reports.values())
     assert_golden(GOLDEN / "gate-outputs.jsonl", placeholders(data, tmp=tmp_path))
+
+
+def _observation_variants() -> dict[str, bytes]:
+    """Each branch of the observation document's checks, and sound twins."""
+    base = json.loads(observation("ca", 1))
+    failure = {"family": "operational", "code": "provider-crashed", "message": "boom"}
+    absent = {"absent": {"universe": "files", "complete": True}}
+    changes: dict[str, Any] = {
+        "sound-value": {},
+        "sound-absent": {"observation": absent},
+        "sound-failure": {"observation": {"failure": failure}},
+        "sound-full": {"actor": "bot", "derivation": ["e0", "acq:x:1"], "mutated": True,
+                       "artefacts": [{"role": "log", "sha256": "a" * 64, "bytes": 3}],
+                       "scope": {"kind": "file", "value": "src/x.py"}},
+        "decimal-value": {"observation": {"value": 1.5}},
+        "unknown-field": {"zeta": 1, "alpha": 2},
+        "unknown-and-missing": {"zeta": 1, "producer": None},
+        "missing": {"producer": None, "condition": None},
+        "schema": {"schema": "factory.gate-observation/2"},
+        "schema-type": {"schema": 1},
+        "ingress": {"ingress": "pushed"},
+        "scope-not-object": {"scope": "tree"},
+        "scope-extra": {"scope": {"kind": "tree", "x": 1}},
+        "scope-no-kind": {"scope": {"value": "x"}},
+        "scope-kind": {"scope": {"kind": "branch"}},
+        "scope-value": {"scope": {"kind": "tree", "value": ""}},
+        "scope-value-long": {"scope": {"kind": "tree", "value": "x" * 4097}},
+        "observed-at": {"observed_at": "yesterday"},
+        "observed-at-type": {"observed_at": 5},
+        "observation-empty": {"observation": {}},
+        "observation-two": {"observation": {"value": 1, "absent": {}}},
+        "observation-kind": {"observation": {"guess": 1}},
+        "absent-shape": {"observation": {"absent": {"universe": "u"}}},
+        "absent-complete": {"observation": {"absent": {"universe": "u", "complete": 1}}},
+        "absent-universe": {"observation": {"absent": {"universe": "", "complete": True}}},
+        "failure-shape": {"observation": {"failure": {"family": "operational"}}},
+        "failure-code": {"observation": {"failure": {**failure, "code": "nope"}}},
+        "failure-family": {"observation": {"failure": {**failure, "family": "x"}}},
+        "failure-integrity": {"observation": {"failure": {**failure, "family": "integrity",
+                                                          "code": "signature-invalid"}}},
+        "failure-message": {"observation": {"failure": {**failure, "message": "m" * 1025}}},
+        "mutated": {"mutated": "yes"},
+        "artefacts-type": {"artefacts": {}},
+        "artefacts-many": {"artefacts": [{"role": "r", "sha256": "a" * 64, "bytes": 1}] * 65},
+        "artefacts-item": {"artefacts": [{"role": "r", "sha256": "A" * 64, "bytes": 1}]},
+        "artefacts-bytes": {"artefacts": [{"role": "r", "sha256": "a" * 64, "bytes": True}]},
+        "condition": {"condition": ""},
+        "condition-type": {"condition": 3},
+        "producer": {"producer": "p" * 257},
+        "actor": {"actor": ""},
+        "actor-null": {"actor": None},
+        "content-type": {"content_type": ["x"]},
+        "surrogate": {"content_type": "\ud800"},
+        "derivation-type": {"derivation": "e1"},
+        "derivation-many": {"derivation": ["e"] * 257},
+        "derivation-item": {"derivation": ["not an id"]},
+        "late-and-early": {"mutated": 1, "condition": ""},
+        "scope-and-observation": {"scope": 1, "observation": 1},
+    }  # fmt: skip
+    out: dict[str, bytes] = {}
+    for name, change in changes.items():
+        doc = {**base, **change}
+        doc = {k: v for k, v in doc.items() if v is not None or k == "actor"}
+        if name == "actor-null":
+            doc["actor"] = None
+        elif "actor" in doc and doc["actor"] is None:
+            del doc["actor"]
+        out[name] = json.dumps(doc).encode()
+    out["not-object"] = b"[1]"
+    out["not-json"] = b"{"
+    out["duplicate"] = b'{"schema": 1, "schema": 2}'
+    return out
+
+
+def test_observation_refusals_are_pinned() -> None:
+    """The gate's observation document: what admission says (or admits) for each check, and
+    what a stored record that no longer parses carries (it lands in evaluation bytes)."""
+    sc = scenario([condition("ca")])
+    rows: dict[str, dict[str, Outcome]] = {}
+    for name, payload in _observation_variants().items():
+        admitted = _attempt(
+            lambda p=payload: evidence(sc, "e1", p, ingress="submitted"),  # type: ignore[misc]
+            lambda e: [e.kind, _shown(e.value), e.condition, e.producer, e.actor,
+                       e.content_type, list(e.derivation), e.scope_kind, e.scope_value,
+                       e.observed_at, e.universe, e.complete, e.mutated,
+                       None if e.failure is None else e.failure.to_json()],
+        )  # fmt: skip
+        stored = load("e1", payload, sha256_hex(payload), None)
+        problem = None if stored.problem is None else stored.problem.to_json()
+        rows[name] = {"admit": admitted, "load": {"ok": problem}}
+    assert_golden(GOLDEN / "gate-observations.jsonl", _lines(rows))
