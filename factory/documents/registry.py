@@ -108,6 +108,9 @@ REGISTRY: tuple[Document, ...] = (
          "factory.review.gates.result:GateResult"),
     _doc("factory.review-preserved-lens-output/1", "a reviewer's output kept for an incident",
          "factory.review.incident:PreservedLensOutput"),
+    # the decision gate
+    _doc("factory.gate-observation/1", "one piece of evidence handed to the decision gate",
+         "factory.gate.observation:Observation"),
     # rehearsals
     _doc("factory.rehearsal-scenario/1", "a script for the rehearsal (loopback) model",
          "factory.rehearsal.scenario:Scenario"),
