@@ -111,6 +111,11 @@ REGISTRY: tuple[Document, ...] = (
     # the decision gate
     _doc("factory.gate-observation/1", "one piece of evidence handed to the decision gate",
          "factory.gate.observation:Observation"),
+    _doc("factory.gate-status/1", "what `factory gate status` prints: a run's head and stages",
+         "factory.gate.reports:GateStatus"),
+    _doc("factory.gate-verification/1",
+         "the result of `factory gate verify`: four properties of an exported runpack",
+         "factory.gate.reports:GateVerification"),
     # rehearsals
     _doc("factory.rehearsal-scenario/1", "a script for the rehearsal (loopback) model",
          "factory.rehearsal.scenario:Scenario"),

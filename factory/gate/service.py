@@ -35,6 +35,7 @@ from factory.gate.errors import (
 )
 from factory.gate.evaluate import EVALUATION_SCHEMA, Evaluation, evaluate
 from factory.gate.evidence import Evidence, Signature, admit
+from factory.gate.reports import GateStatus, Head, ScenarioRef
 from factory.gate.scenario import ID, Scenario, load_bytes
 from factory.gate.store import AppendResult, GateStore, same_ask
 from factory.models import StrictModel
@@ -288,14 +289,13 @@ def _check_params(scenario: Scenario, params: Mapping[str, str]) -> None:
 
 def status_view(run: LoadedRun) -> dict[str, Any]:
     scenario, state = run.scenario, run.state
-    return {
-        "schema": "factory.gate-status/1",
-        "run": state.run,
-        "scenario": {"id": scenario.id, "spec_hash": scenario.spec_hash},
-        "params": dict(state.params),
-        "head": {"seq": state.seq, "hash": state.head},
-        "completed": state.scenario_completed,
-        "stages": {sid: state.stage_state(scenario, sid) for sid in scenario.order},
-        "intents": [{**i, "status": "eligible-for-dispatch"} for i in state.intents],
-        "settled": list(run.settled),
-    }
+    return GateStatus(
+        run=state.run,
+        scenario=ScenarioRef(id=scenario.id, spec_hash=scenario.spec_hash),
+        params=dict(state.params),
+        head=Head(seq=state.seq, hash=state.head),
+        completed=state.scenario_completed,
+        stages={sid: state.stage_state(scenario, sid) for sid in scenario.order},
+        intents=[{**i, "status": "eligible-for-dispatch"} for i in state.intents],
+        settled=list(run.settled),
+    ).to_json_value()

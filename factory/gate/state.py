@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from factory.canonical import digest
 from factory.gate import logic
@@ -66,7 +66,9 @@ class RunState:
     intents: tuple[dict[str, Any], ...] = ()
     requests: dict[str, tuple[str, int]] = field(default_factory=dict)
 
-    def stage_state(self, scenario: Scenario, stage_id: str) -> str:
+    def stage_state(
+        self, scenario: Scenario, stage_id: str
+    ) -> Literal["completed", "open", "ready", "not-ready"]:
         """``completed``, ``open``, ``ready`` or ``not-ready``."""
         if stage_id in self.completed:
             return "completed"

@@ -32,12 +32,21 @@ from factory.errors import FactoryError
 from factory.gate import state as history
 from factory.gate.evaluate import EVALUATION_SCHEMA, candidate_id, evaluate
 from factory.gate.evidence import Evidence, load, parse_signature
+from factory.gate.reports import (
+    VERIFICATION_SCHEMA,
+    Authenticity,
+    AuthenticityStatus,
+    Freshness,
+    GateVerification,
+    Properties,
+    Property,
+)
 from factory.gate.resolve import signature_ok
 from factory.gate.runpack import MANIFEST, MANIFEST_SCHEMA, root_hash
 from factory.gate.scenario import Scenario, load_bytes
 from factory.gate.values import OutsideDomain, format_instant, parse_instant
 
-REPORT_SCHEMA = "factory.gate-verification/1"
+REPORT_SCHEMA = VERIFICATION_SCHEMA
 MANIFEST_LIMIT = 64 << 20
 FILE_LIMIT = 256 << 20
 
@@ -132,31 +141,30 @@ def verify(folder: Path, *, now: int, max_age_s: int | None = None) -> dict[str,
         replayed = _replay(scenario, entries, evaluations, evidence, replay, freshness, integrity)
     signed = _authenticity(scenario, evidence)
     exported = _age(pack.manifest, now, max_age_s, freshness)
-    props = {
-        "record_integrity": _prop(integrity, len(pack.data)),
-        "source_authenticity": signed,
-        "freshness": {
-            **_prop(freshness, replayed),
-            "exported_at": exported,
-            "verified_at": format_instant(now),
-        },
-        "replay_agreement": _prop(replay, replayed),
-    }
-    ok = all(p["status"] != "fail" for p in props.values())
-    return {
-        "schema": REPORT_SCHEMA,
-        "runpack": os.fspath(folder),
-        "run": pack.manifest.get("run"),
-        "spec_hash": pack.manifest.get("spec_hash"),
-        "head": pack.manifest.get("head"),
-        "properties": props,
-        "ok": ok,
-        "residual": "the manifest is unsigned: integrity shows consistency, not authorship",
-    }
+    props = Properties(
+        record_integrity=_prop(integrity, len(pack.data)),
+        source_authenticity=signed,
+        freshness=Freshness(
+            **_prop(freshness, replayed).model_dump(),
+            exported_at=exported,
+            verified_at=format_instant(now),
+        ),
+        replay_agreement=_prop(replay, replayed),
+    )
+    checks = (props.record_integrity, signed, props.freshness, props.replay_agreement)
+    return GateVerification(
+        runpack=os.fspath(folder),
+        run=pack.manifest.get("run"),
+        spec_hash=pack.manifest.get("spec_hash"),
+        head=pack.manifest.get("head"),
+        properties=props,
+        ok=all(p.status != "fail" for p in checks),
+        residual="the manifest is unsigned: integrity shows consistency, not authorship",
+    ).to_json_value()
 
 
-def _prop(problems: list[str], checked: int) -> dict[str, Any]:
-    return {"status": "fail" if problems else "pass", "checked": checked, "problems": problems}
+def _prop(problems: list[str], checked: int) -> Property:
+    return Property(status="fail" if problems else "pass", checked=checked, problems=problems)
 
 
 def _scenario_and_history(
@@ -344,7 +352,7 @@ def _fresh(
             stale.append(f"{where}: {record.id} was older than its condition allows")
 
 
-def _authenticity(scenario: Scenario | None, evidence: Mapping[str, Evidence]) -> dict[str, Any]:
+def _authenticity(scenario: Scenario | None, evidence: Mapping[str, Evidence]) -> Authenticity:
     signed = [e for e in evidence.values() if e.signature is not None]
     problems: list[str] = []
     verified = 0
@@ -356,9 +364,9 @@ def _authenticity(scenario: Scenario | None, evidence: Mapping[str, Evidence]) -
             problems.append(f"evidence {record.id}: the signature does not verify")
         else:
             problems.append(f"evidence {record.id}: signed by a key the scenario does not declare")
-    status = "not-applicable" if not signed else "fail" if problems else "pass"
-    return {"status": status, "checked": len(signed), "verified": verified,
-            "unsigned": len(evidence) - len(signed), "problems": problems}  # fmt: skip
+    status: AuthenticityStatus = "not-applicable" if not signed else "fail" if problems else "pass"
+    return Authenticity(status=status, checked=len(signed), verified=verified,
+                        unsigned=len(evidence) - len(signed), problems=problems)  # fmt: skip
 
 
 def _age(

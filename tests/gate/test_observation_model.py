@@ -1,15 +1,29 @@
-"""The observation document is a strict model in the registry (issue 25): what the gate
-admits validates against the shipped schema, and what the model refuses, the gate does."""
+"""The gate's documents are strict models in the registry (issue 25): what the gate admits
+or prints validates against the shipped schema, and what the model refuses, the gate does."""
 
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
+from factory.documents.emit import json_line
 from factory.gate.errors import EvidenceRefused
 from factory.gate.observation import Observation, parse_observation
-from tests.gate.helpers import condition, evidence, observation, scenario
+from factory.gate.runpack import export
+from factory.gate.verify import verify
+from tests.gate.helpers import (
+    NOW,
+    condition,
+    evidence,
+    new_gate,
+    observation,
+    scenario,
+    started,
+    two_stages,
+)
 from tests.support.schemas import validator
 
 SOUND = [
@@ -42,3 +56,30 @@ def test_the_model_and_the_schema_refuse_together(change: dict[str, object], wor
     with pytest.raises(EvidenceRefused, match=words):
         evidence(scenario([condition("c")]), "e1", json.dumps(doc).encode())
     assert not validator("gate-observation").is_valid(doc)
+
+
+def test_gate_status_and_verification_validate_against_their_schemas(tmp_path: Path) -> None:
+    gate = new_gate(tmp_path / "store")
+    run = started(gate, two_stages())
+    gate.submit(run, "e1", observation("c1", 0))
+    step = gate.accept(run, gate.derive(run))
+    assert step.run is not None
+    assert validator("gate-status").is_valid(gate.status(step.run))
+    export(gate, step.run, tmp_path / "pack")
+    report = verify(tmp_path / "pack", now=NOW + 10**9)
+    assert report["ok"] and validator("gate-verification").is_valid(report)
+    assert not validator("gate-verification").is_valid({**report, "ok": "yes"})
+
+
+def test_a_file_name_that_is_not_utf8_is_reported_not_crashed_on(tmp_path: Path) -> None:
+    """A hostile pack can hold a file whose name is not UTF-8 (a surrogate escape in
+    Python): the verification names it as a problem and still prints."""
+    gate = new_gate(tmp_path / "store")
+    run = started(gate, two_stages())
+    export(gate, run, tmp_path / "pack")
+    (tmp_path / "pack" / os.fsdecode(b"stray-\xff")).write_bytes(b"x")
+    report = verify(tmp_path / "pack", now=NOW + 10**9)
+    assert not report["ok"]
+    problems = report["properties"]["record_integrity"]["problems"]
+    assert problems == ["stray-\udcff: present but not listed in the manifest"]
+    assert b"stray-\\udcff" in json_line(report, sort_keys=True)
