@@ -324,3 +324,14 @@ def test_observation_refusals_are_pinned() -> None:
         problem = None if stored.problem is None else stored.problem.to_json()
         rows[name] = {"admit": admitted, "load": {"ok": problem}}
     assert_golden(GOLDEN / "gate-observations.jsonl", _lines(rows))
+
+
+def test_runpack_manifest_and_history_are_pinned(tmp_path: Path) -> None:
+    """The runpack's manifest and history bytes as written by ``factory gate export``."""
+    gate, run = _finished_run(tmp_path / "store")
+    manifest = export(gate, run, tmp_path / "pack")
+    data = b"".join(
+        (tmp_path / "pack" / name).read_bytes()
+        for name in ("manifest.json", "history.jsonl", "evidence.jsonl", "evaluations.jsonl")
+    )
+    assert_golden(GOLDEN / "gate-runpack.txt", data + json_line(manifest, sort_keys=True))
