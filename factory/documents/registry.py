@@ -116,6 +116,12 @@ REGISTRY: tuple[Document, ...] = (
     _doc("factory.gate-verification/1",
          "the result of `factory gate verify`: four properties of an exported runpack",
          "factory.gate.reports:GateVerification"),
+    _doc("factory.gate-runpack/1", "manifest.json of an exported runpack (`factory gate export`)",
+         "factory.gate.reports:RunpackManifest"),
+    _doc("factory.gate-entry/1", "one entry of a run's hash-chained history (history.jsonl)",
+         "factory.gate.reports:GateEntry"),
+    _doc("factory.gate-export-failure/1", "export-failed.json: why a runpack export stopped",
+         "factory.gate.reports:ExportFailure"),
     # rehearsals
     _doc("factory.rehearsal-scenario/1", "a script for the rehearsal (loopback) model",
          "factory.rehearsal.scenario:Scenario"),

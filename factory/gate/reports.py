@@ -1,5 +1,7 @@
-"""What the decision gate prints: ``factory.gate-status/1`` and ``factory.gate-verification/1``
-as strict models (both in :mod:`factory.documents.registry`).
+"""The decision gate's published documents as strict models (all in
+:mod:`factory.documents.registry`): what it prints (``factory.gate-status/1``,
+``factory.gate-verification/1``) and what a runpack holds (``factory.gate-runpack/1``,
+``factory.gate-entry/1``, ``factory.gate-export-failure/1``).
 
 Both are built with keywords and printed as their JSON value with sorted keys, the same
 bytes as the dicts they replace (goldens pin them). A verification reports what a runpack
@@ -19,6 +21,9 @@ from factory.models import StrictModel
 
 STATUS_SCHEMA: Final = "factory.gate-status/1"
 VERIFICATION_SCHEMA: Final = "factory.gate-verification/1"
+MANIFEST_SCHEMA: Final = "factory.gate-runpack/1"
+EXPORT_FAILURE_SCHEMA: Final = "factory.gate-export-failure/1"
+ENTRY_SCHEMA: Final = "factory.gate-entry/1"
 
 
 def _text(value: Any) -> str:
@@ -97,3 +102,45 @@ class GateVerification(StrictModel):
     properties: Properties
     ok: bool
     residual: str
+
+
+class FileRow(StrictModel):
+    """One file of a runpack: its path inside the pack, SHA-256 (hex) and size."""
+
+    path: Text
+    sha256: Text
+    bytes: int
+
+
+class RunpackManifest(StrictModel):
+    """``manifest.json`` of an exported runpack (written last: no manifest, no export)."""
+
+    schema_id: Literal["factory.gate-runpack/1"] = Field(default=MANIFEST_SCHEMA, alias="schema")
+    run: str
+    scenario: str
+    spec_hash: str
+    head: Head
+    exported_at: str
+    files: list[FileRow]
+    root_hash: str
+
+
+class ExportFailure(StrictModel):
+    """``export-failed.json``: why an export stopped before its manifest."""
+
+    schema_id: Literal["factory.gate-export-failure/1"] = Field(
+        default=EXPORT_FAILURE_SCHEMA, alias="schema"
+    )
+    error: str
+
+
+class GateEntry(StrictModel):
+    """One entry of a run's hash-chained history (``history.jsonl``); ``body`` is the
+    start, accept or settle record the gate applies, ``hash`` its domain-separated digest."""
+
+    schema_id: Literal["factory.gate-entry/1"] = Field(default=ENTRY_SCHEMA, alias="schema")
+    run: str
+    seq: int
+    prev: str
+    body: dict[str, Any]
+    hash: str

@@ -22,9 +22,9 @@ from typing import Any, Literal
 from factory.canonical import digest
 from factory.gate import logic
 from factory.gate.errors import StoreCorrupt
+from factory.gate.reports import ENTRY_SCHEMA, GateEntry
 from factory.gate.scenario import Intent, Scenario
 
-ENTRY_SCHEMA = "factory.gate-entry/1"
 GENESIS_PREV = "sha256:" + "0" * 64
 
 
@@ -37,8 +37,9 @@ class Entry:
     hash: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": ENTRY_SCHEMA, "run": self.run, "seq": self.seq, "prev": self.prev,
-                "body": self.body, "hash": self.hash}  # fmt: skip
+        """The ``factory.gate-entry/1`` document (:class:`factory.gate.reports.GateEntry`)."""
+        return GateEntry(run=self.run, seq=self.seq, prev=self.prev, body=self.body,
+                         hash=self.hash).to_json_value()  # fmt: skip
 
 
 def entry_hash(run: str, seq: int, prev: str, body: Mapping[str, Any]) -> str:

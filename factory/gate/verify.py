@@ -25,6 +25,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from factory.agent.evidence import read_nofollow
 from factory.canonical import canonical_bytes_plain, sha256_hex, tagged_sha256
 from factory.documents.reading import read_own
@@ -33,16 +35,18 @@ from factory.gate import state as history
 from factory.gate.evaluate import EVALUATION_SCHEMA, candidate_id, evaluate
 from factory.gate.evidence import Evidence, load, parse_signature
 from factory.gate.reports import (
+    MANIFEST_SCHEMA,
     VERIFICATION_SCHEMA,
     Authenticity,
     AuthenticityStatus,
+    FileRow,
     Freshness,
     GateVerification,
     Properties,
     Property,
 )
 from factory.gate.resolve import signature_ok
-from factory.gate.runpack import MANIFEST, MANIFEST_SCHEMA, root_hash
+from factory.gate.runpack import MANIFEST, root_hash
 from factory.gate.scenario import Scenario, load_bytes
 from factory.gate.values import OutsideDomain, format_instant, parse_instant
 
@@ -105,13 +109,11 @@ class _Pack:
 
 
 def _file_row(row: Any) -> bool:
-    return (
-        isinstance(row, dict)
-        and set(row) == {"path", "sha256", "bytes"}
-        and isinstance(row["path"], str)
-        and isinstance(row["sha256"], str)
-        and type(row["bytes"]) is int
-    )
+    try:
+        FileRow.model_validate(row)
+    except ValidationError:
+        return False
+    return True
 
 
 def _tree(folder: Path) -> set[str]:

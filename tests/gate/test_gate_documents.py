@@ -13,6 +13,7 @@ from factory.documents.emit import json_line
 from factory.gate.errors import EvidenceRefused
 from factory.gate.observation import Observation, parse_observation
 from factory.gate.runpack import export
+from factory.gate.service import Gate, LoadedRun
 from factory.gate.verify import verify
 from tests.gate.helpers import (
     NOW,
@@ -58,14 +59,19 @@ def test_the_model_and_the_schema_refuse_together(change: dict[str, object], wor
     assert not validator("gate-observation").is_valid(doc)
 
 
-def test_gate_status_and_verification_validate_against_their_schemas(tmp_path: Path) -> None:
+def _stage_a_done(tmp_path: Path) -> tuple[Gate, LoadedRun]:
     gate = new_gate(tmp_path / "store")
     run = started(gate, two_stages())
     gate.submit(run, "e1", observation("c1", 0))
     step = gate.accept(run, gate.derive(run))
     assert step.run is not None
-    assert validator("gate-status").is_valid(gate.status(step.run))
-    export(gate, step.run, tmp_path / "pack")
+    return gate, step.run
+
+
+def test_gate_status_and_verification_validate_against_their_schemas(tmp_path: Path) -> None:
+    gate, run = _stage_a_done(tmp_path)
+    assert validator("gate-status").is_valid(gate.status(run))
+    export(gate, run, tmp_path / "pack")
     report = verify(tmp_path / "pack", now=NOW + 10**9)
     assert report["ok"] and validator("gate-verification").is_valid(report)
     assert not validator("gate-verification").is_valid({**report, "ok": "yes"})
@@ -83,3 +89,32 @@ def test_a_file_name_that_is_not_utf8_is_reported_not_crashed_on(tmp_path: Path)
     problems = report["properties"]["record_integrity"]["problems"]
     assert problems == ["stray-\udcff: present but not listed in the manifest"]
     assert b"stray-\\udcff" in json_line(report, sort_keys=True)
+
+
+def test_a_runpacks_manifest_and_history_validate_against_their_schemas(tmp_path: Path) -> None:
+    gate, run = _stage_a_done(tmp_path)
+    pack = tmp_path / "pack"
+    export(gate, run, pack)
+    manifest = json.loads((pack / "manifest.json").read_bytes())
+    assert validator("gate-runpack").is_valid(manifest)
+    history = [json.loads(line) for line in (pack / "history.jsonl").read_bytes().splitlines()]
+    assert len(history) == 2
+    assert all(validator("gate-entry").is_valid(entry) for entry in history)
+    assert not validator("gate-entry").is_valid({**history[0], "seq": "0"})
+    bad_row = {**manifest, "files": [{**manifest["files"][0], "bytes": True}]}
+    assert not validator("gate-runpack").is_valid(bad_row)
+
+
+def test_a_manifest_row_of_the_wrong_shape_is_an_integrity_problem(tmp_path: Path) -> None:
+    gate = new_gate(tmp_path / "store")
+    run = started(gate, two_stages())
+    pack = tmp_path / "pack"
+    export(gate, run, pack)
+    assert verify(pack, now=NOW + 10**9)["ok"]  # twin: as exported it verifies
+    manifest = json.loads((pack / "manifest.json").read_bytes())
+    manifest["files"][0]["bytes"] = True  # a bool is not a size
+    (pack / "manifest.json").write_text(json.dumps(manifest))
+    report = verify(pack, now=NOW + 10**9)
+    problems = report["properties"]["record_integrity"]["problems"]
+    assert problems[0] == "manifest files is not a list of {path, sha256, bytes}"
+    assert not report["ok"]
