@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from decimal import Decimal
 from typing import Any
 
 import rfc8785
@@ -133,20 +132,22 @@ def exact_bytes(value: Any) -> bytes:
     gate's acquired observations); reading them back with
     :func:`factory.documents.reading.read_json` (``decimals=True``) gives equal values.
     """
-    return _exact(value).encode("utf-8")
+    from decimal import Decimal  # here: the review hook path never writes decimals
+
+    return _exact(value, Decimal).encode("utf-8")
 
 
-def _exact(value: Any) -> str:
-    if isinstance(value, Decimal):
+def _exact(value: Any, decimal: type) -> str:
+    if isinstance(value, decimal):
         return str(value)
     if isinstance(value, dict):
         items = (
-            f"{json.dumps(str(k), ensure_ascii=False)}:{_exact(v)}"
+            f"{json.dumps(str(k), ensure_ascii=False)}:{_exact(v, decimal)}"
             for k, v in sorted(value.items())
         )
         return "{" + ",".join(items) + "}"
     if isinstance(value, list | tuple):
-        return "[" + ",".join(_exact(v) for v in value) + "]"
+        return "[" + ",".join(_exact(v, decimal) for v in value) + "]"
     return json.dumps(value, ensure_ascii=False)
 
 

@@ -23,7 +23,6 @@ Stdlib only: the review hook path imports this module and must stay free of pyda
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from typing import Any, Literal
 
 from factory.documents.canonical import MAX_SAFE_INT
@@ -142,7 +141,9 @@ def _read(
         text, ascii_only = data, data.isascii() and "\\u" not in data
     plain = [True]
     hooks: dict[str, Any] = {"object_pairs_hook": _no_duplicates, "parse_constant": _no_constant}
-    if decimals:
+    if decimals:  # imported here: the review hook path never reads decimals
+        from decimal import Decimal
+
         hooks["parse_float"] = Decimal
     if track:
         hooks.update(_plain_hooks(plain, ascii_only))

@@ -136,10 +136,12 @@ def test_the_documents_core_and_the_hook_path_import_no_pydantic() -> None:
         "import factory.review.documents, factory.review.gates.quick\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'pydantic_core'))\n"
         "assert not bad, bad\n"
+        "assert 'decimal' not in sys.modules\n"  # only the gate reads exact decimals
     )
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, check=False)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     # Negative control: the probe does see pydantic when a model module is imported.
     twin = probe.replace("import sys\n", "import sys\nimport factory.models\n")
+    twin = twin.replace("assert 'decimal' not in sys.modules\n", "")
     proc = subprocess.run([sys.executable, "-c", twin], capture_output=True, check=False)
     assert proc.returncode != 0 and b"pydantic" in proc.stderr
