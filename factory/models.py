@@ -18,8 +18,8 @@ from pydantic import (
 )
 
 from factory.canonical import canonical_bytes, digest
+from factory.documents.surrogates import holds_lone_surrogate
 from factory.errors import INTERNAL, Code
-from factory.surrogates import holds_lone_surrogate
 
 M = TypeVar("M", bound="StrictModel")
 

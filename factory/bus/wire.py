@@ -40,7 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, BinaryIO, Final
 
-from factory.surrogates import holds_lone_surrogate
+from factory.documents.surrogates import holds_lone_surrogate
 
 MALFORMED_KEY: Final = "\x00factory-malformed-request"
 """Argument key that marks a refused call (see module doc): ``True`` for text that was not

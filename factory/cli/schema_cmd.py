@@ -2,7 +2,7 @@
 
 With NAME (a short name or a schema id) stdout carries the shipped schema file's bytes
 exactly; without it, the list of names. An unknown NAME is a usage error (exit 2) that
-lists the names. See :mod:`factory.cli.schemas` for how the files are made and kept in
+lists the names. See :mod:`factory.documents.registry` for how the files are made and kept in
 sync with the models.
 """
 
@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from factory.cli.framework import emit_stdout
-from factory.cli.schemas import PUBLISHED, find, shipped
+from factory.documents.registry import REGISTRY, find, shipped
 from factory.errors import UsageError
 
 UNKNOWN_SCHEMA = UsageError.define(
@@ -23,8 +23,8 @@ HELP = "print the JSON Schema of a published document (receipt, reports, verific
 
 
 def _listing() -> str:
-    width = max(len(doc.name) for doc in PUBLISHED)
-    return "".join(f"  {doc.name:<{width}}  {doc.schema_id}: {doc.summary}\n" for doc in PUBLISHED)
+    width = max(len(doc.name) for doc in REGISTRY)
+    return "".join(f"  {doc.name:<{width}}  {doc.schema_id}: {doc.summary}\n" for doc in REGISTRY)
 
 
 def register(sub: Any) -> None:
@@ -49,7 +49,7 @@ def _handle(args: argparse.Namespace) -> int:
         return 0
     doc = find(args.name)
     if doc is None:
-        names = ", ".join(d.name for d in PUBLISHED)
+        names = ", ".join(d.name for d in REGISTRY)
         raise UNKNOWN_SCHEMA(f"no published document is called {args.name!r} (known: {names})")
     emit_stdout(shipped(doc))
     return 0

@@ -15,9 +15,10 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
 from factory.canonical import sha256_hex
+from factory.documents.canonical import exact_bytes
 from factory.gate.acquire_args import expand, select
-from factory.gate.evidence import ACQUIRED_PREFIX, SCHEMA, Evidence, admit
-from factory.gate.jsonio import dumps
+from factory.gate.evidence import ACQUIRED_PREFIX, Evidence, admit
+from factory.gate.observation import SCHEMA
 from factory.gate.providers import Observed, command, files, git, receipt, review_gate, risk
 from factory.gate.scenario import Condition
 from factory.gate.service import Gate, LoadedRun
@@ -107,4 +108,4 @@ def _document(gate: Gate, cond: Condition, args: Mapping[str, Any], observed: Ob
         "mutated": observed.mutated,
         "artefacts": artefacts,
     }
-    return dumps(doc)
+    return exact_bytes(doc)

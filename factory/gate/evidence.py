@@ -16,7 +16,9 @@ document carries the facets — not a score:
 * ``mutated``: an acquisition changed what it measured (e.g. a command changed the tree).
 
 Admission (:func:`admit`) is hostile by default: a size cap, strict JSON (no duplicate
-keys, no NaN, bounded depth), closed field sets, ids and instants checked. Loading a
+keys, no NaN, bounded depth), then the strict model
+:class:`factory.gate.observation.Observation` (closed field sets, ids and instants
+checked). Loading a
 stored record (:func:`load`) parses the same way but never raises: a record whose bytes no
 longer hash to its digest, or no longer parse, is kept with that fact so the evaluator can
 report an integrity or operational failure instead of silently dropping it.
@@ -32,31 +34,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from factory.canonical import sha256_hex
+from factory.documents.reading import JsonRefused, read_json
 from factory.gate.errors import EvidenceRefused
-from factory.gate.jsonio import JsonRefused, loads
-from factory.gate.values import OutsideDomain, parse_instant
+from factory.gate.observation import (
+    EVIDENCE_ID_PATTERN,
+    SCHEMA,
+    AbsentObservation,
+    ValueObservation,
+    parse_observation,
+)
+from factory.gate.values import parse_instant
 
-SCHEMA = "factory.gate-observation/1"
 SIGNATURE_TAG = b"factory.gate-observation/1\x00"
 MAX_EVIDENCE_BYTES = 1 << 20
 ACQUIRED_PREFIX = "acq:"
-EVIDENCE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
-SCOPES = ("tree", "commit", "repository", "file", "none")
-OPERATIONAL = (
-    "observation-unparsable",
-    "observation-outside-domain",
-    "provider-timeout",
-    "provider-crashed",
-    "provider-unavailable",
-    "provider-output-limit",
-    "provider-refused",
-)
-INTEGRITY = ("evidence-hash-mismatch", "signature-invalid", "witness-forged")
-_FIELDS = {
-    "schema", "condition", "ingress", "producer", "actor", "content_type", "derivation",
-    "scope", "observed_at", "observation", "mutated", "artefacts",
-}  # fmt: skip
-_REQUIRED = _FIELDS - {"actor", "derivation", "mutated", "artefacts"}
+EVIDENCE_ID = re.compile(EVIDENCE_ID_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,116 +160,28 @@ def _parse(
     evidence_id: str, payload: bytes, digest: str, declared: str, signature: Signature | None
 ) -> Evidence:
     try:
-        doc = loads(payload, limit=MAX_EVIDENCE_BYTES)
+        doc = read_json(payload, limit=MAX_EVIDENCE_BYTES, decimals=True, lone_surrogates=True)
     except JsonRefused as exc:
         raise ValueError(f"not a {SCHEMA} document: {exc}") from None
-    if not isinstance(doc, dict):
-        raise ValueError("the document is not an object")
-    extra = sorted(set(doc) - _FIELDS)
-    missing = sorted(_REQUIRED - set(doc))
-    if extra or missing:
-        raise ValueError(f"unknown field {extra[0]!r}" if extra else f"lacks {missing[0]!r}")
-    if doc["schema"] != SCHEMA:
-        raise ValueError(f"schema must be {SCHEMA!r}")
-    if doc["ingress"] not in ("submitted", "acquired"):
-        raise ValueError("ingress must be submitted or acquired")
-    scope_kind, scope_value = _scope(doc["scope"])
-    try:
-        observed_at = parse_instant(doc["observed_at"])
-    except OutsideDomain as exc:
-        raise ValueError(f"observed_at: {exc}") from None
-    kind, value, universe, complete, failure = _observation(doc["observation"])
-    mutated = doc.get("mutated", False)
-    if not isinstance(mutated, bool):
-        raise ValueError("mutated must be true or false")
-    _artefacts(doc.get("artefacts", []))
+    obs = parse_observation(doc)
+    body = obs.observation
+    kind, value, universe, complete, failure = "value", None, None, False, None
+    if isinstance(body, ValueObservation):
+        value = body.value
+    elif isinstance(body, AbsentObservation):
+        kind, universe, complete = "absent", body.absent.universe, body.absent.complete
+    else:
+        kind = "failure"
+        failure = Failure(body.failure.family, body.failure.code, body.failure.message)
     return Evidence(
         evidence_id, payload, digest, declared, signature,
-        condition=_short(doc["condition"], "condition"),
-        ingress=doc["ingress"],
-        producer=_short(doc["producer"], "producer"),
-        actor=None if doc.get("actor") is None else _short(doc["actor"], "actor"),
-        content_type=_short(doc["content_type"], "content_type"),
-        derivation=_derivation(doc.get("derivation", [])),
-        scope_kind=scope_kind, scope_value=scope_value, observed_at=observed_at,
+        condition=obs.condition, ingress=obs.ingress, producer=obs.producer, actor=obs.actor,
+        content_type=obs.content_type, derivation=tuple(obs.derivation),
+        scope_kind=obs.scope.kind, scope_value=obs.scope.value,
+        observed_at=parse_instant(obs.observed_at),
         kind=kind, value=value, universe=universe, complete=complete, failure=failure,
-        mutated=mutated,
+        mutated=obs.mutated,
     )  # fmt: skip
-
-
-def _short(value: Any, what: str, limit: int = 256) -> str:
-    if not isinstance(value, str) or not value or len(value) > limit:
-        raise ValueError(f"{what} must be a non-empty string of at most {limit} characters")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError(f"{what} holds a lone surrogate") from None
-    return value
-
-
-def _scope(raw: Any) -> tuple[str, str | None]:
-    if not isinstance(raw, dict) or not set(raw) <= {"kind", "value"} or "kind" not in raw:
-        raise ValueError("scope must be {kind, value}")
-    if raw["kind"] not in SCOPES:
-        raise ValueError(f"scope.kind must be one of {', '.join(SCOPES)}")
-    value = raw.get("value")
-    if value is not None:
-        value = _short(value, "scope.value", 4096)
-    return raw["kind"], value
-
-
-def _observation(raw: Any) -> tuple[str, Any, str | None, bool, Failure | None]:
-    if not isinstance(raw, dict) or len(raw) != 1:
-        raise ValueError("observation must be exactly one of value, absent, failure")
-    ((kind, body),) = raw.items()
-    if kind == "value":
-        return "value", body, None, False, None
-    if kind == "absent":
-        if not isinstance(body, dict) or set(body) != {"universe", "complete"}:
-            raise ValueError("observation.absent must be {universe, complete}")
-        if not isinstance(body["complete"], bool):
-            raise ValueError("observation.absent.complete must be true or false")
-        return "absent", None, _short(body["universe"], "universe"), body["complete"], None
-    if kind == "failure":
-        if not isinstance(body, dict) or set(body) != {"family", "code", "message"}:
-            raise ValueError("observation.failure must be {family, code, message}")
-        family, code = body["family"], body["code"]
-        known = (
-            OPERATIONAL if family == "operational" else INTEGRITY if family == "integrity" else ()
-        )
-        if code not in known:
-            raise ValueError("observation.failure: unknown family or code")
-        return (
-            "failure",
-            None,
-            None,
-            False,
-            Failure(family, code, _short(body["message"], "message", 1024)),
-        )
-    raise ValueError("observation must be exactly one of value, absent, failure")
-
-
-def _derivation(raw: Any) -> tuple[str, ...]:
-    if not isinstance(raw, list) or len(raw) > 256:
-        raise ValueError("derivation must be a list of at most 256 evidence ids")
-    for item in raw:
-        if not isinstance(item, str) or not EVIDENCE_ID.fullmatch(item):
-            raise ValueError("derivation holds something that is not an evidence id")
-    return tuple(raw)
-
-
-def _artefacts(raw: Any) -> None:
-    if not isinstance(raw, list) or len(raw) > 64:
-        raise ValueError("artefacts must be a list of at most 64 {role, sha256, bytes}")
-    for item in raw:
-        if (
-            not isinstance(item, dict)
-            or set(item) != {"role", "sha256", "bytes"}
-            or not isinstance(item["sha256"], str)
-            or not re.fullmatch(r"[0-9a-f]{64}", item["sha256"])
-            or type(item["bytes"]) is not int
-        ):
-            raise ValueError("artefacts must be a list of {role, sha256, bytes}")
 
 
 def parse_signature(key_id: str, text: str) -> Signature:

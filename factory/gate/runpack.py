@@ -23,17 +23,21 @@ from pathlib import Path
 from typing import Any
 
 from factory.canonical import canonical_bytes, digest, sha256_hex
+from factory.documents.reading import read_own
 from factory.fsio import claim_dir, fsync_dir, write_exclusive
 from factory.gate.errors import EXPORT_FAILED, StoreCorrupt
-from factory.gate.jsonio import plain_loads
+from factory.gate.reports import (
+    ExportFailure,
+    FileRow,
+    Head,
+    RunpackManifest,
+)
 from factory.gate.service import Gate, LoadedRun
 from factory.gate.values import format_instant
 
-MANIFEST_SCHEMA = "factory.gate-runpack/1"
 ROOT_TAG = "factory.gate-runpack-root/1"
 MANIFEST = "manifest.json"
 FAILED = "export-failed.json"
-FAILED_SCHEMA = "factory.gate-export-failure/1"
 
 
 def root_hash(files: list[dict[str, Any]]) -> str:
@@ -55,19 +59,18 @@ def export(gate: Gate, run: LoadedRun, out: Path) -> dict[str, Any]:
     files["evaluations.jsonl"] = b"".join(lines)
     _add_evidence(gate, run, files)
     listing = [
-        {"path": path, "sha256": sha256_hex(data), "bytes": len(data)}
+        FileRow(path=path, sha256=sha256_hex(data), bytes=len(data))
         for path, data in sorted(files.items())
     ]
-    manifest = {
-        "schema": MANIFEST_SCHEMA,
-        "run": run.run,
-        "scenario": run.scenario.id,
-        "spec_hash": run.scenario.spec_hash,
-        "head": {"seq": run.state.seq, "hash": run.state.head},
-        "exported_at": format_instant(gate.clock()),
-        "files": listing,
-        "root_hash": root_hash(listing),
-    }
+    manifest = RunpackManifest(
+        run=run.run,
+        scenario=run.scenario.id,
+        spec_hash=run.scenario.spec_hash,
+        head=Head(seq=run.state.seq, hash=run.state.head),
+        exported_at=format_instant(gate.clock()),
+        files=listing,
+        root_hash=root_hash([row.to_json_value() for row in listing]),
+    ).to_json_value()
     _write(out, files, canonical_bytes(manifest) + b"\n")
     return manifest
 
@@ -90,7 +93,7 @@ def _add_evidence(gate: Gate, run: LoadedRun, files: dict[str, bytes]) -> None:
 
 def _artefacts(payload: bytes) -> list[str]:
     try:
-        doc = plain_loads(payload)
+        doc = read_own(payload)
     except ValueError:
         return []
     items = doc.get("artefacts", []) if isinstance(doc, dict) else []
@@ -110,6 +113,6 @@ def _write(out: Path, files: dict[str, bytes], manifest: bytes) -> None:
         fsync_dir(out)
     except OSError as exc:
         with contextlib.suppress(OSError):
-            note = {"schema": FAILED_SCHEMA, "error": exc.strerror or type(exc).__name__}
-            write_exclusive(out / FAILED, canonical_bytes(note) + b"\n", mode=0o644)
+            note = ExportFailure(error=exc.strerror or type(exc).__name__)
+            write_exclusive(out / FAILED, note.canonical() + b"\n", mode=0o644)
         raise EXPORT_FAILED(f"the runpack could not be written ({exc.strerror})") from exc

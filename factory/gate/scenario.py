@@ -24,9 +24,9 @@ from decimal import Decimal
 from importlib import resources
 from typing import Any
 
+from factory.documents.reading import JsonRefused, read_json
 from factory.gate import logic
 from factory.gate.errors import ScenarioInvalid, UnknownScenario
-from factory.gate.jsonio import JsonRefused, loads
 from factory.gate.predicates import Predicate
 from factory.gate.values import Domain
 
@@ -125,7 +125,9 @@ def load_bytes(data: bytes, fmt: str) -> Scenario:
         if fmt == "toml":
             raw = tomllib.loads(data.decode("utf-8"), parse_float=Decimal)
         elif fmt == "json":
-            raw = loads(data, limit=MAX_SCENARIO_BYTES, max_depth=64)
+            raw = read_json(
+                data, limit=MAX_SCENARIO_BYTES, max_depth=64, decimals=True, lone_surrogates=True
+            )
         else:
             raise ScenarioInvalid(f"unknown scenario format {fmt!r}; use .toml or .json")
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, JsonRefused) as exc:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from factory.canonical import tagged_sha256
+from factory.documents.reading import read_own
 from factory.gate import state as history
 from factory.gate.errors import (
     ParamsInvalid,
@@ -34,7 +35,7 @@ from factory.gate.errors import (
 )
 from factory.gate.evaluate import EVALUATION_SCHEMA, Evaluation, evaluate
 from factory.gate.evidence import Evidence, Signature, admit
-from factory.gate.jsonio import plain_loads
+from factory.gate.reports import GateStatus, Head, ScenarioRef
 from factory.gate.scenario import ID, Scenario, load_bytes
 from factory.gate.store import AppendResult, GateStore, same_ask
 from factory.models import StrictModel
@@ -249,7 +250,7 @@ class Gate:
         if raw is None or tagged_sha256(EVALUATION_SCHEMA, raw) != named:
             raise StoreCorrupt(f"run {run.run} entry {seq}: its evaluation is not stored intact")
         state = history.replay(run.scenario, entries[: seq + 1])
-        return Committed(entry, plain_loads(raw), LoadedRun(run.scenario, state))
+        return Committed(entry, read_own(raw), LoadedRun(run.scenario, state))
 
     def status(self, run: LoadedRun) -> dict[str, Any]:
         """The head and what it implies (``factory.gate-status/1``)."""
@@ -288,14 +289,13 @@ def _check_params(scenario: Scenario, params: Mapping[str, str]) -> None:
 
 def status_view(run: LoadedRun) -> dict[str, Any]:
     scenario, state = run.scenario, run.state
-    return {
-        "schema": "factory.gate-status/1",
-        "run": state.run,
-        "scenario": {"id": scenario.id, "spec_hash": scenario.spec_hash},
-        "params": dict(state.params),
-        "head": {"seq": state.seq, "hash": state.head},
-        "completed": state.scenario_completed,
-        "stages": {sid: state.stage_state(scenario, sid) for sid in scenario.order},
-        "intents": [{**i, "status": "eligible-for-dispatch"} for i in state.intents],
-        "settled": list(run.settled),
-    }
+    return GateStatus(
+        run=state.run,
+        scenario=ScenarioRef(id=scenario.id, spec_hash=scenario.spec_hash),
+        params=dict(state.params),
+        head=Head(seq=state.seq, hash=state.head),
+        completed=state.scenario_completed,
+        stages={sid: state.stage_state(scenario, sid) for sid in scenario.order},
+        intents=[{**i, "status": "eligible-for-dispatch"} for i in state.intents],
+        settled=list(run.settled),
+    ).to_json_value()

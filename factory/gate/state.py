@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from factory.canonical import digest
 from factory.gate import logic
 from factory.gate.errors import StoreCorrupt
+from factory.gate.reports import ENTRY_SCHEMA, GateEntry
 from factory.gate.scenario import Intent, Scenario
 
-ENTRY_SCHEMA = "factory.gate-entry/1"
 GENESIS_PREV = "sha256:" + "0" * 64
 
 
@@ -37,8 +37,9 @@ class Entry:
     hash: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": ENTRY_SCHEMA, "run": self.run, "seq": self.seq, "prev": self.prev,
-                "body": self.body, "hash": self.hash}  # fmt: skip
+        """The ``factory.gate-entry/1`` document (:class:`factory.gate.reports.GateEntry`)."""
+        return GateEntry(run=self.run, seq=self.seq, prev=self.prev, body=self.body,
+                         hash=self.hash).to_json_value()  # fmt: skip
 
 
 def entry_hash(run: str, seq: int, prev: str, body: Mapping[str, Any]) -> str:
@@ -66,7 +67,9 @@ class RunState:
     intents: tuple[dict[str, Any], ...] = ()
     requests: dict[str, tuple[str, int]] = field(default_factory=dict)
 
-    def stage_state(self, scenario: Scenario, stage_id: str) -> str:
+    def stage_state(
+        self, scenario: Scenario, stage_id: str
+    ) -> Literal["completed", "open", "ready", "not-ready"]:
         """``completed``, ``open``, ``ready`` or ``not-ready``."""
         if stage_id in self.completed:
             return "completed"

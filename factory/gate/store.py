@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from factory.canonical import canonical_bytes, sha256_hex
+from factory.documents.reading import read_own
 from factory.errors import FactoryError
 from factory.fsio import atomic_replace
 from factory.gate.errors import EvidenceConflict, RequestConflict, StoreCorrupt, StoreFailure
 from factory.gate.evidence import Evidence, Signature, load
-from factory.gate.jsonio import plain_loads
 from factory.gate.state import Entry
 
 SCHEMA_VERSION = "factory.gate-store/1"
@@ -189,7 +189,7 @@ class SqliteStore:
         out = []
         for seq, prev, digest, body in rows:
             try:
-                parsed = plain_loads(bytes(body))
+                parsed = read_own(bytes(body))
             except ValueError as exc:
                 raise StoreCorrupt(f"run {run} entry {seq} does not parse") from exc
             out.append(Entry(run, int(seq), str(prev), parsed, str(digest)))
@@ -303,7 +303,7 @@ class SqliteStore:
         out = []
         for marker in sorted(folder.glob("*.json")):
             with contextlib.suppress(ValueError, OSError):
-                body = plain_loads(marker.read_bytes())
+                body = read_own(marker.read_bytes())
                 if body.get("run") == run:
                     out.append({k: str(v) for k, v in body.items()})
         return out
@@ -330,7 +330,7 @@ def _same_request(stored_body: bytes, body: Mapping[str, Any]) -> bool:
     """An identical retry that lost the race: another candidate (derived later, from
     another head) under the same request id and the same ask (``Gate.accept(asked=…)``)."""
     try:
-        stored = plain_loads(stored_body)
+        stored = read_own(stored_body)
     except ValueError:
         return False
     return isinstance(stored, dict) and same_ask(stored.get("asked"), body.get("asked"))

@@ -23,8 +23,9 @@ Any domain may be declared ``nullable``; then JSON ``null`` is a present value (
 distinct from a missing field and from a missing observation. Equality of decimals holds at
 every depth (inside records and sets) because the conversion happens at every depth.
 
-JSON reaches this module already decoded with :func:`factory.gate.jsonio.loads`, so numbers
-with a fraction or exponent are ``Decimal`` and integers are ``int``.
+JSON reaches this module already decoded with
+:func:`factory.documents.reading.read_json` (``decimals=True``), so numbers with a
+fraction or exponent are ``Decimal`` and integers are ``int``.
 """
 
 from __future__ import annotations

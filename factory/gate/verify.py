@@ -25,19 +25,32 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from factory.agent.evidence import read_nofollow
 from factory.canonical import canonical_bytes_plain, sha256_hex, tagged_sha256
+from factory.documents.reading import read_own
 from factory.errors import FactoryError
 from factory.gate import state as history
 from factory.gate.evaluate import EVALUATION_SCHEMA, candidate_id, evaluate
 from factory.gate.evidence import Evidence, load, parse_signature
-from factory.gate.jsonio import plain_loads
+from factory.gate.reports import (
+    MANIFEST_SCHEMA,
+    VERIFICATION_SCHEMA,
+    Authenticity,
+    AuthenticityStatus,
+    FileRow,
+    Freshness,
+    GateVerification,
+    Properties,
+    Property,
+)
 from factory.gate.resolve import signature_ok
-from factory.gate.runpack import MANIFEST, MANIFEST_SCHEMA, root_hash
+from factory.gate.runpack import MANIFEST, root_hash
 from factory.gate.scenario import Scenario, load_bytes
 from factory.gate.values import OutsideDomain, format_instant, parse_instant
 
-REPORT_SCHEMA = "factory.gate-verification/1"
+REPORT_SCHEMA = VERIFICATION_SCHEMA
 MANIFEST_LIMIT = 64 << 20
 FILE_LIMIT = 256 << 20
 
@@ -54,7 +67,7 @@ class _Pack:
     def read(self) -> None:
         try:
             raw = read_nofollow(self.folder / MANIFEST, limit=MANIFEST_LIMIT)
-            manifest = plain_loads(raw)
+            manifest = read_own(raw)
         except (OSError, ValueError):
             self.problems.append("manifest.json is missing or not JSON")
             return
@@ -96,13 +109,11 @@ class _Pack:
 
 
 def _file_row(row: Any) -> bool:
-    return (
-        isinstance(row, dict)
-        and set(row) == {"path", "sha256", "bytes"}
-        and isinstance(row["path"], str)
-        and isinstance(row["sha256"], str)
-        and type(row["bytes"]) is int
-    )
+    try:
+        FileRow.model_validate(row)
+    except ValidationError:
+        return False
+    return True
 
 
 def _tree(folder: Path) -> set[str]:
@@ -132,31 +143,30 @@ def verify(folder: Path, *, now: int, max_age_s: int | None = None) -> dict[str,
         replayed = _replay(scenario, entries, evaluations, evidence, replay, freshness, integrity)
     signed = _authenticity(scenario, evidence)
     exported = _age(pack.manifest, now, max_age_s, freshness)
-    props = {
-        "record_integrity": _prop(integrity, len(pack.data)),
-        "source_authenticity": signed,
-        "freshness": {
-            **_prop(freshness, replayed),
-            "exported_at": exported,
-            "verified_at": format_instant(now),
-        },
-        "replay_agreement": _prop(replay, replayed),
-    }
-    ok = all(p["status"] != "fail" for p in props.values())
-    return {
-        "schema": REPORT_SCHEMA,
-        "runpack": os.fspath(folder),
-        "run": pack.manifest.get("run"),
-        "spec_hash": pack.manifest.get("spec_hash"),
-        "head": pack.manifest.get("head"),
-        "properties": props,
-        "ok": ok,
-        "residual": "the manifest is unsigned: integrity shows consistency, not authorship",
-    }
+    props = Properties(
+        record_integrity=_prop(integrity, len(pack.data)),
+        source_authenticity=signed,
+        freshness=Freshness(
+            **_prop(freshness, replayed).model_dump(),
+            exported_at=exported,
+            verified_at=format_instant(now),
+        ),
+        replay_agreement=_prop(replay, replayed),
+    )
+    checks = (props.record_integrity, signed, props.freshness, props.replay_agreement)
+    return GateVerification(
+        runpack=os.fspath(folder),
+        run=pack.manifest.get("run"),
+        spec_hash=pack.manifest.get("spec_hash"),
+        head=pack.manifest.get("head"),
+        properties=props,
+        ok=all(p.status != "fail" for p in checks),
+        residual="the manifest is unsigned: integrity shows consistency, not authorship",
+    ).to_json_value()
 
 
-def _prop(problems: list[str], checked: int) -> dict[str, Any]:
-    return {"status": "fail" if problems else "pass", "checked": checked, "problems": problems}
+def _prop(problems: list[str], checked: int) -> Property:
+    return Property(status="fail" if problems else "pass", checked=checked, problems=problems)
 
 
 def _scenario_and_history(
@@ -176,7 +186,7 @@ def _scenario_and_history(
     entries = []
     for number, line in enumerate(_lines(pack.data.get("history.jsonl", b""))):
         try:
-            raw = plain_loads(line)
+            raw = read_own(line)
             entries.append(
                 history.Entry(raw["run"], raw["seq"], raw["prev"], raw["body"], raw["hash"])
             )
@@ -200,7 +210,7 @@ def _evidence(pack: _Pack, problems: list[str]) -> dict[str, Evidence]:
     out: dict[str, Evidence] = {}
     for line in _lines(pack.data.get("evidence.jsonl", b"")):
         try:
-            row = plain_loads(line)
+            row = read_own(line)
             sig = row["signature"]
             signature = None if sig is None else parse_signature(sig["key_id"], sig["ed25519"])
             payload = pack.data.get(f"evidence/{row['sha256']}")
@@ -260,7 +270,7 @@ def _replay_one(
         problems.append(f"{where}: the evaluation bytes are not the ones the history accepted")
         return
     try:
-        recorded = plain_loads(line)
+        recorded = read_own(line)
         now = parse_instant(recorded["now"])
         refs = recorded["evidence"]
         used = [evidence[ref["id"]] for ref in refs]
@@ -307,7 +317,7 @@ def disagreement(recorded: bytes, replayed: bytes, *, context: int = 24) -> str:
 def _loose_equal(recorded: bytes, replayed: bytes) -> bool:
     """Whether the two documents are equal as Python values (where ``1 == True``)."""
     try:
-        return bool(plain_loads(recorded) == plain_loads(replayed))
+        return bool(read_own(recorded) == read_own(replayed))
     except ValueError:
         return False
 
@@ -344,7 +354,7 @@ def _fresh(
             stale.append(f"{where}: {record.id} was older than its condition allows")
 
 
-def _authenticity(scenario: Scenario | None, evidence: Mapping[str, Evidence]) -> dict[str, Any]:
+def _authenticity(scenario: Scenario | None, evidence: Mapping[str, Evidence]) -> Authenticity:
     signed = [e for e in evidence.values() if e.signature is not None]
     problems: list[str] = []
     verified = 0
@@ -356,9 +366,9 @@ def _authenticity(scenario: Scenario | None, evidence: Mapping[str, Evidence]) -
             problems.append(f"evidence {record.id}: the signature does not verify")
         else:
             problems.append(f"evidence {record.id}: signed by a key the scenario does not declare")
-    status = "not-applicable" if not signed else "fail" if problems else "pass"
-    return {"status": status, "checked": len(signed), "verified": verified,
-            "unsigned": len(evidence) - len(signed), "problems": problems}  # fmt: skip
+    status: AuthenticityStatus = "not-applicable" if not signed else "fail" if problems else "pass"
+    return Authenticity(status=status, checked=len(signed), verified=verified,
+                        unsigned=len(evidence) - len(signed), problems=problems)  # fmt: skip
 
 
 def _age(

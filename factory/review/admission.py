@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Literal
 
+from factory.documents.canonical import digest_plain
 from factory.models import StrictModel
-from factory.review.canon import REFUTER_TAG, digest_of
+from factory.review.documents import REFUTER_TAG
 from factory.review.errors import ReviewInputInvalid
 from factory.review.judgement import RefuterInput
 from factory.review.names import (
@@ -196,7 +197,7 @@ class _Derived:
     def refuter_hash(self) -> str | None:
         if not self.records:
             return None
-        return digest_of(REFUTER_TAG, [r.to_json_value() for r in self.records])
+        return digest_plain(REFUTER_TAG, [r.to_json_value() for r in self.records])
 
 
 def _derive(

@@ -42,8 +42,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from factory.canonical import sha256_hex
+from factory.documents.canonical import canonical_bytes_plain, digest_plain
 from factory.fsio import fsync_dir, write_exclusive
-from factory.review.canon import canonical, digest_of
 from factory.review.errors import ReviewRecordCorrupt, ReviewRefused
 from factory.review.graph import LineageGraph, build_graph
 from factory.review.store import STATE_FILE, ReviewStore, decode_record
@@ -144,9 +144,9 @@ def proof_of(
         "members": list(anomaly.members),
         "detail": anomaly.detail,
         "class_members_in_inventory": same,
-        "inventory_sha256": sha256_hex(canonical(items)),
+        "inventory_sha256": sha256_hex(canonical_bytes_plain(items)),
     }
-    return {**body, "proof_digest": digest_of(PROOF_TAG, body)}
+    return {**body, "proof_digest": digest_plain(PROOF_TAG, body)}
 
 
 def record_revision(items: list[dict[str, Any]]) -> str:
@@ -155,7 +155,7 @@ def record_revision(items: list[dict[str, Any]]) -> str:
     for e in items:
         if e["path"] == STATE_FILE and e["kind"] == "file":
             return "sha256:" + str(e["sha256"])
-    return "sha256:" + sha256_hex(canonical(items))
+    return "sha256:" + sha256_hex(canonical_bytes_plain(items))
 
 
 def _now() -> str:

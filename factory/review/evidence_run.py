@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import trio
 
 from factory.canonical import sha256_hex, tagged_sha256
+from factory.documents.canonical import canonical_bytes_plain
 from factory.gitio.worktree import Worktree
 from factory.proc import MIB, ProcessFailure, RunSpec, pick, run
-from factory.review.canon import EVIDENCE_TAG, canonical
+from factory.review.documents import EVIDENCE_TAG
 from factory.review.errors import (
     EVIDENCE_TREE_CHANGED,
     EVIDENCE_WRONG_TREE,
@@ -108,7 +109,7 @@ def run_evidence(
         tree_after=after,
         duration_ms=res.duration_ms,
     )
-    data = canonical(doc.to_json_value())
+    data = canonical_bytes_plain(doc.to_json_value())
     evidence = FinalEvidence(
         evidence_hash=tagged_sha256(EVIDENCE_TAG, data),
         sha256=sha256_hex(data),

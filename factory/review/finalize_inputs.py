@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factory.canonical import sha256_hex, tagged_sha256
-from factory.review.canon import EVIDENCE_TAG
+from factory.review.documents import EVIDENCE_TAG
 from factory.review.errors import VALUE_INVALID, ReviewInputInvalid
 from factory.review.judgement import RefuterInput, ReviewerInput, ValidatorInput, parse_input
 from factory.review.names import LensName

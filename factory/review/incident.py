@@ -21,9 +21,11 @@ from typing import Final, Literal
 from pydantic import Field, ValidationError
 
 from factory.canonical import sha256_hex
+from factory.documents.canonical import canonical_bytes_plain
+from factory.documents.files import TooLarge, read_document
 from factory.fsio import OutputExists, write_exclusive
 from factory.models import StrictModel, describe_validation_error
-from factory.review.canon import canonical, strict_json
+from factory.review.documents import strict_json
 from factory.review.errors import VALUE_INVALID, ReviewInputInvalid
 from factory.review.judgement import PRESERVED_SCHEMA, ReviewerInput, parse_input
 from factory.review.names import LensName
@@ -83,7 +85,7 @@ def preserve(
         payload_bytes=len(payload),
         payload_base64=base64.b64encode(payload).decode("ascii"),
     )
-    data = canonical(doc.to_json_value()) + b"\n"
+    data = canonical_bytes_plain(doc.to_json_value()) + b"\n"
     name = f"{lens}-{sha256_hex(payload)}.json"
     inside = store.root / state.lineage_id / "incidents"
     for folder in (inside, fallback):
@@ -107,7 +109,11 @@ def load_preserved(path: Path) -> tuple[PreservedLensOutput, bytes]:
         ReviewInputInvalid: not an artifact, or its payload does not match its digest.
     """
     try:
-        raw = path.read_bytes()
+        raw = read_document(path, limit=4 * PAYLOAD_LIMIT, follow=True)
+    except TooLarge:
+        raise ReviewInputInvalid(
+            f"the preserved artifact is larger than {4 * PAYLOAD_LIMIT} bytes"
+        ) from None
     except OSError as exc:
         raise ReviewInputInvalid(
             f"cannot read --replay-preserved {path}: {exc.strerror}", code=VALUE_INVALID

@@ -14,15 +14,9 @@ passing evidence; an escalation's reason must hold).
 from __future__ import annotations
 
 from factory.canonical import is_digest, tagged_sha256
+from factory.documents.canonical import canonical_bytes_plain, digest_plain
 from factory.review.admission import FollowUp, rederives
-from factory.review.canon import (
-    CHECK_TAG,
-    EMPTY_HASH,
-    EVIDENCE_TAG,
-    VALIDATION_TAG,
-    canonical,
-    digest_of,
-)
+from factory.review.documents import CHECK_TAG, EMPTY_HASH, EVIDENCE_TAG, VALIDATION_TAG
 from factory.review.memo import ByIdentity
 from factory.review.names import MAX_FAILED_ATTEMPTS, valid_lineage
 from factory.review.results import lens_result_problem
@@ -45,7 +39,7 @@ def check_hash(name: str, passed: bool, evidence: tuple[str, ...], fix_delta: st
         "evidence": list(evidence),
         "fix_delta_hash": fix_delta,
     }
-    return digest_of(CHECK_TAG, body)
+    return digest_plain(CHECK_TAG, body)
 
 
 def validation_hash(oc: Check, cr: Check, follow_ups: tuple[FollowUp, ...], fix_delta: str) -> str:
@@ -56,12 +50,12 @@ def validation_hash(oc: Check, cr: Check, follow_ups: tuple[FollowUp, ...], fix_
         "follow_ups": [f.to_json_value() for f in follow_ups],
         "fix_delta_hash": fix_delta,
     }
-    return digest_of(VALIDATION_TAG, body)
+    return digest_plain(VALIDATION_TAG, body)
 
 
 def run_evidence_bytes(fe: FinalEvidence) -> bytes | None:
     """The canonical bytes an evidence run is hashed as (None for file/stdin evidence)."""
-    return canonical(fe.run.to_json_value()) if fe.run is not None else None
+    return canonical_bytes_plain(fe.run.to_json_value()) if fe.run is not None else None
 
 
 def _scope_problems(s: ReviewState) -> list[str]:

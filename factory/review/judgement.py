@@ -20,7 +20,7 @@ from typing import Annotated, Any, Final, TypeVar
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, model_validator
 
 from factory.models import StrictModel, describe_validation_error
-from factory.review.canon import strict_json
+from factory.review.documents import strict_json
 from factory.review.errors import PRESERVED_NOT_RESULT, ReviewInputInvalid
 from factory.review.names import (
     MAX_FINDINGS_PER_LENS,

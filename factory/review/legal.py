@@ -4,10 +4,11 @@ that carries them. Pure functions of the state."""
 
 from __future__ import annotations
 
+from factory.documents.canonical import digest_plain
 from factory.errors import Code
 from factory.review import nextcmd
 from factory.review.admission import NeedsRefuter, admit
-from factory.review.canon import STATE_TAG, digest_of
+from factory.review.documents import STATE_TAG
 from factory.review.errors import ReviewRefused
 from factory.review.state import ReviewState
 
@@ -44,7 +45,7 @@ def next_commands(state: ReviewState | None) -> tuple[str, ...]:
 
 
 def _revision(state: ReviewState) -> str:
-    return digest_of(STATE_TAG, state.to_json_value())
+    return digest_plain(STATE_TAG, state.to_json_value())
 
 
 def pristine(state: ReviewState) -> bool:

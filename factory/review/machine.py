@@ -23,7 +23,7 @@ from typing import Literal
 
 from factory.display import inert
 from factory.review.admission import FollowUp, NeedsRefuter, admit
-from factory.review.canon import EMPTY_HASH
+from factory.review.documents import EMPTY_HASH
 from factory.review.errors import (
     BINDING_MISMATCH,
     FIX_DELTA_MISMATCH,

@@ -15,8 +15,10 @@ from typing import Annotated, Final, Literal
 from pydantic import AfterValidator, Field, ValidationError
 
 from factory.canonical import tagged_sha256
+from factory.documents.canonical import canonical_bytes_plain
+from factory.documents.files import TooLarge, read_document
 from factory.models import StrictModel, describe_validation_error
-from factory.review.canon import POLICY_TAG, canonical, strict_json
+from factory.review.documents import POLICY_TAG, strict_json
 from factory.review.errors import POLICY_INVALID, ReviewInputInvalid
 
 POLICY_SCHEMA: Final = "factory.review-policy/1"
@@ -72,7 +74,7 @@ class LoadedPolicy:
 def default_policy() -> LoadedPolicy:
     """The built-in policy (its canonical bytes plus LF are what is hashed)."""
     policy = Policy(schema_id=POLICY_SCHEMA, golden_globs=DEFAULT_GOLDEN_GLOBS)
-    return LoadedPolicy(policy, canonical(policy.to_json_value()) + b"\n")
+    return LoadedPolicy(policy, canonical_bytes_plain(policy.to_json_value()) + b"\n")
 
 
 def parse_policy(raw: bytes) -> LoadedPolicy:
@@ -98,7 +100,11 @@ def load_policy(path: Path | None) -> LoadedPolicy:
     if path is None:
         return default_policy()
     try:
-        raw = path.read_bytes()
+        raw = read_document(path, limit=POLICY_LIMIT, follow=True)
+    except TooLarge:
+        raise ReviewInputInvalid(
+            f"the policy is larger than {POLICY_LIMIT} bytes", code=POLICY_INVALID
+        ) from None
     except OSError as exc:
         raise ReviewInputInvalid(
             f"cannot read --policy {path}: {exc.strerror}",

@@ -13,8 +13,9 @@ from typing import Final, Literal
 
 from pydantic import Field, ValidationError
 
+from factory.documents.canonical import canonical_bytes_plain
 from factory.models import StrictModel
-from factory.review.canon import EMPTY_HASH, canonical, strict_json
+from factory.review.documents import EMPTY_HASH, strict_json
 from factory.review.errors import ReviewInputInvalid
 from factory.review.names import LensName, RiskLevel
 from factory.review.state import ReviewState
@@ -76,7 +77,7 @@ def derive_receipt(state: ReviewState) -> ReviewReceipt:
 
 def receipt_bytes(receipt: ReviewReceipt) -> bytes:
     """What ``review-receipt.json`` holds: canonical JSON and a newline."""
-    return canonical(receipt.to_json_value()) + b"\n"
+    return canonical_bytes_plain(receipt.to_json_value()) + b"\n"
 
 
 def receipt_problem(data: bytes, state: ReviewState) -> str | None:

@@ -15,9 +15,10 @@ from typing import Final, Literal
 from pydantic import Field, ValidationError
 
 from factory.canonical import tagged_sha256
+from factory.documents.canonical import canonical_bytes_plain, digest_plain
 from factory.errors import FactoryError
 from factory.models import StrictModel, describe_validation_error
-from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json_plain
+from factory.review.documents import STATE_TAG, strict_json_plain
 from factory.review.errors import ReviewInputInvalid, ReviewRecordCorrupt
 from factory.review.invariants import state_problems
 from factory.review.memo import ByIdentity
@@ -54,7 +55,7 @@ def _member_bytes(value: StrictModel | tuple[str, ...]) -> bytes:
     known = _MEMBERS.get(value)
     if known is None:
         plain = value.to_json_value() if isinstance(value, StrictModel) else list(value)
-        known = canonical(plain)
+        known = canonical_bytes_plain(plain)
         _MEMBERS.put(value, known)
     return known
 
@@ -64,7 +65,7 @@ def state_canonical(state: ReviewState) -> bytes:
     named in :data:`_SHARED` are encoded once per object, the rest each time. Every member
     name is an ASCII identifier, so it needs no escaping and sorts as RFC 8785 sorts it."""
     rest = state.model_dump(mode="json", by_alias=True, exclude=set(_SHARED))
-    members = {key: canonical(value) for key, value in rest.items()}
+    members = {key: canonical_bytes_plain(value) for key, value in rest.items()}
     members.update((name, _member_bytes(getattr(state, name))) for name in _SHARED)
     body = b",".join(b'"%s":%s' % (key.encode("ascii"), members[key]) for key in sorted(members))
     return b"{" + body + b"}"
@@ -137,7 +138,7 @@ def decode_record(lineage_id: str, data: bytes) -> tuple[ReviewState, str]:
     if value["schema"] != RECORD_SCHEMA:
         raise corrupt_record(lineage_id, f"unknown record schema {str(value['schema'])[:60]!r}")
     try:
-        revision = digest_of(STATE_TAG, value["state"], plain=plain)
+        revision = digest_plain(STATE_TAG, value["state"], plain=plain)
     except FactoryError:  # e.g. a lone surrogate: not canonicalisable JSON text
         raise corrupt_record(lineage_id, "the state is not canonicalisable JSON") from None
     if value["revision"] != revision:

@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from pydantic import model_validator
 
+from factory.documents.canonical import digest_plain
 from factory.models import StrictModel
-from factory.review.canon import BINDING_TAG, LENS_RESULT_TAG, digest_of
+from factory.review.documents import BINDING_TAG, LENS_RESULT_TAG
 from factory.review.errors import BINDING_MISMATCH, ReviewInputInvalid
 from factory.review.judgement import Concrete, FindingInput, Location, Proofs, ReviewerInput
 from factory.review.names import (
@@ -88,7 +89,7 @@ def binding_digest(
         "order": order,
         "of": of,
     }
-    return digest_of(BINDING_TAG, body)
+    return digest_plain(BINDING_TAG, body)
 
 
 def binding_text(
@@ -158,7 +159,7 @@ def _hash_of(
         "findings": findings,
         "evidence": list(evidence),
     }
-    return digest_of(LENS_RESULT_TAG, body, plain=True)  # strings, None and small ints only
+    return digest_plain(LENS_RESULT_TAG, body, plain=True)  # strings, None and small ints only
 
 
 def build_lens_result(

@@ -14,9 +14,10 @@ from typing import Final, Literal
 
 from pydantic import Field
 
+from factory.documents.canonical import digest_plain
 from factory.models import StrictModel
 from factory.review.admission import FollowUp, ReviewOutcome
-from factory.review.canon import PATHS_TAG, SNAPSHOT_TAG, digest_of
+from factory.review.documents import PATHS_TAG, SNAPSHOT_TAG
 from factory.review.judgement import RefuterInput, RefuterResultInput
 from factory.review.memo import ByIdentity
 from factory.review.names import EscalationReason, LensName, StateName
@@ -44,7 +45,7 @@ class Snapshot(StrictModel):
 def paths_digest(paths: tuple[str, ...]) -> str:
     """The digest of a sorted path list (memoised: a lineage re-checks the same 5,000-path
     tuples on every load and write)."""
-    return digest_of(PATHS_TAG, list(paths))
+    return digest_plain(PATHS_TAG, list(paths))
 
 
 @functools.lru_cache(maxsize=64)
@@ -64,7 +65,7 @@ def _identity(
         "intended_untracked": list(untracked),
         "ledger_ids": list(ledger),
     }
-    return digest_of(SNAPSHOT_TAG, body)
+    return digest_plain(SNAPSHOT_TAG, body)
 
 
 def make_snapshot(

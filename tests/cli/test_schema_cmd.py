@@ -3,19 +3,22 @@ every pinned document validates against its schema, and the command prints them.
 
 from __future__ import annotations
 
+import ast
 import json
+import re
 from pathlib import Path
+from typing import get_args
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from factory.cli.schemas import PUBLISHED, Published, generate, shipped
+from factory.documents.registry import REGISTRY, Document, find, generate, model_of, shipped
 from tests.support.cli import run_factory
 from tests.support.golden import assert_golden
 from tests.support.schemas import assert_valid, validator
 
 TESTS = Path(__file__).resolve().parents[1]
-SHIPPED = TESTS.parent / "factory" / "cli" / "schemas"
+SHIPPED = TESTS.parent / "factory" / "documents" / "schemas"
 
 # The pinned documents (issue 10 §1) and the schema each must satisfy.
 GOLDEN = {
@@ -28,8 +31,8 @@ GOLDEN = {
 }
 
 
-@pytest.mark.parametrize("doc", PUBLISHED, ids=lambda d: d.name)
-def test_shipped_schema_is_generated_from_the_model(doc: Published) -> None:
+@pytest.mark.parametrize("doc", REGISTRY, ids=lambda d: d.name)
+def test_shipped_schema_is_generated_from_the_model(doc: Document) -> None:
     assert_golden(SHIPPED / f"{doc.name}.json", generate(doc))
     schema = json.loads(shipped(doc))
     Draft202012Validator.check_schema(schema)
@@ -42,7 +45,7 @@ def test_shipped_schema_is_generated_from_the_model(doc: Published) -> None:
 
 def test_no_stray_schema_files() -> None:
     names = {p.stem for p in SHIPPED.glob("*.json")}
-    assert names == {doc.name for doc in PUBLISHED}
+    assert names == {doc.name for doc in REGISTRY}
 
 
 @pytest.mark.parametrize("name", sorted(GOLDEN))
@@ -76,7 +79,7 @@ def test_cli_lists_without_a_name_and_in_help() -> None:
     listing = run_factory(["schema"])
     helped = run_factory(["schema", "--help"])
     assert listing.returncode == 0 and helped.returncode == 0
-    for doc in PUBLISHED:
+    for doc in REGISTRY:
         assert f"  {doc.name} ".encode() in listing.stdout
         assert doc.schema_id.encode() in helped.stdout
     assert listing.stderr == b""
@@ -93,3 +96,47 @@ def test_cli_unknown_name_is_a_usage_error(name: str) -> None:
 def test_cli_refuses_two_names() -> None:
     proc = run_factory(["schema", "doctor", "demo-report"])
     assert proc.returncode == 2 and proc.stdout == b""
+
+
+_SCHEMA_ID = re.compile(r"^factory\.[a-z][a-z0-9-]*(\.[a-z][a-z0-9-]*)*/[1-9][0-9]*$")
+
+
+def _literal_ids(root: Path) -> dict[str, str]:
+    """Every ``Literal["factory.…/n"]`` under ``root``: schema id → ``module:Class``."""
+    found: dict[str, str] = {}
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_bytes())
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
+        for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+            for node in ast.walk(cls):
+                if isinstance(node, ast.Subscript) and getattr(node.value, "id", "") == "Literal":
+                    for leaf in ast.walk(node.slice):
+                        text = leaf.value if isinstance(leaf, ast.Constant) else None
+                        if isinstance(text, str) and _SCHEMA_ID.fullmatch(text):
+                            found.setdefault(text, f"{module}:{cls.name}")
+    return found
+
+
+def test_the_registry_names_every_schema_literal_in_the_code() -> None:
+    """No document escapes the registry: each schema-id ``Literal`` in factory/ and
+    providers/ is registered, and each registered model carries that very id."""
+    found = {**_literal_ids(TESTS.parent / "factory"), **_literal_ids(TESTS.parent / "providers")}
+    assert len(found) >= 30
+    registered = {doc.schema_id: doc for doc in REGISTRY}
+    assert sorted(set(found) - set(registered)) == []
+    for schema_id, doc in registered.items():
+        for target in doc.models:
+            field = model_of(target).model_fields["schema_id"]
+            assert get_args(field.annotation) == (schema_id,), target
+
+
+def test_the_scan_sees_a_new_literal(tmp_path: Path) -> None:
+    """Negative control: a model added with a fresh schema id is found by the scan."""
+    pkg = tmp_path / "factory"
+    pkg.mkdir()
+    (pkg / "extra.py").write_text(
+        "from typing import Literal\nclass New:\n    schema_id: Literal['factory.brand-new/1']\n"
+    )
+    assert _literal_ids(pkg) == {"factory.brand-new/1": "factory.extra:New"}
+    assert find("factory.brand-new/1") is None

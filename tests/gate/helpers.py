@@ -101,3 +101,11 @@ def started(
 ) -> LoadedRun:
     loaded, _ = gate.start(run, sc, params or {})
     return loaded
+
+
+def two_stages() -> Scenario:
+    """Stage ``a`` (condition ``c1``, at most an hour old) then ``b`` (``c2``)."""
+    stages = [{"id": "a", "complete": "c1"}, {"id": "b", "after": "a", "complete": "c2"}]
+    return scenario(
+        [condition("c1", policy={"max_age_s": 3600}), condition("c2")], stages, completion="b"
+    )

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from factory.documents.reading import JsonRefused, read_own
 from factory.gate.errors import StoreCorrupt
-from factory.gate.jsonio import JsonRefused, plain_loads
 from factory.gate.runpack import export
 from factory.gate.verify import verify
 from tests.gate.helpers import NOW, condition, new_gate, observation, scenario, started
@@ -40,8 +40,8 @@ def _rewrite(db_path: Path, table: str, column: str, value: bytes) -> None:
 
 def test_plain_loads_refuses_hostile_nesting_as_a_value_error() -> None:
     with pytest.raises(JsonRefused, match="nested too deeply"):
-        plain_loads(DEEP)
-    assert plain_loads(b"[[1.5], {}]") == [[1.5], {}]  # twin: floats stay floats
+        read_own(DEEP)
+    assert read_own(b"[[1.5], {}]") == [[1.5], {}]  # twin: floats stay floats
 
 
 def test_a_deeply_nested_history_entry_is_store_corrupt(tmp_path: Path) -> None:

@@ -17,16 +17,21 @@ from factory.gate.evaluate import EVALUATION_SCHEMA, candidate_id
 from factory.gate.runpack import export, root_hash
 from factory.gate.state import entry_hash
 from factory.gate.verify import verify
-from tests.gate.helpers import NOW, condition, new_gate, observation, scenario, started
+from tests.gate.helpers import (
+    NOW,
+    condition,
+    new_gate,
+    observation,
+    scenario,
+    started,
+    two_stages,
+)
 from tests.support.cli import run_factory
 
 
 @pytest.fixture
 def pack(tmp_path: Path) -> Path:
-    stages = [{"id": "a", "complete": "c1"}, {"id": "b", "after": "a", "complete": "c2"}]
-    sc = scenario(
-        [condition("c1", policy={"max_age_s": 3600}), condition("c2")], stages, completion="b"
-    )
+    sc = two_stages()
     gate = new_gate(tmp_path)
     run = started(gate, sc)
     gate.submit(run, "e1", observation("c1", 0))

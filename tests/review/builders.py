@@ -8,7 +8,7 @@ from typing import Any
 
 from factory.canonical import sha256_hex, tagged_sha256
 from factory.review import machine
-from factory.review.canon import EVIDENCE_TAG
+from factory.review.documents import EVIDENCE_TAG
 from factory.review.judgement import ReviewerInput, ValidatorInput
 from factory.review.names import LensName
 from factory.review.results import LensResult, LensSource, build_lens_result

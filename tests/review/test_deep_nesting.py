@@ -10,7 +10,7 @@ import pytest
 
 from factory.gitio.discover import discover
 from factory.review import hooks
-from factory.review.canon import strict_json_plain
+from factory.review.documents import strict_json_plain
 from factory.review.errors import ReviewInputInvalid, ReviewRecordCorrupt, ReviewStoreBusy
 from factory.review.lock import StoreLock
 from factory.review.store import STATE_FILE, Corrupt, Loaded, ReviewStore

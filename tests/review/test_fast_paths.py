@@ -13,6 +13,7 @@ import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from factory.documents.canonical import canonical_bytes_plain, digest_plain
 from factory.errors import FactoryError
 from factory.review import machine
 from factory.review.admission import (
@@ -25,7 +26,7 @@ from factory.review.admission import (
     admit,
     rederives,
 )
-from factory.review.canon import STATE_TAG, canonical, digest_of, strict_json_plain
+from factory.review.documents import STATE_TAG, strict_json_plain
 from factory.review.invariants import state_problems
 from factory.review.memo import ByIdentity
 from factory.review.record import RECORD_SCHEMA, decode_record, state_canonical
@@ -47,7 +48,7 @@ def _states() -> list[ReviewState]:
 
 def _reference_bytes(state: ReviewState) -> bytes:
     value = state.to_json_value()
-    revision = digest_of(STATE_TAG, value)
+    revision = digest_plain(STATE_TAG, value)
     doc: dict[str, Any] = {"schema": RECORD_SCHEMA, "revision": revision, "state": value}
     return rfc8785.dumps(doc) + b"\n"
 
@@ -56,7 +57,7 @@ def test_record_bytes_are_rfc8785_of_the_whole_record() -> None:
     for state in _states():
         data, revision = record_bytes(state)
         assert data == _reference_bytes(state)
-        assert revision == digest_of(STATE_TAG, state.to_json_value())
+        assert revision == digest_plain(STATE_TAG, state.to_json_value())
         assert decode_record(state.lineage_id, data) == (state, revision)
 
 
@@ -75,7 +76,7 @@ def test_the_remembered_revision_belongs_to_that_very_state() -> None:
     assert twin is not s and revision_of(twin) == first
     moved = machine.apply(s, machine.Abandon(None))
     assert revision_of(moved) != first
-    assert revision_of(moved) == digest_of(STATE_TAG, moved.to_json_value())
+    assert revision_of(moved) == digest_plain(STATE_TAG, moved.to_json_value())
     for _ in range(40):  # far more states than are remembered: each still right
         other = s.model_copy(update={"changed_files": s.changed_files})
         assert revision_of(other) == first
@@ -98,9 +99,9 @@ def test_strictly_sorted_is_sorted_and_unique(items: tuple[str, ...]) -> None:
 
 def test_lists_of_plain_leaves_still_reach_the_reference_for_what_it_must_decide() -> None:
     with pytest.raises(FactoryError, match="safe integer"):  # found inside a nested list
-        canonical({"a": ["x", True, None, ["y", 2**60]]})
+        canonical_bytes_plain({"a": ["x", True, None, ["y", 2**60]]})
     value: Any = {"a": ["x", None, False], "b": ["y", 1.5]}
-    assert canonical(value) == rfc8785.dumps(value)
+    assert canonical_bytes_plain(value) == rfc8785.dumps(value)
 
 
 def test_by_identity_answers_only_for_the_very_object() -> None:

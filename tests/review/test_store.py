@@ -100,9 +100,10 @@ def _hostile_variants(store: ReviewStore, loaded: Loaded) -> dict[str, bytes]:
     out["state-edited-keeping-revision"] = json.dumps(tampered).encode()
     retired = json.loads(good)
     retired["state"]["zero_edit_escalation"] = True  # a field this version does not know
-    from factory.review.canon import STATE_TAG, digest_of
+    from factory.documents.canonical import digest_plain
+    from factory.review.documents import STATE_TAG
 
-    retired["revision"] = digest_of(STATE_TAG, retired["state"])
+    retired["revision"] = digest_plain(STATE_TAG, retired["state"])
     out["unknown-field"] = json.dumps(retired).encode()
     out["record-extra-key"] = json.dumps(dict(doc, note="x")).encode()
     out["not-json"] = b"\x00\x01"

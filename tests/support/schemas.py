@@ -7,7 +7,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from factory.cli.schemas import find, shipped
+from factory.documents.registry import find, shipped
 
 
 def validator(name: str) -> Draft202012Validator:

@@ -15,8 +15,8 @@ from typing import Any
 
 from factory.agent.evidence import read_nofollow
 from factory.canonical import sha256_hex
+from factory.documents.reading import JsonRefused, read_json
 from factory.gate.acquire_args import select
-from factory.gate.jsonio import JsonRefused, loads
 from factory.gate.providers import Observed, operational
 
 DEFAULT_MAX = 16 << 20
@@ -36,7 +36,7 @@ async def acquire(args: Mapping[str, Any]) -> Observed:
     document: dict[str, Any] = {"sha256": sha256_hex(data), "bytes": len(data)}
     if "pointer" in args:
         try:
-            parsed = loads(data, limit=limit)
+            parsed = read_json(data, limit=limit, decimals=True, lone_surrogates=True)
         except JsonRefused as exc:
             return operational("observation-unparsable", f"the file is not strict JSON: {exc}")
         found, value = select(parsed, str(args["pointer"]))

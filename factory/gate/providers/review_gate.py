@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from factory.gate.jsonio import JsonRefused, loads
+from factory.documents.reading import JsonRefused, read_json
 from factory.gate.providers import Observed, operational
 from factory.proc.env import pick
 from factory.proc.runner import ProcessFailure, RunSpec, run
@@ -51,7 +51,7 @@ async def default_runner(gate: str, repo: Path) -> tuple[int, bytes]:
 def parse_result(stdout: bytes) -> dict[str, Any]:
     """The strict ``factory.review-gate-result/1`` object, or ``ValueError`` saying why."""
     try:
-        doc = loads(stdout, limit=1 << 20)
+        doc = read_json(stdout, limit=1 << 20, decimals=True, lone_surrogates=True)
     except JsonRefused as exc:
         raise ValueError(f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or set(doc) != FIELDS or doc["schema"] != RESULT_SCHEMA:

@@ -22,9 +22,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from factory.documents.canonical import digest_plain as digest_of
 from factory.gitio.discover import discover
 from factory.gitio.worktree import Worktree
-from factory.review.canon import PATHS_TAG, digest_of
+from factory.review.documents import PATHS_TAG
 from factory.review.gates import livememo, memo
 from factory.review.gates.decide import Decision, decide
 from factory.review.gates.facts import GraphFacts

@@ -23,7 +23,7 @@ from pathlib import Path
 from factory.canonical import sha256_hex, tagged_sha256
 from factory.gitio.gitdata import null_oid, object_format
 from factory.gitio.run import run_git, try_git
-from factory.review.canon import POLICY_TAG
+from factory.review.documents import POLICY_TAG
 from factory.review.receipt import RECEIPT_FILE
 from factory.review.record import RECORD_LIMIT, read_nofollow
 from factory.review.state import ReviewState

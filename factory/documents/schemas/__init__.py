@@ -1,0 +1,1 @@
+"""The shipped JSON Schemas of the documents in :mod:`factory.documents.registry`."""
