@@ -28,7 +28,7 @@ from factory.selfexec import ISOLATED
 SCHEMA: Final = "factory.agent-child-request/1"
 #: The one module a batch or a remote worker starts (the test of no self-spawning allows
 #: exactly this name).
-CHILD_MODULE = "factory.cli.agent_child"
+CHILD_MODULE: Final = "factory.cli.agent_child"
 REQUEST_NAME = "agent-request.json"
 
 
