@@ -63,6 +63,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """As :func:`factory.cli.main.main` starts every command: no pydantic plugin, the
+    standard file descriptors held; then the one request."""
+    from factory.cli.main import _hold_standard_fds
+    from factory.pydantic_setup import disable_plugins
+
+    disable_plugins()
+    _hold_standard_fds()
     parser = StrictParser(prog="factory.cli.agent_child", add_help=False)
     parser.add_argument("request", metavar="REQUEST")
     parser.set_defaults(handler=_run)
