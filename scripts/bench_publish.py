@@ -16,8 +16,8 @@ accepted run up, build the intent, observe remote and forge). The test command (
 runs for real; its provider time is measured and subtracted.
 
 Candidates: ``docs`` (a docs-only change: low risk, no review lens — the whole path to the
-intent) and ``demo`` (the demo's own fix of ``stats.py``: medium risk, so the review gate
-``factory review validate --gate pre-pr`` runs as a child process; with no review of the
+intent) and ``demo`` (the demo's own fix of ``stats.py``: medium risk, so the review check
+(``factory review validate --gate pre-pr``'s service) runs in-process; with no review of the
 candidate it denies, the gate holds at review-approved (``stopped``: the code) and no
 intent is built — the figure
 is then the gate part up to the accepted hold, and the review gate's own time is shown),
@@ -118,8 +118,9 @@ def reviewed(world: Any) -> None:
     assert json.loads(proc.stdout)["state"] == "approved", proc.stdout.decode()
 
 
-def timed_providers(marks: dict[str, float]) -> Mapping[str, Any]:
-    """The default providers, with the time spent in each provider kind summed."""
+def timed_providers(marks: dict[str, float], receipts: Any = None) -> Mapping[str, Any]:
+    """The default evidence sources (``receipts``: the command's one read of the receipt,
+    as ``factory publish`` passes it), with the time spent in each kind summed."""
     from factory.gate.acquire import default_providers
 
     def wrap(name: str, fn: Any) -> Any:
@@ -132,38 +133,46 @@ def timed_providers(marks: dict[str, float]) -> Mapping[str, Any]:
 
         return acquire
 
-    return {name: wrap(name, fn) for name, fn in default_providers().items()}
+    return {name: wrap(name, fn) for name, fn in default_providers(receipts=receipts).items()}
 
 
 def one_rep(world: Any, rep: int) -> dict[str, Any]:
+    from factory.agent.receipt_once import pinned
     from factory.errors import FactoryError
     from factory.gate.scenario import load_builtin
+    from factory.operator.publish_flow import verified_source
     from factory.operator.session import Held
     from factory.pipeline.publish import pipeline_flow
     from tests.operator.helpers import REPO
 
     marks: dict[str, float] = {}
     out = world.out(f"publish-{rep}.json")
+    start = time.perf_counter()
+    source = verified_source(world.agent_receipt, REPO)  # the command's one read (timed)
+    read_s = time.perf_counter() - start
     flow, step = pipeline_flow(
         world.client(), REPO, world.agent_receipt, "origin",
         out=out, scenario=load_builtin("publish-candidate"),
         store=world.tmp / f"gate-{rep}.sqlite3", test_argv=["true"],
-        providers=timed_providers(marks),
+        providers=timed_providers(marks, pinned(source[1])), held=source,
     )  # fmt: skip
     start = time.perf_counter()
     held: str | None = None
-    try:
-        flow.admit()
-    except Held:
-        held = "gate-held"
-    except FactoryError as exc:  # e.g. the review gate could not answer
-        held = exc.code
-    gate_s = time.perf_counter() - start
     intent_s = None
-    if held is None:
-        start = time.perf_counter()
-        flow.observe()
-        intent_s = time.perf_counter() - start
+    try:
+        try:
+            flow.admit()
+        except Held:
+            held = "gate-held"
+        except FactoryError as exc:  # e.g. the review check could not answer
+            held = exc.code
+        gate_s = time.perf_counter() - start + read_s
+        if held is None:
+            start = time.perf_counter()
+            flow.observe()
+            intent_s = time.perf_counter() - start
+    finally:
+        flow.close()  # the publish lock: the next repetition must not find it held
     total = gate_s + (intent_s or 0.0)
     command = marks.get("command", 0.0)
     return {

@@ -35,6 +35,7 @@ from factory.errors import ExitCode, ProviderFailure
 from factory.fsio import reserve
 from factory.gitio.index_entries import index_entries_digest
 from factory.gitio.snapshot import UnsupportedChangedPath
+from factory.gitio.worktree import locate
 
 
 class _Run(RunState):
@@ -215,13 +216,24 @@ class _Run(RunState):
 
 
 async def run_agent(
-    request: AgentRequest, deps: AgentDeps, *, prelude: Prelude | None = None
+    request: AgentRequest,
+    deps: AgentDeps,
+    *,
+    prelude: Prelude | None = None,
+    admitted: Admitted | None = None,
 ) -> RunOutcome:
     """Admit, reserve, run the cycle and write the terminal receipt (SPEC A-1…A-8).
 
     With ``prelude`` (``factory agent --repo``, :mod:`factory.agent.creating`) the receipt
     is reserved first, then the worktree is created, then admitted as usual; a refusal of
-    that admission is then a failure (4) whose receipt names the worktree.
+    that admission is then a failure (4) whose receipt names the worktree. ``admitted``: the
+    caller's admission of ``request`` (``factory agent`` admits before importing any
+    provider), passed on instead of admitting again.
+
+    One admission per run, plus one re-check: the worktree form admits again once it holds
+    the worktree's lock — a time-of-check/time-of-use guard (a run that ended between the
+    first admission and the lock may have left changes). The creating form takes the lock
+    first (the worktree it just created is located, not admitted) and admits once under it.
 
     Returns:
         the outcome: exit 0 completed, 3 rejected, 4 typed failure (receipt ``failed``).
@@ -235,11 +247,11 @@ async def run_agent(
     safely(partial(observer.stage, "validating", remaining_invocations=phases.MAX_INVOCATIONS))
     if prelude is not None:
         return await _created_run(prelude, deps)
-    first = await trio.to_thread.run_sync(admit, request)
+    first = admitted if admitted is not None else await trio.to_thread.run_sync(admit, request)
     with hold_worktree(first.worktree):
-        # Admitted again under the lock: a run that ended meanwhile may have left changes.
-        admitted = await trio.to_thread.run_sync(admit, request)
-        return await _admitted_run(admitted, deps)
+        # The TOCTOU re-check under the lock: a run that ended meanwhile may have left changes.
+        held = await trio.to_thread.run_sync(admit, request)
+        return await _admitted_run(held, deps)
 
 
 async def _admitted_run(admitted: Admitted, deps: AgentDeps) -> RunOutcome:
@@ -255,8 +267,9 @@ async def _created_run(prelude: Prelude, deps: AgentDeps) -> RunOutcome:
 
     async def create_admit_cycle() -> RunOutcome:
         await trio.to_thread.run_sync(prelude.effect)
-        first = await trio.to_thread.run_sync(admit_created)
-        with hold_worktree(first.worktree):
+        # The worktree this run just created: locked first, then admitted once under the lock.
+        created = await trio.to_thread.run_sync(locate, prelude.planned.request.worktree)
+        with hold_worktree(created):
             run.adopt(await trio.to_thread.run_sync(admit_created))
             return await run.cycle()
 

@@ -31,6 +31,7 @@ import json
 import os
 import stat
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,42 @@ RECEIPT_INVALID = ReceiptInvalid.define(
 RECEIPT_MISSING = UsageError.define("receipt-missing", "pass the --out path of a run")
 
 
+@dataclass(frozen=True, slots=True)
+class LoadedReceipt:
+    """A receipt read once: its path, the exact bytes read and the model parsed from them.
+    A command passes this value on instead of reading the file again (issue 25)."""
+
+    path: Path
+    receipt: AgentReceipt
+    data: bytes
+
+
+def parse_receipt(data: bytes) -> AgentReceipt:
+    """The receipt model of bytes already read.
+
+    Raises:
+        ReceiptInvalid: not JSON, or not the schema (exit 4).
+    """
+    try:
+        value = json.loads(data)
+    except ValueError as exc:
+        raise RECEIPT_INVALID("the receipt is not JSON") from exc
+    except RecursionError:
+        raise RECEIPT_INVALID("the receipt is nested too deeply to be a receipt") from None
+    return parse_model(AgentReceipt, value, code=RECEIPT_INVALID, what="the receipt")
+
+
+def read_receipt(path: Path) -> LoadedReceipt:
+    """Read and parse a receipt once (see :func:`load_receipt` for the refusals)."""
+    if not os.path.lexists(path):
+        raise RECEIPT_MISSING("the receipt does not exist")
+    try:
+        data = read_nofollow(path, limit=RECEIPT_LIMIT)
+    except OSError as exc:
+        raise RECEIPT_INVALID("the receipt is not a readable regular file") from exc
+    return LoadedReceipt(path, parse_receipt(data), data)
+
+
 def load_receipt(path: Path) -> tuple[AgentReceipt, bytes]:
     """Read and parse a receipt; return the model and the exact file bytes.
 
@@ -69,19 +106,8 @@ def load_receipt(path: Path) -> tuple[AgentReceipt, bytes]:
         UsageError: the path does not exist (exit 2).
         ReceiptInvalid: not a regular file, not JSON, or not the schema (exit 4).
     """
-    if not os.path.lexists(path):
-        raise RECEIPT_MISSING("the receipt does not exist")
-    try:
-        data = read_nofollow(path, limit=RECEIPT_LIMIT)
-    except OSError as exc:
-        raise RECEIPT_INVALID("the receipt is not a readable regular file") from exc
-    try:
-        value = json.loads(data)
-    except ValueError as exc:
-        raise RECEIPT_INVALID("the receipt is not JSON") from exc
-    except RecursionError:
-        raise RECEIPT_INVALID("the receipt is nested too deeply to be a receipt") from None
-    return parse_model(AgentReceipt, value, code=RECEIPT_INVALID, what="the receipt"), data
+    loaded = read_receipt(path)
+    return loaded.receipt, loaded.data
 
 
 def all_evidence(receipt: AgentReceipt) -> list[EvidenceRef]:
@@ -210,7 +236,12 @@ def verify(path: Path, *, worktree: bool = True) -> ReceiptVerification:
     ``worktree=False`` leaves out the checks that read the run's repository and worktree
     (steps 5 and 6: the patch replay and the live candidate) for a caller that proves the
     patch itself (``factory receipt apply``); the report says ``not-asked``."""
-    receipt, data = load_receipt(path)
+    return verify_loaded(read_receipt(path), worktree=worktree)
+
+
+def verify_loaded(loaded: LoadedReceipt, *, worktree: bool = True) -> ReceiptVerification:
+    """:func:`verify` of a receipt already read (the bytes read are the bytes judged)."""
+    path, receipt, data = loaded.path, loaded.receipt, loaded.data
     computed = receipt.compute_revision()
     revision_ok = receipt.revision == computed
     exact = data == receipt_bytes(receipt)

@@ -2,10 +2,12 @@
 per provider login, with deadlines, a free-space floor and a terminal journal row for every
 way out (SPEC M-2).
 
-Each attempt runs ``factory agent --repo`` as a child of this process through factory's
-supervisor (an isolated interpreter: the current folder is never on its module path; the
-allow-listed environment; a deadline; the whole process tree gone before the attempt
-returns, also when the batch is cancelled or killed). The attempt's receipt is then
+Each attempt runs as a child of this process through factory's supervisor: the dedicated
+entry :mod:`factory.cli.agent_child`, handed a typed request document
+(:mod:`factory.batch.child_request`) — never factory's CLI, never a parsed stdout — in an
+isolated interpreter (the current folder is never on its module path), with the
+allow-listed environment, a deadline, and the whole process tree gone before the attempt
+returns, also when the batch is cancelled or killed. The attempt's receipt is then
 verified here, with the receipt verifier; only a receipt that verifies makes the task
 ``done``. The child's progress lines (``factory.agent-progress/1`` on its stderr, spooled
 to a file) feed the screen.
@@ -23,10 +25,10 @@ from typing import TYPE_CHECKING, Literal
 
 import trio
 
+from factory.batch.child_request import AgentChildRequest, child_argv, with_choices, write_request
 from factory.batch.journal import Journal, TaskRow
 from factory.batch.screen import Screen
 from factory.choices import Choices
-from factory.selfexec import factory_argv
 
 if TYPE_CHECKING:
     from factory.batch.judge import Judged
@@ -83,27 +85,19 @@ def free_bytes(*folders: Path) -> int:
     return min(shutil.disk_usage(f).free for f in folders)
 
 
-def agent_argv(cfg: BatchConfig, row: TaskRow, receipt: Path, base: str) -> list[str]:
-    argv = factory_argv("agent", "--repo", os.fspath(cfg.repo))
-    argv += ["--base", base, "--task", row.spec.task, "--out", os.fspath(receipt)]
-    argv += ["--timeout-ms", str(cfg.timeout_ms), "--progress", "jsonl"]
-    if cfg.rehearsal is not None:
-        argv += ["--rehearsal", os.fspath(cfg.rehearsal)]
-    if cfg.credentials is not None:
-        argv += ["--credentials", os.fspath(cfg.credentials)]
-    if cfg.credentials_env is not None:
-        argv += ["--credentials-env", cfg.credentials_env]
-    return argv + choice_argv(cfg.choices)
+def agent_request(cfg: BatchConfig, row: TaskRow, receipt: Path, base: str) -> AgentChildRequest:
+    """What the attempt's child is asked (the typed hand-off; no argv of factory's CLI)."""
 
+    def text(path: Path | None) -> str | None:
+        return None if path is None else os.fspath(path)
 
-def choice_argv(choices: Choices) -> list[str]:
-    """The model choices as ``factory agent`` flags (already checked)."""
-    argv = [] if choices.model is None else ["--model", choices.model]
-    argv += [] if choices.reviewer_model is None else ["--reviewer-model", choices.reviewer_model]
-    argv += [] if choices.max_turns is None else ["--max-turns", str(choices.max_turns)]
-    if choices.max_budget_usd is not None:
-        argv += ["--max-budget-usd", choices.max_budget_usd]
-    return argv
+    request = AgentChildRequest(
+        repo=os.fspath(cfg.repo), base=base, task=row.spec.task,
+        out=os.fspath(receipt), timeout_ms=cfg.timeout_ms,
+        rehearsal=text(cfg.rehearsal), credentials=text(cfg.credentials),
+        credentials_env=cfg.credentials_env,
+    )  # fmt: skip
+    return with_choices(request, cfg.choices)
 
 
 def last_progress(spool: Path, seen: int) -> tuple[dict[str, object] | None, int]:
@@ -136,8 +130,9 @@ async def run_child(cfg: BatchConfig, row: TaskRow, receipt: Path, base: str) ->
     from factory.proc import RunSpec, pick, run
 
     folder = receipt.parent
+    request = write_request(folder, agent_request(cfg, row, receipt, base))
     spec = RunSpec(
-        argv=agent_argv(cfg, row, receipt, base),
+        argv=child_argv(request),
         env=pick(os.environ, (*CHILD_ENV, *([cfg.credentials_env] if cfg.credentials_env else []))),
         timeout_s=(cfg.task_deadline_s or cfg.timeout_ms / 1000) + MARGIN_S,
         cwd=folder,

@@ -31,7 +31,7 @@ from factory.errors import ExitCode
 if TYPE_CHECKING:
     from signal import _HANDLER
 
-    from factory.agent.admission import AgentRequest
+    from factory.agent.admission import Admitted, AgentRequest
     from factory.agent.creating import Prelude
     from factory.agent.deps import RouteReport
     from factory.agent.observer import RunObserver
@@ -231,13 +231,14 @@ def execute(call: AgentCall, *, started: Callable[[], None] | None = None) -> tu
         evidence=call.evidence,
         timeout_ms=call.timeout_ms,
     )
-    prelude = None
+    prelude, admitted = None, None
     if call.repo is not None:
         # Every refusal of the creating form happens here, before anything is created.
         prelude = _prepare_creation(call, call.repo, request)
         request, evidence = prelude.planned.request, prelude.planned.evidence
     else:
-        evidence = admit(request).evidence  # refusals exit 2 before any provider is imported
+        admitted = admit(request)  # refusals exit 2 before any provider is imported
+        evidence = admitted.evidence
     agent, reviewer = with_choices(*load_profiles(), call.choices)
     from factory.cli.preflight import preflight
 
@@ -255,7 +256,9 @@ def execute(call: AgentCall, *, started: Callable[[], None] | None = None) -> tu
     # after it must stay interruptible. 'factory agent' installed the handler already.
     previous = SIGNALS.install()
     try:
-        run = _Run(request, agent, reviewer, observer, tasks, scenario, evidence, trace_id, keys)
+        run = _Run(
+            request, agent, reviewer, observer, tasks, scenario, evidence, trace_id, keys, admitted
+        )
         code, data = trio.run(run.main, prelude)
     finally:
         SIGNALS.restore(previous)
@@ -343,6 +346,7 @@ class _Run:
     evidence: Path
     trace_id: str | None
     keys: ApiKeys | None = None
+    admitted: Admitted | None = None  # the admission execute made, passed on (issue 25)
 
     async def main(self, prelude: Prelude | None) -> tuple[int, bytes]:
         from factory.agent.faults import interrupted, typed_error
@@ -386,7 +390,7 @@ class _Run:
                 route_report=report,
                 trace_id=self.trace_id,
             )
-            outcome = await run_agent(self.request, deps, prelude=prelude)
+            outcome = await run_agent(self.request, deps, prelude=prelude, admitted=self.admitted)
         return outcome.exit_code, outcome.data
 
 

@@ -46,7 +46,7 @@ the receipt does not verify.
 --pipeline walks the whole path after the agent cycle, still as a REHEARSAL: a review
 transaction with scripted lenses (factory review start / lens --rehearsal / finalize),
 the decision gate (scenario publish-candidate-rehearsal: factory runs the sample's tests,
-asks the review gate, evaluates and accepts), then the operator's own session, which
+asks the review check, evaluates and accepts), then the operator's own session, which
 refuses the rehearsal receipt (rehearsal-receipt) before any prompt, key or forge, and
 'factory operator verify --deep' of that receipt. Extra files: gate.sqlite3,
 publish.operator.json and its runpack publish.operator.json.gate/. Exit 0 when it ends

@@ -71,10 +71,9 @@ def _test_argv(args: argparse.Namespace) -> list[str] | None:
 
 
 def publish(args: argparse.Namespace) -> int:
-    from factory.agent.verify import load_receipt
     from factory.cli.gate_cmd import resolve_scenario
     from factory.operator.adapter import check_remote_name
-    from factory.operator.publish_flow import resolve_source
+    from factory.operator.publish_flow import verified_source
     from factory.operator.session import operate
     from factory.pipeline.publish import pipeline_flow
 
@@ -82,8 +81,9 @@ def publish(args: argparse.Namespace) -> int:
     check_remote_name(args.remote)
     out = Path(os.path.abspath(args.out))
     scenario = resolve_scenario(args.scenario)
-    agent, _ = load_receipt(resolve_source(Path(args.receipt), args.repository).agent_path)
-    wiring.check_out(out, Path(agent.worktree))
+    # The one read and verification of the receipt this command makes (issue 25).
+    held = verified_source(Path(args.receipt), args.repository)
+    wiring.check_out(out, Path(held[1].loaded.receipt.worktree))
     with wiring.forge_of(args, token_required=True) as forge, wiring.term_as_interrupt():
         flow, _ = pipeline_flow(
             forge,
@@ -97,5 +97,6 @@ def publish(args: argparse.Namespace) -> int:
             base=args.base,
             progress=say,
             preconditions=wiring.publish_preconditions(),
+            held=held,
         )
         return wiring.finish(operate(out, flow, wiring.prepare_authority(args)), out)

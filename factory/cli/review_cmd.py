@@ -9,8 +9,7 @@ stderr — except ``show`` (a readable rendering) and ``schema`` (a JSON Schema)
 from __future__ import annotations
 
 import argparse
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -301,34 +300,10 @@ def load_reviewer() -> Any:
     return providers.codex_profile()
 
 
-@asynccontextmanager
-async def _route(scenario: Any) -> AsyncIterator[tuple[Any, Any]]:
-    from factory.provider_api import SubscriptionRoute
-
-    if scenario is None:
-        yield SubscriptionRoute(), None
-        return
-    import shutil
-    import tempfile
-
-    from factory import rehearsal
-
-    root = Path(tempfile.mkdtemp(prefix="factory-rehearsal-"))
-    try:
-        async with rehearsal.open_rehearsal(scenario, root / "config") as session:
-            yield session.route, session
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 def run_lens(args: argparse.Namespace) -> int:
     with imports_settled():
-        import trio
-
         from factory.errors import UsageError
-        from factory.review.lens import lens_view, preflight
-        from factory.review.lens import run_lens as spend
-        from factory.review.service import open_context
+        from factory.review.lens_service import run_one_lens
 
     def body() -> int:
         if not 1000 <= args.timeout_ms <= 1_800_000:
@@ -339,29 +314,13 @@ def run_lens(args: argparse.Namespace) -> int:
             from factory.rehearsal.scenario import scenario_path
 
             scenario = load_scenario(scenario_path(args.rehearsal))
-        ctx = open_context(Path(args.cwd))
-        profile = load_reviewer()
-        loaded = preflight(ctx, args.lineage, args.lens, profile)
-        if scenario is not None:  # only now: never above a refusal (issue 28)
-            say(REHEARSAL_BANNER)
-
-        async def main() -> Any:
-            async with _route(scenario) as (route, session):
-                ran = await spend(
-                    ctx,
-                    loaded,
-                    args.lens,
-                    profile,
-                    route=route,
-                    timeout_ms=args.timeout_ms,
-                    incident_fallback=default_state_dir() / "review-incidents",
-                )
-                if session is not None:
-                    session.check_consumed()
-                return ran
-
-        ran = trio.run(main)
-        _emit(lens_view(ran))
+        view = run_one_lens(
+            Path(args.cwd), args.lens, load_reviewer(), lineage=args.lineage,
+            timeout_ms=args.timeout_ms, scenario=scenario,
+            incident_fallback=default_state_dir() / "review-incidents",
+            admitted=None if scenario is None else (lambda: say(REHEARSAL_BANNER)),
+        )  # fmt: skip
+        _emit(view)
         if scenario is not None:
             say(REHEARSAL_BANNER)
         return 0

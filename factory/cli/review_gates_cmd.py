@@ -25,8 +25,8 @@ from factory.cli.review_cmd import _emit
 GATES = ("pre-commit", "pre-push", "pre-pr", "release")
 
 VALIDATE_HELP = """\
-Answer allow or a machine-readable denial for the git boundary GATE, re-deriving the live
-target from git (zero model calls):
+The review check: answer allow or a machine-readable denial for the git boundary GATE,
+re-deriving the live target from git (zero model calls):
   pre-commit  the worktree and index (staged files must be the whole candidate)
   pre-push    HEAD's first-parent range (an empty commit is refused)
   pre-pr      the boundary (--base-ref, else the push remote's default branch) to the
@@ -35,11 +35,13 @@ target from git (zero model calls):
 Without --lineage the unique valid terminal, non-superseded lineage whose candidate is
 the live one is used. An allow is decided twice: again under the store lock, and anything
 that changed in between answers invalidated. Output: factory.review-gate-result/1.
-An allow at pre-commit or pre-push replays the store's facts from the gate memo when
+An allow at pre-commit or pre-push replays the store's facts from the check's memo when
 no record changed since the last full validation (--no-memo: validate them all again).
 Prints one line (ALLOW, or DENIED with the reason and the next command); the JSON document
 only with --json. --from-refs judges with the review mirror fetched by 'review fetch'
-(same validation, same decision, the live target from this checkout).
+(same validation, same decision, the live target from this checkout). The decision gate
+('factory gate', 'factory publish') asks this same check in-process (evidence source
+review-gate).
 Exit 0 allow, 3 denial, 2 usage, 4 failure. Inside the pre-commit framework's pre-push
 stage, PRE_COMMIT_TO_REF and PRE_COMMIT_REMOTE_NAME stand for --pushed-commit/--remote.
 """

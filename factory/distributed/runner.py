@@ -3,10 +3,11 @@ factory's supervisor, and the bundle pushed back to the remote.
 
 Every attempt works in a new folder (``<workdir>/runs/<task>/<attempt>-<nonce>``), so a
 retry never reuses a half-finished worktree. The agent cycle is a child process of the
-worker (an isolated interpreter running factory's own entry point; the cwd is never on its
-module path), supervised like every other child: a deadline, and the whole process tree
-gone before the attempt returns, also when the worker itself is killed (the supervisor's
-guard ends the trees then).
+worker (an isolated interpreter running the dedicated entry :mod:`factory.cli.agent_child`,
+handed a typed request document; the cwd is never on its module path; its result is the
+receipt on disk, never its stdout), supervised like every other child: a deadline, and
+the whole process tree gone before the attempt returns, also when the worker itself is
+killed (the supervisor's guard ends the trees then).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from factory.batch.child_request import AgentChildRequest, child_argv, write_request
 from factory.distributed.bundle import (
     BUNDLE_UNREADABLE,
     RECEIPT_NAME,
@@ -27,7 +29,6 @@ from factory.distributed.bundle import (
 from factory.distributed.payloads import RemoteResult, RemoteTask
 from factory.errors import Refused
 from factory.gitio.run import run_git, try_git
-from factory.selfexec import factory_argv
 
 if TYPE_CHECKING:
     from factory.proc.runner import RunResult
@@ -84,17 +85,15 @@ def clone(attempt: Attempt) -> Path:
     return repo
 
 
-def agent_argv(attempt: Attempt, repo: Path, scenario: Path | None) -> list[str]:
-    """``factory agent --repo`` for the attempt, by factory's own module path."""
+def agent_request(attempt: Attempt, repo: Path, scenario: Path | None) -> AgentChildRequest:
+    """What the attempt's child is asked (the typed hand-off, no argv of factory's CLI)."""
     task = attempt.task
-    argv = factory_argv("agent", "--repo", str(repo))
-    argv += ["--base", task.base_commit, "--task", task.task]
-    argv += ["--out", str(attempt.folder / RECEIPT_NAME)]
-    argv += ["--worktree-dir", str(attempt.folder / "worktree"), "--branch", ""]
-    argv += ["--timeout-ms", str(task.timeout_ms), "--progress", "jsonl"]
-    if scenario is not None:
-        argv += ["--rehearsal", str(scenario)]
-    return argv
+    return AgentChildRequest(
+        repo=str(repo), base=task.base_commit, task=task.task,
+        out=str(attempt.folder / RECEIPT_NAME), timeout_ms=task.timeout_ms,
+        worktree_dir=str(attempt.folder / "worktree"), branch="",
+        rehearsal=None if scenario is None else str(scenario),
+    )  # fmt: skip
 
 
 def child_env() -> dict[str, str]:
@@ -113,8 +112,9 @@ async def run_attempt(attempt: Attempt) -> RemoteResult:
     if attempt.task.scenario is not None:
         scenario = attempt.folder / "scenario.json"
         scenario.write_text(attempt.task.scenario, encoding="utf-8")
+    request = write_request(attempt.folder, agent_request(attempt, repo, scenario))
     spec = RunSpec(
-        argv=agent_argv(attempt, repo, scenario),
+        argv=child_argv(request),
         env=child_env(),
         timeout_s=attempt.task.timeout_ms / 1000 + MARGIN_S,
         cwd=attempt.folder,

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from typing import Any
 
+from factory.agent.receipt_once import Reader, read_and_verify
+from factory.agent.verify import read_receipt
 from factory.canonical import sha256_hex
 from factory.documents.canonical import exact_bytes
 from factory.gate.acquire_args import expand, select
@@ -27,11 +29,17 @@ from factory.gate.values import format_instant
 ProviderFn = Callable[[Mapping[str, Any]], Awaitable[Observed]]
 
 
-def default_providers(review_runner: review_gate.Runner | None = None) -> dict[str, ProviderFn]:
-    """The built-in providers; ``review_runner`` replaces how the review gate is run."""
+def default_providers(
+    review_runner: review_gate.Runner | None = None, receipts: Reader | None = None
+) -> dict[str, ProviderFn]:
+    """The built-in providers; ``review_runner`` replaces how the review gate is run,
+    ``receipts`` how an agent receipt is read and verified (a command that holds it
+    already passes :func:`factory.agent.receipt_once.pinned`)."""
     return {
-        "agent-receipt": receipt.acquire,
-        "candidate-risk": risk.acquire,
+        "agent-receipt": receipt.make(receipts or read_and_verify),
+        "candidate-risk": risk.make(
+            read_receipt if receipts is None else (lambda path: receipts(path).loaded)
+        ),
         "command": command.acquire,
         "file": files.acquire,
         "git": git.acquire,

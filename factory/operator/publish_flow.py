@@ -24,11 +24,15 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from factory.agent.receipt import AgentReceipt
-from factory.agent.verify import load_receipt
-from factory.agent.verify import verify_json as verify
+from factory.agent.receipt_once import VerifiedReceipt
+from factory.agent.verify import (
+    RECEIPT_LIMIT,
+    LoadedReceipt,
+    parse_receipt,
+    read_receipt,
+    verify_loaded,
+)
 from factory.canonical import sha256_hex
 from factory.display import inert
 from factory.errors import Code, FactoryError, Refused
@@ -47,8 +51,6 @@ from factory.operator.receipt import (
 )
 from factory.operator.session import INTENT_STALE, Outcome, StaleIntent
 from factory.operator.verify import integrity_ok, verify_operator_receipt
-
-Verifier = Callable[[Path], dict[str, Any]]
 
 
 class SourceRefused(Refused):
@@ -71,22 +73,25 @@ GATE_HEAD_STALE = StaleIntent.define(
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """The agent receipt to publish and, when it came from ``operator run``, its issue."""
+    """The agent receipt to publish and, when it came from ``operator run``, its issue;
+    ``data``: the bytes already read when ``--receipt`` is the agent receipt itself."""
 
     agent_path: Path
     issue: int | None
+    data: bytes | None = None
 
 
 def resolve_source(path: Path, repository: str) -> Source:
     """Follow an operator receipt to its agent receipt; an agent receipt stands alone."""
     try:
-        value = json.loads(path.read_bytes())
+        data = path.read_bytes()
+        value = json.loads(data)
     except FileNotFoundError:
         raise PUBLISH_RECEIPT_MISSING("--receipt does not exist") from None
     except (OSError, ValueError, RecursionError):
         raise PUBLISH_RECEIPT_INVALID("--receipt is not a JSON receipt") from None
     if not isinstance(value, dict) or value.get("schema") != "factory.operator-receipt/1":
-        return Source(Path(os.path.abspath(path)), None)
+        return Source(Path(os.path.abspath(path)), None, data)
     report = verify_operator_receipt(path)
     if not report["ok"] or value.get("command") != "run" or value.get("status") != "executed":
         raise OPERATOR_RECEIPT_NOT_EXECUTED(
@@ -101,15 +106,25 @@ def resolve_source(path: Path, repository: str) -> Source:
     return Source(agent, int(intent["issue"]))
 
 
-def _common_dir_of(receipt: Path, repository: str) -> Path | None:
-    """The git common dir of the worktree the receipt names, or None when the receipt
-    cannot be followed yet (observe then refuses it by name)."""
-    try:
-        source = resolve_source(receipt, repository)
-        parsed, _ = load_receipt(source.agent_path)
-        root = adapter.worktree_root(parsed.worktree)
-    except FactoryError:
-        return None
+def _loaded(source: Source) -> LoadedReceipt:
+    """The agent receipt of ``source``, from the bytes already read when there are some
+    (a symbolic link or an oversized file is read again, to be refused as always)."""
+    path, data = source.agent_path, source.data
+    if data is None or os.path.islink(path) or len(data) > RECEIPT_LIMIT:
+        return read_receipt(path)
+    return LoadedReceipt(path, parse_receipt(data), data)
+
+
+def verified_source(path: Path, repository: str) -> tuple[Source, VerifiedReceipt]:
+    """``--receipt`` followed to its agent receipt, read once and verified once: the value
+    one ``factory publish`` passes on (issue 25)."""
+    source = resolve_source(path, repository)
+    loaded = _loaded(source)
+    return source, VerifiedReceipt(loaded, verify_loaded(loaded))
+
+
+def _common_dir_of(root: Path) -> Path | None:
+    """The git common dir of the receipt's worktree ``root`` (None when git cannot tell)."""
     from factory.gitio.run import try_git
 
     code, out = try_git(root, ["rev-parse", "--path-format=absolute", "--git-common-dir"])
@@ -126,7 +141,6 @@ class PublishFlow:
     remote: str
     base: str | None
     preconditions: Sequence[Precondition] = ()
-    verifier: Verifier = verify
     gate: GateLookup | None = None
     export_to: Path | None = None  # where the gate run's runpack is exported (beside OUT)
     before: Callable[[], None] | None = None  # the flow's admission (factory publish: gate)
@@ -134,6 +148,9 @@ class PublishFlow:
     gate_record: GateRecord | None = None
     command: Command = "publish"
     stale_code: Code[StaleIntent] = INTENT_STALE
+    #: The receipt as this command read and verified it (once; ``factory publish`` passes
+    #: the value it already holds). The re-observation after the signature reads afresh.
+    held: tuple[Source, VerifiedReceipt] | None = None
     observation: adapter.Observation | None = field(default=None, init=False)
     root: Path | None = field(default=None, init=False)
     lock: int | None = field(default=None, init=False)
@@ -141,7 +158,11 @@ class PublishFlow:
     def admit(self) -> None:
         """The repository's publish lock first (another publish running: refused before
         any prompt, key or forge call), then the flow's own admission."""
-        common = _common_dir_of(self.receipt, self.repository)
+        try:
+            _, held = self._held()
+            common = _common_dir_of(adapter.worktree_root(held.loaded.receipt.worktree))
+        except FactoryError:
+            common = None  # observe refuses the receipt by name
         if common is not None:
             from factory.operator.publish_lock import hold
 
@@ -156,11 +177,18 @@ class PublishFlow:
         release(self.lock)
         self.lock = None
 
+    def _held(self) -> tuple[Source, VerifiedReceipt]:
+        if self.held is None:
+            self.held = verified_source(self.receipt, self.repository)
+        return self.held
+
     def _inputs(self) -> PublishInputs:
-        source = resolve_source(self.receipt, self.repository)
-        report = self.verifier(source.agent_path)
-        receipt, data = load_receipt(source.agent_path)
-        assert isinstance(receipt, AgentReceipt)
+        # The first observation uses the receipt this command holds; a later one is the
+        # re-check before the grant is spent (a time-of-check/time-of-use guard): it reads
+        # and verifies afresh, so a receipt or worktree changed in between is seen.
+        first = self.observation is None
+        source, held = self._held() if first else verified_source(self.receipt, self.repository)
+        report, receipt, data = held.report_json(), held.loaded.receipt, held.loaded.data
         self.root = adapter.worktree_root(receipt.worktree)
         candidate = report.get("candidate", {})
         live = candidate.get("observed") if candidate.get("checked") else None

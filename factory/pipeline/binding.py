@@ -9,8 +9,9 @@ completed the scenario. It re-validates every run it considers (the gate's own l
 never guesses: two accepted runs for one candidate are ambiguous unless one is named.
 
 The review receipt a publication relied on is the one carried by the ``review-gate``
-evidence that an accepted evaluation counted as true: its artefact is the exact stdout of
-``factory review validate``, whose ``context.receipt`` is the review receipt.
+evidence that an accepted evaluation counted as true: its artefact is the review check's
+typed result (``factory.review-gate-result/1``), whose ``context.receipt`` is the review
+receipt.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 After the demo's agent cycle (real pinned CLIs, scripted loopback model):
 
-1. **review** — the real commands, as child processes in the worktree: ``factory review
-   start``, one ``factory review lens --rehearsal`` per selected lens (the real pinned
-   Codex against a scripted answer with no finding), ``factory review finalize
-   --evidence-run -- TESTS``;
+1. **review** — the review service in-process, in the worktree (what ``factory review
+   start``, one ``factory review lens --rehearsal`` per selected lens — the real pinned
+   Codex against a scripted answer with no finding — and ``factory review finalize
+   --evidence-run -- TESTS`` run; no factory child process, no stdout parsed);
 2. **decision gate** — ``factory publish``'s own wiring (:func:`factory.pipeline.publish.
    pipeline_flow`) with the shipped scenario ``publish-candidate-rehearsal`` (the built-in
    ``publish-candidate`` with its two rehearsal-blind conditions replaced by ones that say
@@ -26,7 +26,6 @@ why, and what a real run does next.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,7 +35,10 @@ from typing import Any
 from factory.demo.sample import Sample
 from factory.demo.sample import _git as sample_git
 from factory.display import inert
-from factory.selfexec import factory_argv
+from factory.review.finalize import finalize
+from factory.review.finalize_inputs import FinalizeArgs
+from factory.review.lens_service import run_one_lens
+from factory.review.service import open_context, start
 
 REPOSITORY = "demo/stats"
 SCENARIO_FILE = "publish-candidate-rehearsal.toml"
@@ -75,19 +77,6 @@ class Walk:
         return self.root / OUT_NAME
 
 
-def _factory(args: list[str], cwd: Path, timeout_s: float) -> tuple[int, dict[str, Any] | None]:
-    """``factory ARGS`` as a child process in ``cwd``: its exit and its JSON stdout."""
-    from factory.proc.local import run_local
-
-    extra = {k: v for k, v in os.environ.items() if k == "FACTORY_STATE_DIR"}
-    done = run_local(factory_argv(*args), cwd=cwd, env_extra=extra, timeout_s=timeout_s)
-    try:
-        doc = json.loads(done.stdout)
-    except ValueError:
-        doc = None
-    return done.returncode, doc if isinstance(doc, dict) else None
-
-
 def _lens_scenario(root: Path, lens: str) -> Path:
     answer = {
         "findings": [],
@@ -112,32 +101,43 @@ def _lens_scenario(root: Path, lens: str) -> Path:
 
 
 def review(walk: Walk, sample: Sample, timeout_ms: int) -> bool:
-    """Step 1: a review transaction with scripted lenses; True once it is approved."""
+    """Step 1: a review transaction with scripted lenses; True once it is approved. Each
+    step calls the review service in-process with typed values (issue 25)."""
+    from factory.errors import FactoryError
+
     wt = sample.worktree
-    walk.say("demo: review: factory review start")
-    code, started = _factory(["review", "start", "--cwd", str(wt)], wt, 120.0)
-    if code != 0 or started is None:
-        walk.review_problem = f"factory review start exited {code}"
+    step = "factory review start"
+    try:
+        walk.say("demo: review: factory review start")
+        started = start(wt, base_ref=None, focus=None, policy_path=None)
+        lenses = [str(entry["lens"]) for entry in started.get("lenses", [])]
+        walk.review = {"lineage": started.get("lineage"), "lenses": lenses, "state": None}
+        for lens in lenses:
+            step = f"factory review lens --lens {lens}"
+            walk.say(inert(f"demo: review: {step} --rehearsal (scripted)"))
+            _one_lens(walk, wt, lens, timeout_ms)
+        step = "factory review finalize"
+        walk.say("demo: review: factory review finalize --evidence-run -- <the sample's tests>")
+        done, code = finalize(open_context(wt), FinalizeArgs(evidence_run=tuple(TEST_ARGV)))
+    except FactoryError as exc:
+        walk.review_problem = inert(f"{step} refused: {exc.code}: {exc.fact}", limit=400)
         return False
-    lenses = [str(entry["lens"]) for entry in started.get("lenses", [])]
-    walk.review = {"lineage": started.get("lineage"), "lenses": lenses, "state": None}
-    for lens in lenses:
-        walk.say(inert(f"demo: review: factory review lens --lens {lens} --rehearsal (scripted)"))
-        scen = _lens_scenario(walk.root, lens)
-        args = ["review", "lens", "--cwd", str(wt), "--lens", lens,
-                "--timeout-ms", str(timeout_ms), "--rehearsal", str(scen)]  # fmt: skip
-        code, _ = _factory(args, wt, timeout_ms / 1000 + 120)
-        if code != 0:
-            walk.review_problem = f"factory review lens --lens {lens} exited {code}"
-            return False
-    walk.say("demo: review: factory review finalize --evidence-run -- <the sample's tests>")
-    args = ["review", "finalize", "--cwd", str(wt), "--evidence-run", "--", *TEST_ARGV]
-    code, done = _factory(args, wt, 600.0)
-    walk.review["state"] = None if done is None else done.get("state")
+    walk.review["state"] = done.get("state")
     if code != 0 or walk.review["state"] != "approved":
-        walk.review_problem = f"factory review finalize exited {code} ({walk.review['state']})"
+        walk.review_problem = f"factory review finalize ended {walk.review['state']} (exit {code})"
         return False
     return True
+
+
+def _one_lens(walk: Walk, wt: Path, lens: str, timeout_ms: int) -> None:
+    import providers
+    from factory.rehearsal import load_scenario
+
+    scenario = load_scenario(_lens_scenario(walk.root, lens))
+    run_one_lens(
+        wt, lens, providers.codex_profile(), lineage=None, timeout_ms=timeout_ms,  # type: ignore[arg-type]
+        scenario=scenario, incident_fallback=walk.root / "review-incidents",
+    )  # fmt: skip
 
 
 def _prepare_remote(sample: Sample, root: Path) -> None:

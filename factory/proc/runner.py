@@ -160,10 +160,9 @@ def _check_limits(spec: RunSpec) -> None:
     """P-1 wants a real deadline: NaN, infinite or non-positive limits are refused."""
     bad = bad_limits(spec)
     if bad:
-        raise ProcessFailure(
+        raise LAUNCH_FAILED(
             f"invalid run limits: {', '.join(bad)} (seconds must be finite and positive, "
-            "byte caps non-negative)",
-            code=LAUNCH_FAILED,
+            "byte caps non-negative)"
         )
 
 
@@ -196,9 +195,7 @@ def _start(spec: RunSpec, out: Sink, err: Sink) -> Child:
         else:
             where = f" ({exc.filename})" if exc.filename and exc.filename != spec.argv[0] else ""
             reason = f"{exc.strerror or exc}{where}"
-        raise ProcessFailure(
-            f"could not start {spec.argv[0]!r}: {reason}", code=LAUNCH_FAILED
-        ) from exc
+        raise LAUNCH_FAILED(f"could not start {spec.argv[0]!r}: {reason}") from exc
 
 
 def _raise_for(spec: RunSpec, result: RunResult, spool_error: OSError | None) -> None:
@@ -301,7 +298,7 @@ async def run(spec: RunSpec) -> RunResult:
     next checkpoint, inside the supervised wait.
     """
     if not spec.argv or not all(isinstance(a, str) for a in spec.argv):
-        raise ProcessFailure("argv must be a non-empty list of strings", code=LAUNCH_FAILED)
+        raise LAUNCH_FAILED("argv must be a non-empty list of strings")
     _check_limits(spec)
     become_subreaper()
     out, err = _sinks(spec)
@@ -322,9 +319,8 @@ async def run(spec: RunSpec) -> RunResult:
     if end.interrupted:
         raise KeyboardInterrupt
     if end.launch is not None:
-        raise ProcessFailure(
-            f"could not start {spec.argv[0]!r}: {end.launch.strerror}",
-            code=LAUNCH_FAILED,
+        raise LAUNCH_FAILED(
+            f"could not start {spec.argv[0]!r}: {end.launch.strerror}"
         ) from end.launch
     assert end.sweep is not None
     result = RunResult(

@@ -91,10 +91,9 @@ def run_evidence(
         ) from None
     after = _tree(wt, state, policy)
     if after != before:
-        raise EvidenceRunFailed(
+        raise EVIDENCE_TREE_CHANGED(
             "the evidence command changed the candidate tree, so it is not evidence about "
-            "this candidate (outputs may go to ignored paths); nothing was recorded",
-            code=EVIDENCE_TREE_CHANGED,
+            "this candidate (outputs may go to ignored paths); nothing was recorded"
         )
     doc = EvidenceRun(
         argv=argv,

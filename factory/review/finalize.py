@@ -31,7 +31,6 @@ from factory.review.errors import (
     NOTHING_APPLIES,
     RESULT_COUNT,
     ReviewCasConflict,
-    ReviewInputInvalid,
     ReviewRefused,
 )
 from factory.review.finalize_inputs import FinalizeArgs, Inputs, parse_args
@@ -115,10 +114,9 @@ def stage_replay(plan: Plan, inputs: Inputs) -> None:
     lens, payload, reviewer, lineage_id = inputs.replay
     s = plan.state
     if lineage_id != s.lineage_id or lens not in s.lenses:
-        raise ReviewInputInvalid(
+        raise BINDING_MISMATCH(
             f"the preserved artifact belongs to lineage {lineage_id} lens {lens}, not to "
-            f"{s.lineage_id}",
-            code=BINDING_MISMATCH,
+            f"{s.lineage_id}"
         )
     _record(plan, lens, payload, reviewer, "replayed-incident")
     plan.consumed.append("--replay-preserved")

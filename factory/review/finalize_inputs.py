@@ -10,7 +10,7 @@ from pathlib import Path
 
 from factory.canonical import sha256_hex, tagged_sha256
 from factory.review.documents import EVIDENCE_TAG
-from factory.review.errors import VALUE_INVALID, ReviewInputInvalid
+from factory.review.errors import VALUE_INVALID
 from factory.review.judgement import RefuterInput, ReviewerInput, ValidatorInput, parse_input
 from factory.review.names import LensName
 from factory.review.state import FinalEvidence
@@ -50,11 +50,9 @@ def _read(path: Path, what: str, limit: int) -> bytes:
         with path.open("rb") as fh:
             data = fh.read(limit + 1)
     except OSError as exc:
-        raise ReviewInputInvalid(
-            f"cannot read {what} {path}: {exc.strerror}", code=VALUE_INVALID
-        ) from None
+        raise VALUE_INVALID(f"cannot read {what} {path}: {exc.strerror}") from None
     if len(data) > limit:
-        raise ReviewInputInvalid(f"{what} {path} is larger than {limit} bytes", code=VALUE_INVALID)
+        raise VALUE_INVALID(f"{what} {path} is larger than {limit} bytes")
     return data
 
 
@@ -85,13 +83,9 @@ def parse_args(args: FinalizeArgs) -> Inputs:
         else:
             data, source = _read(Path(args.evidence), "--evidence", EVIDENCE_LIMIT), "file"
         if not data:
-            raise ReviewInputInvalid(
-                "final evidence is empty; it must be non-empty bytes", code=VALUE_INVALID
-            )
+            raise VALUE_INVALID("final evidence is empty; it must be non-empty bytes")
         if len(data) > EVIDENCE_LIMIT:
-            raise ReviewInputInvalid(
-                f"final evidence is larger than {EVIDENCE_LIMIT} bytes", code=VALUE_INVALID
-            )
+            raise VALUE_INVALID(f"final evidence is larger than {EVIDENCE_LIMIT} bytes")
         evidence = FinalEvidence(
             evidence_hash=tagged_sha256(EVIDENCE_TAG, data),
             sha256=sha256_hex(data),

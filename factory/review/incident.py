@@ -115,9 +115,7 @@ def load_preserved(path: Path) -> tuple[PreservedLensOutput, bytes]:
             f"the preserved artifact is larger than {4 * PAYLOAD_LIMIT} bytes"
         ) from None
     except OSError as exc:
-        raise ReviewInputInvalid(
-            f"cannot read --replay-preserved {path}: {exc.strerror}", code=VALUE_INVALID
-        ) from None
+        raise VALUE_INVALID(f"cannot read --replay-preserved {path}: {exc.strerror}") from None
     strict_json(raw, what="the preserved artifact", limit=4 * PAYLOAD_LIMIT)
     try:
         doc = PreservedLensOutput.model_validate_json(raw)

@@ -205,9 +205,8 @@ def parse_input(model: type[M], data: bytes, *, what: str) -> M:
     """
     value = strict_json(data, what=what, limit=INPUT_LIMIT)
     if isinstance(value, dict) and value.get("schema") == PRESERVED_SCHEMA:
-        raise ReviewInputInvalid(
-            f"{what} is a preserved incident artifact ({PRESERVED_SCHEMA}), not a result",
-            code=PRESERVED_NOT_RESULT,
+        raise PRESERVED_NOT_RESULT(
+            f"{what} is a preserved incident artifact ({PRESERVED_SCHEMA}), not a result"
         )
     try:
         return model.model_validate_json(data)

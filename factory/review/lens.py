@@ -139,7 +139,7 @@ def capture(
         loaded = ctx.store.load(lineage_id)
         s = loaded.state
         if lens not in s.lenses:
-            raise ReviewRefused(f"lens {lens} is not selected", code=LENS_NOT_SELECTED)
+            raise LENS_NOT_SELECTED(f"lens {lens} is not selected")
         order, binding = s.binding(lens)
         result = build_lens_result(reviewer, lens=lens, order=order, binding=binding, source=source)
         new = machine.apply(s, machine.RecordLens(result))

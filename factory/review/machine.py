@@ -159,9 +159,8 @@ def _record_lens(state: ReviewState | None, op: RecordLens) -> ReviewState:
             return s
         raise refuse(s, f"lens {r.lens} already has a result", LENS_HAS_RESULT)
     if (r.order, r.binding) != s.binding(r.lens):
-        raise ReviewInputInvalid(
-            f"the result for lens {r.lens} is not bound to lineage {s.lineage_id}'s target",
-            code=BINDING_MISMATCH,
+        raise BINDING_MISMATCH(
+            f"the result for lens {r.lens} is not bound to lineage {s.lineage_id}'s target"
         )
     results = sorted((*s.lens_results, r), key=lambda x: s.lenses.index(x.lens))
     return s.model_copy(update={"lens_results": tuple(results)})
@@ -198,9 +197,7 @@ def _forecast(state: ReviewState | None, op: Forecast) -> ReviewState:
     s = _require(state, "correction_required", op="take a correction forecast")
     corr = s.correction
     if op.lines <= 0:
-        raise ReviewInputInvalid(
-            "--correction-lines must be a positive number of lines", code=VALUE_INVALID
-        )
+        raise VALUE_INVALID("--correction-lines must be a positive number of lines")
     if corr.forecast is not None:
         if corr.forecast == op.lines:
             return s
@@ -243,10 +240,7 @@ def _fix_scope(s: ReviewState, op: CompleteFix) -> None:
         )
     claimed = op.validation.fix_delta_hash
     if claimed is not None and claimed != fix.identity:
-        raise ReviewInputInvalid(
-            "the validation names another fix delta than the one measured now",
-            code=FIX_DELTA_MISMATCH,
-        )
+        raise FIX_DELTA_MISMATCH("the validation names another fix delta than the one measured now")
 
 
 def _check(name: str, given: CheckInput, delta: str) -> Check:

@@ -87,11 +87,9 @@ def parse_policy(raw: bytes) -> LoadedPolicy:
         strict_json(raw, what="the policy", limit=POLICY_LIMIT)
         policy = Policy.model_validate_json(raw)
     except ReviewInputInvalid as exc:
-        raise ReviewInputInvalid(exc.fact, code=POLICY_INVALID) from None
+        raise POLICY_INVALID(exc.fact) from None
     except ValidationError as exc:
-        raise ReviewInputInvalid(
-            f"the policy is invalid: {describe_validation_error(exc)}", code=POLICY_INVALID
-        ) from None
+        raise POLICY_INVALID(f"the policy is invalid: {describe_validation_error(exc)}") from None
     return LoadedPolicy(policy, raw)
 
 
@@ -106,8 +104,5 @@ def load_policy(path: Path | None) -> LoadedPolicy:
             f"the policy is larger than {POLICY_LIMIT} bytes", code=POLICY_INVALID
         ) from None
     except OSError as exc:
-        raise ReviewInputInvalid(
-            f"cannot read --policy {path}: {exc.strerror}",
-            code=POLICY_INVALID,
-        ) from None
+        raise POLICY_INVALID(f"cannot read --policy {path}: {exc.strerror}") from None
     return parse_policy(raw)

@@ -18,7 +18,7 @@ from pydantic import model_validator
 from factory.documents.canonical import digest_plain
 from factory.models import StrictModel
 from factory.review.documents import BINDING_TAG, LENS_RESULT_TAG
-from factory.review.errors import BINDING_MISMATCH, ReviewInputInvalid
+from factory.review.errors import BINDING_MISMATCH
 from factory.review.judgement import Concrete, FindingInput, Location, Proofs, ReviewerInput
 from factory.review.names import (
     SEVERE,
@@ -172,16 +172,14 @@ def build_lens_result(
             or another binding (a judgement of something else is never re-labelled).
     """
     if raw.lens is not None and raw.lens != lens:
-        raise ReviewInputInvalid(
+        raise BINDING_MISMATCH(
             f"result {order} says lens {raw.lens!r} but the lens selected at position "
-            f"{order} is {lens!r}",
-            code=BINDING_MISMATCH,
+            f"{order} is {lens!r}"
         )
     if raw.binding is not None and raw.binding != binding:
-        raise ReviewInputInvalid(
+        raise BINDING_MISMATCH(
             f"result {order} carries a binding that is not the one start issued for lens "
-            f"{lens!r} (it judged another target or lineage)",
-            code=BINDING_MISMATCH,
+            f"{lens!r} (it judged another target or lineage)"
         )
     findings = _canonical_findings(lens, raw.findings)
     evidence = _norm(raw.evidence)

@@ -26,6 +26,8 @@ from factory.review.store import Corrupt, Loaded, ReviewStore
 from factory.review.views import start_view, status_entry
 
 if TYPE_CHECKING:
+    from factory.review.gates.result import GateResult
+    from factory.review.gates.verdict import GateName
     from factory.review.policy import LoadedPolicy
 
 # The snapshot machinery (git trees, the index cache, the policy's golden globs) is
@@ -208,3 +210,18 @@ def status(cwd: Path) -> dict[str, Any]:
         if items
         else ["factory review start"],
     }
+
+
+def review_check(cwd: Path, gate: GateName) -> GateResult:
+    """The review check at ``gate`` for the repository containing ``cwd``, as a typed
+    :class:`~factory.review.gates.result.GateResult` (what ``factory review validate
+    --gate GATE`` prints). Other subsystems (the decision gate's ``review-gate`` evidence
+    source) call this instead of running the command and parsing its output.
+
+    Raises:
+        FactoryError: a typed failure (git, the store lock, …), never a verdict.
+    """
+    from factory.review.gates.live import GateRequest
+    from factory.review.gates.validate import validate
+
+    return validate(cwd, GateRequest(gate=gate))

@@ -96,10 +96,9 @@ def test_the_real_clis_run_with_the_choices_and_the_receipt_records_them(layout:
 
 
 def test_a_batch_passes_the_choices_to_every_task_and_temporal_refuses_them() -> None:
-    from factory.batch.local import choice_argv
+    from factory.batch.child_request import AgentChildRequest, with_choices
 
     chosen = checked("m1", "m2", 8, "1.5")
-    assert choice_argv(chosen) == [
-        "--model", "m1", "--reviewer-model", "m2", "--max-turns", "8", "--max-budget-usd", "1.5"
-    ]  # fmt: skip
-    assert choice_argv(Choices()) == []  # twin: nothing chosen, nothing passed
+    bare = AgentChildRequest(repo="/r", base="b" * 40, task="t", out="/o", timeout_ms=1000)
+    assert with_choices(bare, chosen).choices() == chosen  # the child's request carries them
+    assert bare.choices() == Choices()  # twin: nothing chosen, nothing passed

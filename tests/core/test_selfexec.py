@@ -36,14 +36,15 @@ def test_the_plant_runs_without_isolation_and_never_with_it(tmp_path: Path) -> N
     assert marker.exists()  # the twin: plain 'python -m factory' imports the plant
 
 
-def test_the_review_gate_provider_runs_factory_isolated_in_the_repository(tmp_path: Path) -> None:
+def test_the_review_gate_provider_never_runs_the_repositorys_code(tmp_path: Path) -> None:
+    """The review check runs in-process (issue 25): nothing of the repository is imported."""
     from factory.gate.providers.review_gate import default_runner
 
     marker = tmp_path / "ran"
     repo = init_repo(tmp_path / "repo")
     plant(repo, marker)
-    code, _ = trio.run(default_runner, "pre-commit", repo)
-    assert code in (0, 2, 3, 4) and not marker.exists()
+    result = trio.run(default_runner, "pre-commit", repo)
+    assert result.schema_id == "factory.review-gate-result/1" and not marker.exists()
 
 
 def test_installed_hooks_run_factory_isolated(tmp_path: Path) -> None:

@@ -122,57 +122,94 @@ async def test_agent_receipt_verified_forged_and_missing(tmp_path: Path) -> None
     assert gone.failure is not None and gone.failure.code == "provider-unavailable"
 
 
+CONTEXT: dict[str, Any] = {
+    "gate": "pre-pr", "repository": "/r", "lineage_id": None, "generation": None,
+    "store_revision": None, "state": None, "receipt": None, "live": None, "boundary": None,
+    "artifacts": [], "considered": [], "corrupt": [], "final_recheck": "not-needed",
+    "model_calls": 0, "next": [],
+}  # fmt: skip
 ALLOW = {
     "schema": "factory.review-gate-result/1",
     "result": "allow",
     "allowed": True,
-    "action": None,
-    "reason": None,
+    "action": "continue",
+    "reason": "allowed",
     "denial": None,
-    "context": {"gate": "pre-pr"},
+    "context": CONTEXT,
 }
 DENY = {
     **ALLOW,
     "result": "scope-changed",
     "allowed": False,
-    "action": "factory review recover",
+    "action": "create-new-lineage",
     "reason": "the candidate changed",
     "denial": {"stage": "validate", "code": "scope-changed"},
 }
 
 
-def recorded(stdout: bytes, code: int = 0) -> review_gate.Runner:
-    async def runner(gate: str, repo: Path) -> tuple[int, bytes]:
-        assert gate in review_gate.RESULTS or gate in (
-            "pre-commit",
-            "pre-push",
-            "pre-pr",
-            "release",
-        )
-        return code, stdout
+def recorded(doc: dict[str, Any]) -> review_gate.Runner:
+    """A runner answering the typed result of ``doc`` (what the review service returns)."""
+    from factory.review.gates.result import GateResult
+
+    async def runner(gate: str, repo: Path) -> GateResult:
+        assert gate in review_gate.GATES
+        return GateResult.model_validate_json(json.dumps(doc))
 
     return runner
 
 
+@pytest.mark.parametrize("doc", [ALLOW, DENY])
+async def test_review_gate_against_typed_results(tmp_path: Path, doc: dict[str, Any]) -> None:
+    seen = await review_gate.make(recorded(doc))({"gate": "pre-pr", "repo": str(tmp_path)})
+    assert seen.failure is None and seen.document == doc
+    assert seen.document["allowed"] is (seen.document["result"] == "allow")
+    assert seen.scope_kind == "repository"
+    ((role, data),) = seen.artefacts
+    assert role == "review-gate-result" and json.loads(data) == doc
+
+
 @pytest.mark.parametrize(
-    ("stdout", "failure"),
+    "bad",
     [
-        (json.dumps(ALLOW).encode(), None),
-        (json.dumps(DENY).encode(), None),
-        (json.dumps({**ALLOW, "allowed": False}).encode(), "observation-unparsable"),
-        (json.dumps({**ALLOW, "extra": 1}).encode(), "observation-unparsable"),
-        (json.dumps({**DENY, "denial": {"stage": "x"}}).encode(), "observation-unparsable"),
-        (json.dumps({**ALLOW, "result": "maybe"}).encode(), "observation-unparsable"),
-        (b"usage: factory review ...", "observation-unparsable"),
+        {**ALLOW, "allowed": "yes"},
+        {**ALLOW, "extra": 1},
+        {**DENY, "denial": {"stage": "x"}},
+        {**ALLOW, "result": "maybe"},
+        {**ALLOW, "action": "keep-going"},
     ],
 )
-async def test_review_gate_against_recorded_results(
-    tmp_path: Path, stdout: bytes, failure: str | None
+def test_the_result_model_refuses_what_the_provider_once_checked_by_hand(
+    bad: dict[str, Any],
 ) -> None:
-    seen = await review_gate.make(recorded(stdout))({"gate": "pre-pr", "repo": str(tmp_path)})
-    assert (None if seen.failure is None else seen.failure.code) == failure
-    if failure is None:
-        assert seen.document["allowed"] is (seen.document["result"] == "allow")
+    """The hand-written validator is gone: the typed result is the contract."""
+    from pydantic import ValidationError
+
+    from factory.review.gates.result import GateResult
+
+    with pytest.raises(ValidationError):
+        GateResult.model_validate_json(json.dumps(bad))
+
+
+async def test_review_gate_typed_refusal_and_unknown_gate(tmp_path: Path) -> None:
+    from factory.review.gate_errors import GATE_USAGE
+
+    async def refusing(gate: str, repo: Path) -> Any:
+        raise GATE_USAGE("the store is corrupt")
+
+    seen = await review_gate.make(refusing)({"gate": "pre-pr", "repo": str(tmp_path)})
+    assert seen.failure is not None and seen.failure.code == "provider-refused"
+    assert "the store is corrupt" in seen.failure.message
+    odd = await review_gate.make(recorded(ALLOW))({"gate": "pre-land", "repo": str(tmp_path)})
+    assert odd.failure is not None and odd.failure.code == "provider-refused"
+
+
+async def test_review_gate_default_runs_the_review_service_in_process(tmp_path: Path) -> None:
+    """The real service on a real repository without a review: a typed denial."""
+    repo = init_repo(tmp_path / "repo")
+    seen = await review_gate.make()({"gate": "pre-pr", "repo": str(repo)})
+    assert seen.failure is None or seen.failure.code == "provider-refused"
+    if seen.failure is None:
+        assert seen.document["allowed"] is False and seen.document["denial"] is not None
 
 
 async def test_acquire_records_select_absence_failures_and_artefacts(tmp_path: Path) -> None:
@@ -219,7 +256,7 @@ async def test_acquire_records_select_absence_failures_and_artefacts(tmp_path: P
     sc = load_bytes(json.dumps(doc).encode(), "json")
     gate = new_gate(tmp_path)
     run, _ = gate.start("r1", sc, {"dir": str(tmp_path)})
-    providers = default_providers(recorded(json.dumps(DENY).encode()))
+    providers = default_providers(recorded(DENY))
     records = await acquire(gate, run, providers=providers)
     assert [r.ingress for r in records] == ["acquired"] * 3
     assert all(r.producer.startswith("factory:") and r.actor == "factory" for r in records)

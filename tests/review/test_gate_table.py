@@ -8,10 +8,12 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import trio
 
-from factory.gate.providers.review_gate import parse_result
+from factory.gate.providers import review_gate
 from factory.review.gates.result import ACTIONS
 from factory.review.receipt import RECEIPT_FILE
 from tests.review.cli_helpers import store_root
@@ -379,8 +381,13 @@ def test_gate_table(name: str, repo: Path, tmp_path: Path) -> None:
     if row.denial is not None:
         assert nxt[0] in result.reason
     assert result.context.model_calls == 0
-    doc = parse_result(result.model_dump_json(by_alias=True).encode())
-    assert doc["allowed"] == result.allowed  # what the decision gate's provider accepts
+
+    async def typed(gate_name: str, where: Path) -> Any:
+        return result
+
+    seen = trio.run(review_gate.make(typed), {"gate": "pre-pr", "repo": str(repo)})
+    assert seen.failure is None and seen.document["allowed"] == result.allowed  # what the
+    # decision gate's review-gate evidence source observes of the typed result
 
 
 def test_release_binds_the_artifact_digest_and_pre_pr_records_its_boundary(

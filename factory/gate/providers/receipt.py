@@ -11,26 +11,40 @@ the final candidate's tree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from factory.agent.verify import ReceiptInvalid, load_receipt, verify_json
+from factory.agent.receipt_once import Reader, VerifiedReceipt, read_and_verify
+from factory.agent.verify import ReceiptInvalid
 from factory.errors import FactoryError, UsageError
 from factory.gate.providers import Observed, integrity, operational
 
 
-async def acquire(args: Mapping[str, Any]) -> Observed:
-    path = Path(args["receipt"])
-    try:
-        report = verify_json(path)
-        receipt, _ = load_receipt(path)
-    except UsageError:
-        return operational("provider-unavailable", "the receipt does not exist")
-    except ReceiptInvalid as exc:
-        return operational("observation-unparsable", exc.fact)
-    except FactoryError as exc:
-        return operational("provider-crashed", f"the receipt could not be verified ({exc.code})")
+def make(reader: Reader = read_and_verify) -> Callable[[Mapping[str, Any]], Awaitable[Observed]]:
+    """The provider over ``reader`` (a command that already verified the receipt passes
+    :func:`factory.agent.receipt_once.pinned`: one read and one verification per command)."""
+
+    async def acquire(args: Mapping[str, Any]) -> Observed:
+        try:
+            held = reader(Path(args["receipt"]))
+        except UsageError:
+            return operational("provider-unavailable", "the receipt does not exist")
+        except ReceiptInvalid as exc:
+            return operational("observation-unparsable", exc.fact)
+        except FactoryError as exc:
+            return operational(
+                "provider-crashed", f"the receipt could not be verified ({exc.code})"
+            )
+        return observe(held)
+
+    return acquire
+
+
+def observe(held: VerifiedReceipt) -> Observed:
+    """The observation of a receipt read and verified once (the value judged is the value
+    verified: nothing can change between the two)."""
+    report, receipt = held.report_json(), held.loaded.receipt
     if _forged(report):
         return integrity("witness-forged", "the receipt does not verify (factory receipt verify)")
     cand = receipt.final_candidate()
@@ -45,12 +59,10 @@ async def acquire(args: Mapping[str, Any]) -> Observed:
         "still_matches": report["candidate"].get("still_matches"),
     }
     tree = document["candidate_tree"]
-    # verify() and load_receipt() each read the file: if it changed in between, the values
-    # may not be the ones verified, so the observation is marked as having moved.
-    moved = receipt.revision != report["revision"]["stored"]
-    return Observed(
-        document, scope_kind="tree" if tree else "none", scope_value=tree, mutated=moved
-    )
+    return Observed(document, scope_kind="tree" if tree else "none", scope_value=tree)
+
+
+acquire = make()
 
 
 def _forged(report: dict[str, Any]) -> bool:

@@ -16,17 +16,19 @@ receipt that does not even parse is an operational failure here.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from factory.agent.verify import load_receipt
+from factory.agent.verify import LoadedReceipt, read_receipt
 from factory.errors import FactoryError
 from factory.gate.providers import Observed, operational
 from factory.gitio.run import run_git
 from factory.review.names import LensName
 from factory.review.policy import default_policy
 from factory.review.risk import ChangedPath, classify, select_lenses
+
+ProviderFn = Callable[[Mapping[str, Any]], Awaitable[Observed]]
 
 DEFAULT_FOCUS: LensName = "reliability"
 _DIFF = ("diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--full-index")
@@ -63,10 +65,19 @@ def changed_paths(root: Path, base: str, cand: str) -> list[ChangedPath]:
     return out_paths
 
 
-async def acquire(args: Mapping[str, Any]) -> Observed:
-    path = Path(args["receipt"])
+def make(reader: Callable[[Path], LoadedReceipt] = read_receipt) -> ProviderFn:
+    """The provider over ``reader`` (a command that already read the receipt passes it on:
+    one read per command)."""
+
+    async def acquire(args: Mapping[str, Any]) -> Observed:
+        return _acquire(reader, Path(args["receipt"]))
+
+    return acquire
+
+
+def _acquire(reader: Callable[[Path], LoadedReceipt], path: Path) -> Observed:
     try:
-        receipt, _ = load_receipt(path)
+        receipt = reader(path).receipt
     except FactoryError as exc:
         return operational("provider-unavailable", f"the receipt cannot be read ({exc.code})")
     cand = receipt.final_candidate()
@@ -87,3 +98,6 @@ async def acquire(args: Mapping[str, Any]) -> Observed:
         "changed_lines": sum(c.lines for c in changes),
     }
     return Observed(document, scope_kind="tree", scope_value=body.candidate_tree)
+
+
+acquire = make()
