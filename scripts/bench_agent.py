@@ -8,7 +8,14 @@ Also the git-directory binding's cost (issue 8 §1: at most 50 ms added per bind
 former allow-list, on a repository with 50,000 objects and 5,000 refs;
 ``scripts/bench_agent_gitbind.py``).
 
-Usage: ``scripts/bench_agent [--reps N] [--only cycle|bind|git-bind] [--dir DIR] [--keep]``.
+Per-file cost (issue 25, "Speed"): ``--only scale --files 1000,10000,50000`` runs the same
+cycle over repositories of those many files (half tracked, half ignored ``node_modules``;
+``--file-bytes`` each, 2 KiB by default) and reports, per size, the median time and the
+whole-tree passes (counted as ``tests/support/passes.py`` defines them), and the least-squares
+line through the medians: fixed seconds + microseconds per file.
+
+Usage: ``scripts/bench_agent [--reps N] [--only cycle|bind|git-bind|scale] [--files N,N,..]
+[--dir DIR] [--keep]``.
 Each measurement runs in a fresh child process so its peak RSS is its own; the report is
 one JSON object on stdout (medians in seconds — the git binding's in milliseconds — peak
 RSS in MiB of the Python process and of its largest git child).
@@ -54,16 +61,17 @@ def _fill(folder: Path, count: int, total: int, tag: str) -> None:
         (sub / f"f{i:06d}.txt").write_bytes(block[:-12] + f"{i:011d}\n".encode())
 
 
-def prepare_cycle(base: Path) -> Path:
-    """A repository with a linked worktree: 5,000 tracked files + 5,000 in node_modules."""
+def prepare_cycle(base: Path, files: int = CYCLE_FILES, total: int = CYCLE_BYTES) -> Path:
+    """A repository with a linked worktree: ``files`` / 2 tracked files + as many in
+    node_modules (5,000 + 5,000 by default), ``total`` bytes in all."""
     repo = gitbind.new_repo(base / "repo")
     (repo / ".gitignore").write_text("node_modules/\n")
-    _fill(repo / "src", CYCLE_FILES // 2, CYCLE_BYTES // 2, "source ")
+    _fill(repo / "src", files // 2, total // 2, "source ")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")
     wt = base / "wt"
     _git(repo, "worktree", "add", "-q", "-b", "work", str(wt))
-    _fill(wt / "node_modules", CYCLE_FILES // 2, CYCLE_BYTES // 2, "module ")
+    _fill(wt / "node_modules", files // 2, total // 2, "module ")
     return wt
 
 
@@ -115,13 +123,17 @@ def one_cycle(wt: Path, out: Path) -> dict[str, float]:
 
     request = AgentRequest(worktree=wt, task="bench", receipt=out / "receipt.json")
     deps = AgentDeps(agent=Agent(), reviewer=Reviewer(), route=SubscriptionRoute())
-    t0, c0, k0 = time.perf_counter(), time.process_time(), _children_cpu()
-    outcome = trio.run(run_agent, request, deps)
-    total = time.perf_counter() - t0
+    from tests.support.passes import counting_passes
+
+    with counting_passes() as passes:
+        t0, c0, k0 = time.perf_counter(), time.process_time(), _children_cpu()
+        outcome = trio.run(run_agent, request, deps)
+        total = time.perf_counter() - t0
     assert outcome.exit_code == 0 and len(outcome.receipt.phases) == 4, outcome.receipt.error
     return {
         "cycle_s": total - provider_s,
         "cycle_cpu_s": time.process_time() - c0 + _children_cpu() - k0,
+        "passes": float(sum(passes.values())),
     }
 
 
@@ -169,8 +181,12 @@ def main() -> int:
     ap.add_argument("--dir")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument(
-        "--only", choices=("cycle", "bind", "git-bind"), help="run one measurement only"
+        "--only",
+        choices=("cycle", "bind", "git-bind", "scale"),
+        help="run one measurement only",
     )
+    ap.add_argument("--files", default="1000,10000,50000", help="scale: file counts (N,N,..)")
+    ap.add_argument("--file-bytes", type=int, default=2048, help="scale: bytes per file")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -183,6 +199,8 @@ def main() -> int:
             result = one_bind(Path(paths[0]))
         print(json.dumps({**result, **_rss()}))
         return 0
+    if args.only == "scale":
+        return scale(args)
     if args.only is not None:
         return only(args)
 
@@ -266,6 +284,56 @@ def only(args: argparse.Namespace) -> int:
     finally:
         if not args.keep and not args.dir:
             shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+def _cycles(wt: Path, base: Path, reps: int) -> list[dict[str, float]]:
+    rows = []
+    for i in range(reps):
+        out = base / f"out{i}"
+        out.mkdir()
+        rows.append(_child("cycle", str(wt), str(out)))
+        _git(wt, "checkout", "-q", "--", ".")
+        _git(wt, "clean", "-q", "-f", "-d")
+        shutil.rmtree(out)
+    return rows
+
+
+def scale(args: argparse.Namespace) -> int:
+    """``--only scale``: the cycle over several repository sizes; per-file cost by a line fit."""
+    sizes = [int(n) for n in args.files.split(",")]
+    top = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="factory-bench-"))
+    rows: dict[int, dict[str, float]] = {}
+    try:
+        for n in sizes:
+            base = top / f"n{n}"
+            wt = prepare_cycle(base, n, n * args.file_bytes)
+            time.sleep(2.5)  # fixture files older than the stat cache's racy margin
+            runs = _cycles(wt, base, args.reps)
+            rows[n] = {
+                "cycle_s_median": round(statistics.median(r["cycle_s"] for r in runs), 3),
+                "passes": max(r["passes"] for r in runs),
+            }
+            print(
+                f"bench: {n} files: {rows[n]} {[round(r['cycle_s'], 3) for r in runs]}",
+                file=sys.stderr,
+            )
+            if not args.keep:
+                shutil.rmtree(base, ignore_errors=True)
+        fit = statistics.linear_regression(sizes, [rows[n]["cycle_s_median"] for n in sizes])
+        report = {
+            "reps": args.reps,
+            "file_bytes": args.file_bytes,
+            "by_files": {str(n): rows[n] for n in sizes},
+            "fixed_s": round(fit.intercept, 3),
+            "per_file_us": round(fit.slope * 1e6, 1),
+            "targets": {"per_file_us": 20, "passes": 4},
+            "load_average_at_end": os.getloadavg(),
+        }
+        print(json.dumps(report, indent=2))
+    finally:
+        if not args.keep and not args.dir:
+            shutil.rmtree(top, ignore_errors=True)
     return 0
 
 
