@@ -12,7 +12,10 @@ Per-file cost (issue 25, "Speed"): ``--only scale --files 1000,10000,50000`` run
 cycle over repositories of those many files (half tracked, half ignored ``node_modules``;
 ``--file-bytes`` each, 2 KiB by default) and reports, per size, the median time and the
 whole-tree passes (counted as ``tests/support/passes.py`` defines them), and the least-squares
-line through the medians: fixed seconds + microseconds per file.
+line through the medians: fixed seconds + microseconds per file, for wall and CPU time
+(CPU includes git's; it is the steadier figure on a loaded machine). ``--baseline DIR``
+(an older tree, e.g. ``git archive <commit> | tar -x -C DIR``) runs that tree's cycle
+alternately with this one's on the same fixtures, for a before/after comparison.
 
 Usage: ``scripts/bench_agent [--reps N] [--only cycle|bind|git-bind|scale] [--files N,N,..]
 [--dir DIR] [--keep]``.
@@ -34,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -187,6 +191,7 @@ def main() -> int:
     )
     ap.add_argument("--files", default="1000,10000,50000", help="scale: file counts (N,N,..)")
     ap.add_argument("--file-bytes", type=int, default=2048, help="scale: bytes per file")
+    ap.add_argument("--baseline", help="scale: an older tree of this repository, run alternately")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -287,46 +292,62 @@ def only(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cycles(wt: Path, base: Path, reps: int) -> list[dict[str, float]]:
-    rows = []
-    for i in range(reps):
-        out = base / f"out{i}"
-        out.mkdir()
-        rows.append(_child("cycle", str(wt), str(out)))
-        _git(wt, "checkout", "-q", "--", ".")
-        _git(wt, "clean", "-q", "-f", "-d")
-        shutil.rmtree(out)
-    return rows
+def _one_cycle(script: Path, wt: Path, out: Path) -> dict[str, float]:
+    """One cycle in a fresh process of ``script`` (this file, or a baseline tree's)."""
+    out.mkdir()
+    argv = [sys.executable, str(script), "--one", "cycle", str(wt), str(out)]
+    proc = subprocess.run(argv, check=True, capture_output=True, text=True)
+    _git(wt, "checkout", "-q", "--", ".")
+    _git(wt, "clean", "-q", "-f", "-d")
+    shutil.rmtree(out)
+    return dict(json.loads(proc.stdout))
+
+
+def _summary(sizes: list[int], rows: dict[int, list[dict[str, float]]]) -> dict[str, Any]:
+    """Medians per size (wall, CPU incl. git, passes) and the line through the medians."""
+    by: dict[str, dict[str, float]] = {}
+    for n in sizes:
+        by[str(n)] = {
+            "cycle_s_median": round(statistics.median(r["cycle_s"] for r in rows[n]), 3),
+            "cycle_cpu_s_median": round(statistics.median(r["cycle_cpu_s"] for r in rows[n]), 3),
+        }
+        if all("passes" in r for r in rows[n]):
+            by[str(n)]["passes"] = max(r["passes"] for r in rows[n])
+    out: dict[str, Any] = {"by_files": by}
+    for key, name in (("cycle_s_median", "wall"), ("cycle_cpu_s_median", "cpu")):
+        fit = statistics.linear_regression(sizes, [by[str(n)][key] for n in sizes])
+        out[f"{name}_fixed_s"] = round(fit.intercept, 3)
+        out[f"{name}_per_file_us"] = round(fit.slope * 1e6, 1)
+    return out
 
 
 def scale(args: argparse.Namespace) -> int:
-    """``--only scale``: the cycle over several repository sizes; per-file cost by a line fit."""
+    """``--only scale``: the cycle over several repository sizes; per-file cost by a line
+    fit. With ``--baseline DIR`` (an older tree of this repository, e.g. ``git archive``
+    of a commit) its cycle runs alternately with this tree's on the same fixtures."""
     sizes = [int(n) for n in args.files.split(",")]
     top = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="factory-bench-"))
-    rows: dict[int, dict[str, float]] = {}
+    trees = {"this": Path(__file__).resolve()}
+    if args.baseline:
+        trees["baseline"] = Path(args.baseline).resolve() / "scripts" / "bench_agent.py"
+    rows: dict[str, dict[int, list[dict[str, float]]]] = {k: {} for k in trees}
     try:
         for n in sizes:
             base = top / f"n{n}"
             wt = prepare_cycle(base, n, n * args.file_bytes)
             time.sleep(2.5)  # fixture files older than the stat cache's racy margin
-            runs = _cycles(wt, base, args.reps)
-            rows[n] = {
-                "cycle_s_median": round(statistics.median(r["cycle_s"] for r in runs), 3),
-                "passes": max(r["passes"] for r in runs),
-            }
-            print(
-                f"bench: {n} files: {rows[n]} {[round(r['cycle_s'], 3) for r in runs]}",
-                file=sys.stderr,
-            )
+            for i in range(args.reps):
+                for name, script in trees.items():
+                    rows[name].setdefault(n, []).append(_one_cycle(script, wt, base / f"o{i}"))
+            for name in trees:
+                walls = [round(r["cycle_s"], 3) for r in rows[name][n]]
+                print(f"bench: {name} {n} files: {walls}", file=sys.stderr)
             if not args.keep:
                 shutil.rmtree(base, ignore_errors=True)
-        fit = statistics.linear_regression(sizes, [rows[n]["cycle_s_median"] for n in sizes])
-        report = {
+        report: dict[str, Any] = {
             "reps": args.reps,
             "file_bytes": args.file_bytes,
-            "by_files": {str(n): rows[n] for n in sizes},
-            "fixed_s": round(fit.intercept, 3),
-            "per_file_us": round(fit.slope * 1e6, 1),
+            **{name: _summary(sizes, rows[name]) for name in trees},
             "targets": {"per_file_us": 20, "passes": 4},
             "load_average_at_end": os.getloadavg(),
         }
