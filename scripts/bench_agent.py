@@ -8,7 +8,17 @@ Also the git-directory binding's cost (issue 8 §1: at most 50 ms added per bind
 former allow-list, on a repository with 50,000 objects and 5,000 refs;
 ``scripts/bench_agent_gitbind.py``).
 
-Usage: ``scripts/bench_agent [--reps N] [--only cycle|bind|git-bind] [--dir DIR] [--keep]``.
+Per-file cost (issue 25, "Speed"): ``--only scale --files 1000,10000,50000`` runs the same
+cycle over repositories of those many files (half tracked, half ignored ``node_modules``;
+``--file-bytes`` each, 2 KiB by default) and reports, per size, the median time and the
+whole-tree passes (counted as ``tests/support/passes.py`` defines them), and the least-squares
+line through the medians: fixed seconds + microseconds per file, for wall and CPU time
+(CPU includes git's; it is the steadier figure on a loaded machine). ``--baseline DIR``
+(an older tree, e.g. ``git archive <commit> | tar -x -C DIR``) runs that tree's cycle
+alternately with this one's on the same fixtures, for a before/after comparison.
+
+Usage: ``scripts/bench_agent [--reps N] [--only cycle|bind|git-bind|scale] [--files N,N,..]
+[--dir DIR] [--keep]``.
 Each measurement runs in a fresh child process so its peak RSS is its own; the report is
 one JSON object on stdout (medians in seconds — the git binding's in milliseconds — peak
 RSS in MiB of the Python process and of its largest git child).
@@ -27,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -54,16 +65,17 @@ def _fill(folder: Path, count: int, total: int, tag: str) -> None:
         (sub / f"f{i:06d}.txt").write_bytes(block[:-12] + f"{i:011d}\n".encode())
 
 
-def prepare_cycle(base: Path) -> Path:
-    """A repository with a linked worktree: 5,000 tracked files + 5,000 in node_modules."""
+def prepare_cycle(base: Path, files: int = CYCLE_FILES, total: int = CYCLE_BYTES) -> Path:
+    """A repository with a linked worktree: ``files`` / 2 tracked files + as many in
+    node_modules (5,000 + 5,000 by default), ``total`` bytes in all."""
     repo = gitbind.new_repo(base / "repo")
     (repo / ".gitignore").write_text("node_modules/\n")
-    _fill(repo / "src", CYCLE_FILES // 2, CYCLE_BYTES // 2, "source ")
+    _fill(repo / "src", files // 2, total // 2, "source ")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")
     wt = base / "wt"
     _git(repo, "worktree", "add", "-q", "-b", "work", str(wt))
-    _fill(wt / "node_modules", CYCLE_FILES // 2, CYCLE_BYTES // 2, "module ")
+    _fill(wt / "node_modules", files // 2, total // 2, "module ")
     return wt
 
 
@@ -115,13 +127,17 @@ def one_cycle(wt: Path, out: Path) -> dict[str, float]:
 
     request = AgentRequest(worktree=wt, task="bench", receipt=out / "receipt.json")
     deps = AgentDeps(agent=Agent(), reviewer=Reviewer(), route=SubscriptionRoute())
-    t0, c0, k0 = time.perf_counter(), time.process_time(), _children_cpu()
-    outcome = trio.run(run_agent, request, deps)
-    total = time.perf_counter() - t0
+    from tests.support.passes import counting_passes
+
+    with counting_passes() as passes:
+        t0, c0, k0 = time.perf_counter(), time.process_time(), _children_cpu()
+        outcome = trio.run(run_agent, request, deps)
+        total = time.perf_counter() - t0
     assert outcome.exit_code == 0 and len(outcome.receipt.phases) == 4, outcome.receipt.error
     return {
         "cycle_s": total - provider_s,
         "cycle_cpu_s": time.process_time() - c0 + _children_cpu() - k0,
+        "passes": float(sum(passes.values())),
     }
 
 
@@ -169,8 +185,13 @@ def main() -> int:
     ap.add_argument("--dir")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument(
-        "--only", choices=("cycle", "bind", "git-bind"), help="run one measurement only"
+        "--only",
+        choices=("cycle", "bind", "git-bind", "scale"),
+        help="run one measurement only",
     )
+    ap.add_argument("--files", default="1000,10000,50000", help="scale: file counts (N,N,..)")
+    ap.add_argument("--file-bytes", type=int, default=2048, help="scale: bytes per file")
+    ap.add_argument("--baseline", help="scale: an older tree of this repository, run alternately")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -183,6 +204,8 @@ def main() -> int:
             result = one_bind(Path(paths[0]))
         print(json.dumps({**result, **_rss()}))
         return 0
+    if args.only == "scale":
+        return scale(args)
     if args.only is not None:
         return only(args)
 
@@ -266,6 +289,72 @@ def only(args: argparse.Namespace) -> int:
     finally:
         if not args.keep and not args.dir:
             shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+def _one_cycle(script: Path, wt: Path, out: Path) -> dict[str, float]:
+    """One cycle in a fresh process of ``script`` (this file, or a baseline tree's)."""
+    out.mkdir()
+    argv = [sys.executable, str(script), "--one", "cycle", str(wt), str(out)]
+    proc = subprocess.run(argv, check=True, capture_output=True, text=True)
+    _git(wt, "checkout", "-q", "--", ".")
+    _git(wt, "clean", "-q", "-f", "-d")
+    shutil.rmtree(out)
+    return dict(json.loads(proc.stdout))
+
+
+def _summary(sizes: list[int], rows: dict[int, list[dict[str, float]]]) -> dict[str, Any]:
+    """Medians per size (wall, CPU incl. git, passes) and the line through the medians."""
+    by: dict[str, dict[str, float]] = {}
+    for n in sizes:
+        by[str(n)] = {
+            "cycle_s_median": round(statistics.median(r["cycle_s"] for r in rows[n]), 3),
+            "cycle_cpu_s_median": round(statistics.median(r["cycle_cpu_s"] for r in rows[n]), 3),
+        }
+        if all("passes" in r for r in rows[n]):
+            by[str(n)]["passes"] = max(r["passes"] for r in rows[n])
+    out: dict[str, Any] = {"by_files": by}
+    for key, name in (("cycle_s_median", "wall"), ("cycle_cpu_s_median", "cpu")):
+        fit = statistics.linear_regression(sizes, [by[str(n)][key] for n in sizes])
+        out[f"{name}_fixed_s"] = round(fit.intercept, 3)
+        out[f"{name}_per_file_us"] = round(fit.slope * 1e6, 1)
+    return out
+
+
+def scale(args: argparse.Namespace) -> int:
+    """``--only scale``: the cycle over several repository sizes; per-file cost by a line
+    fit. With ``--baseline DIR`` (an older tree of this repository, e.g. ``git archive``
+    of a commit) its cycle runs alternately with this tree's on the same fixtures."""
+    sizes = [int(n) for n in args.files.split(",")]
+    top = Path(args.dir) if args.dir else Path(tempfile.mkdtemp(prefix="factory-bench-"))
+    trees = {"this": Path(__file__).resolve()}
+    if args.baseline:
+        trees["baseline"] = Path(args.baseline).resolve() / "scripts" / "bench_agent.py"
+    rows: dict[str, dict[int, list[dict[str, float]]]] = {k: {} for k in trees}
+    try:
+        for n in sizes:
+            base = top / f"n{n}"
+            wt = prepare_cycle(base, n, n * args.file_bytes)
+            time.sleep(2.5)  # fixture files older than the stat cache's racy margin
+            for i in range(args.reps):
+                for name, script in trees.items():
+                    rows[name].setdefault(n, []).append(_one_cycle(script, wt, base / f"o{i}"))
+            for name in trees:
+                walls = [round(r["cycle_s"], 3) for r in rows[name][n]]
+                print(f"bench: {name} {n} files: {walls}", file=sys.stderr)
+            if not args.keep:
+                shutil.rmtree(base, ignore_errors=True)
+        report: dict[str, Any] = {
+            "reps": args.reps,
+            "file_bytes": args.file_bytes,
+            **{name: _summary(sizes, rows[name]) for name in trees},
+            "targets": {"per_file_us": 20, "passes": 4},
+            "load_average_at_end": os.getloadavg(),
+        }
+        print(json.dumps(report, indent=2))
+    finally:
+        if not args.keep and not args.dir:
+            shutil.rmtree(top, ignore_errors=True)
     return 0
 
 

@@ -6,6 +6,11 @@
 Measures, with medians:
   smoke      `factory smoke` end to end as a user runs it (process start, server spawn,
              16 MCP calls, verification), for both transports and both anyio backends
+  gaia       time to the report, side by side, of `factory smoke` and the Gaia reference's
+             `node scripts/factory-smoke.mjs` (--gaia DIR: a checkout of
+             GuitarAlchemist/gaia), interleaved run by run; the ratio factory / Gaia.
+             "To the report": from the spawn until --out holds a finished report (Gaia
+             reserves it first and lingers after writing it, so its exit is not the mark)
   append     single-writer throughput of fsync'd commits through the bus core
   latency    commit latency on a log of 1,000 vs 100,000 events (one warm process each)
   verify     `factory bus verify` of 25k/50k/100k-event logs: wall time and peak RSS
@@ -109,6 +114,59 @@ def bench_smoke(scratch: Path, runs: int) -> dict[str, Any]:
             "wall_runs_s": [round(x, 3) for x in walls[key]],
         }
         for key in walls
+    }
+
+
+def _finished(out: Path) -> bool:
+    try:
+        doc = json.loads(out.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and doc.get("status") not in (None, "running")
+
+
+def _time_to_report(argv: list[str], out: Path, deadline_s: float = 60.0) -> float:
+    """Seconds from the spawn until ``out`` holds a finished report; the process group is
+    then stopped (a lingering child is not the report's time)."""
+    t = time.perf_counter()
+    proc = subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
+    try:
+        while not _finished(out):
+            if proc.poll() is not None and not _finished(out):
+                raise RuntimeError(f"{argv[0]} exited {proc.returncode} without a report")
+            if time.perf_counter() - t > deadline_s:
+                raise RuntimeError(f"{argv[0]}: no report within {deadline_s} s")
+            time.sleep(0.002)
+        return time.perf_counter() - t
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 15)
+        proc.wait()
+
+
+def bench_gaia(scratch: Path, runs: int, gaia: Path) -> dict[str, Any]:
+    """``factory smoke`` and Gaia's ``factory-smoke.mjs`` to their reports, interleaved."""
+    times: dict[str, list[float]] = {"factory": [], "gaia": []}
+    artifact, task = str(REPO / "README.md"), "Review this candidate"
+    for n in range(runs):
+        for who in ("factory", "gaia"):
+            d, out = scratch / f"side-{who}-{n}", scratch / f"side-{who}-{n}.json"
+            prog = (
+                [str(REPO / ".venv/bin/factory"), "smoke"]
+                if who == "factory"
+                else ["node", str(gaia / "scripts" / "factory-smoke.mjs")]
+            )
+            argv = [*prog, "--data-dir", str(d), "--artifact", artifact, "--out", str(out)]
+            times[who].append(_time_to_report([*argv, "--task", task], out))
+    med = {who: statistics.median(v) for who, v in times.items()}
+    return {
+        "factory_median_s": round(med["factory"], 3),
+        "gaia_median_s": round(med["gaia"], 3),
+        "ratio_factory_over_gaia": round(med["factory"] / med["gaia"], 2),
+        "runs_s": {who: [round(x, 3) for x in v] for who, v in times.items()},
+        "target_ratio": 1.0,
     }
 
 
@@ -217,10 +275,12 @@ def main() -> int:
     )
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument(
-        "--only", nargs="*", default=None, help="smoke append latency verify writers"
+        "--only", nargs="*", default=None, help="smoke gaia append latency verify writers"
     )
+    parser.add_argument("--gaia", type=Path, help="a checkout of GuitarAlchemist/gaia (gaia)")
+    parser.add_argument("--runs", type=int, help="repetitions (default 7, --quick 3)")
     args = parser.parse_args()
-    runs = 3 if args.quick else 7
+    runs = args.runs or (3 if args.quick else 7)
     wanted = set(args.only or ["smoke", "append", "latency", "verify", "writers"])
     (REPO / "state").mkdir(exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="bench-bus-", dir=REPO / "state"))
@@ -232,6 +292,10 @@ def main() -> int:
     try:
         if "smoke" in wanted:
             out["smoke"] = bench_smoke(scratch, runs)
+        if "gaia" in wanted:
+            if args.gaia is None:
+                parser.error("gaia: pass --gaia DIR (a checkout of GuitarAlchemist/gaia)")
+            out["gaia"] = bench_gaia(scratch, runs, args.gaia.resolve())
         if "append" in wanted:
             out["append"] = bench_append(scratch, 1000 if args.quick else 3000)
         if "latency" in wanted:

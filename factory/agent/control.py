@@ -73,6 +73,16 @@ def editor_ignores(label: bytes) -> bool:
     return head == b"git-dir" and (name == b"index" or name.startswith(b"sharedindex."))
 
 
+def own_index_records(bound: Bound) -> tuple[tuple[bytes, bytes], ...]:
+    """The binding's records of the worktree's own index files (``index`` and its
+    split-index parts), in label order. Two bindings with equal records saw the same
+    index bytes — any write changes a file's ctime, so its record — hence the same index
+    entries: a run reuses the entries' digest instead of reading them again."""
+    return tuple(
+        (label, e.rec) for label, e in sorted(bound.entries.items()) if editor_ignores(label)
+    )
+
+
 def _is_git_dir(path: bytes) -> bool:
     return os.path.isfile(os.path.join(path, b"HEAD")) and (
         os.path.isdir(os.path.join(path, b"objects"))

@@ -115,15 +115,10 @@ def _first_after(root: Path, base: str, head: str) -> FirstCommit | None:
 
 
 def _paths(root: Path, a: str, b: str) -> tuple[list[str], int]:
-    from factory.gitio.run import run_git
+    from factory.gitio.difftree import changed_names
 
-    out = run_git(
-        root,
-        ["diff-tree", "-r", "-z", "--name-only", "--no-renames", a, b, "--"],
-        what="git diff-tree",
-    )
-    names = sorted(p.decode("utf-8", "surrogateescape") for p in out.split(b"\0") if p)
-    return names[:MAX_PATHS], max(0, len(names) - MAX_PATHS)
+    names = changed_names(root, a, b)
+    return list(names[:MAX_PATHS]), max(0, len(names) - MAX_PATHS)
 
 
 def _made(state: RepresentationState, **fields: object) -> Representation:

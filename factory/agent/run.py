@@ -33,7 +33,6 @@ from factory.agent.record import Candidate, OpenPhase
 from factory.agent.run_state import RunState, in_thread
 from factory.errors import ExitCode, ProviderFailure
 from factory.fsio import reserve
-from factory.gitio.index_entries import index_entries_digest
 from factory.gitio.snapshot import UnsupportedChangedPath
 from factory.gitio.worktree import locate
 
@@ -120,8 +119,7 @@ class _Run(RunState):
         index's stat cache after the worker touched a tracked file without changing it,
         and that read is not a mutation (issue 24 §1)."""
         moved = await self.git_moved(editor_ignores)
-        index = await in_thread(partial(index_entries_digest, self.wt.root))
-        if index != self.entry_index:
+        if await self.index_entries() != self.entry_index:
             moved.append(b"git-dir/index")
         tree1 = await in_thread(partial(bind_tree, self.wt.root, tree0))
         self.last_tree = tree1
@@ -195,8 +193,7 @@ class _Run(RunState):
             base = base.model_copy(update={"isolation": "factory-created-linked-git-worktree"})
         self.rec.base, self.baseline = base, entry.baseline
         self.entry_ref = entry.record.branch
-        self.entry_index = await in_thread(partial(index_entries_digest, self.wt.root))
-        self.git_state = await in_thread(partial(bind_control, self.wt))
+        await self.bind_entry_index()
         task = self.a.request.task
 
         self.stage("worker_running")

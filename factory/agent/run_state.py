@@ -23,7 +23,7 @@ from factory.agent import evidence as ev
 from factory.agent import phases
 from factory.agent.admission import Admitted
 from factory.agent.binding import Bound, changed_paths
-from factory.agent.control import bind_control
+from factory.agent.control import bind_control, own_index_records
 from factory.agent.deps import AgentDeps, RunOutcome
 from factory.agent.faults import ROUTE_EVIDENCE_FAILED, SCRATCH_UNAVAILABLE
 from factory.agent.identity import candidate_body
@@ -93,6 +93,7 @@ class RunState:
         self.first_verdict: dict[str, str] | None = None
         self.entry_ref: str | None = None
         self.entry_index: str | None = None  # the index entries' digest at entry
+        self.entry_index_files: tuple[tuple[bytes, bytes], ...] | None = None
         self.t0 = trio.current_time()
         self.route_problem: tuple[Code[FactoryError], str] | None = None
         self.route_reported = False
@@ -203,8 +204,25 @@ class RunState:
         assert base is not None
         head = await in_thread(partial(head_commit, self.wt))
         ref = await in_thread(partial(head_ref, self.wt))
-        index = await in_thread(partial(index_entries_digest, self.wt.root))
+        index = await self.index_entries()
         return (head, ref, index) == (base.commit, self.entry_ref, self.entry_index)
+
+    async def bind_entry_index(self) -> None:
+        """At entry: bind the git directories, then read the index entries' digest. In
+        that order, an index written in between shows as changed later, never hidden."""
+        self.git_state = await in_thread(partial(bind_control, self.wt))
+        self.entry_index_files = own_index_records(self.git_state)
+        self.entry_index = await in_thread(partial(index_entries_digest, self.wt.root))
+
+    async def index_entries(self) -> str:
+        """The index entries' digest now (called right after :meth:`git_moved`): the
+        entry digest when the git directories' binding just taken holds the index files
+        with the records they had at entry (the same bytes), else read from git again."""
+        state = self.git_state
+        if state is not None and own_index_records(state) == self.entry_index_files:
+            assert self.entry_index is not None
+            return self.entry_index
+        return await in_thread(partial(index_entries_digest, self.wt.root))
 
     async def derive(self, *, details: bool = True) -> tuple[DerivedCandidate, str]:
         base = self.rec.base

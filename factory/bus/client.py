@@ -75,6 +75,9 @@ async def _prespawned(data_dir: Path, errlog: Any) -> AsyncIterator[tuple[Any, A
     )
     # Only now the heavy modules (the SDK, the bus schemas the verification needs later):
     # their import overlaps the server's start-up instead of preceding it.
+    from factory.bus.sdk import bare_packages
+
+    bare_packages()
     import mcp_types
     from mcp.shared.message import SessionMessage
 
@@ -149,6 +152,9 @@ async def _trace(data_dir: Path, task: str, artifact: Artifact, transport: str) 
     opener = _prespawned if transport == "prespawned" else _sdk_stdio
     with open(data_dir / SERVER_LOG, "ab") as errlog, anyio.fail_after(SESSION_TIMEOUT_S):
         async with opener(data_dir, errlog) as (read, write):
+            from factory.bus.sdk import bare_packages
+
+            bare_packages()
             from mcp.client.session import ClientSession
 
             async with ClientSession(read, write) as session:

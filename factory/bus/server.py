@@ -154,7 +154,11 @@ def handle_call(
 
 
 def build_server(log: EventLog) -> Any:
-    """An ``MCPServer`` whose tools are the six verbs bound to ``log`` (imports the SDK)."""
+    """An ``MCPServer`` whose tools are the six verbs bound to ``log`` (imports the SDK's
+    server part only: :mod:`factory.bus.sdk`)."""
+    from factory.bus.sdk import bare_packages
+
+    bare_packages()
     from mcp.server.mcpserver import MCPServer
     from mcp_types import CallToolResult, TextContent, Tool
 

@@ -13,9 +13,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from factory.gitio.config import RepoConfig
 from factory.gitio.run import run_git
 
 CONVERSION_ATTRIBUTES = ("text", "eol", "crlf", "ident", "filter", "working-tree-encoding")
+FALSE_WORDS = ("false", "no", "off", "0")  # git's spellings of a false boolean
 SYSTEM_ATTRIBUTES = ("/etc/gitattributes", "/usr/etc/gitattributes", "/usr/local/etc/gitattributes")
 
 
@@ -62,3 +64,27 @@ def converting_paths(root: Path, paths: list[bytes]) -> set[bytes]:
         for i in range(0, len(fields) - 2, 3)
         if fields[i + 2] not in (b"unspecified", b"unset")
     }
+
+
+def autocrlf_converts(cfg: RepoConfig) -> bool:
+    """Whether ``core.autocrlf`` may convert text files between the worktree and the
+    index: anything but unset or a false boolean (``true``, ``input``, and a value git
+    itself would refuse all count as converting)."""
+    return (cfg.last("core.autocrlf") or "false").lower() not in FALSE_WORDS
+
+
+def index_converting(root: Path, cfg: RepoConfig, paths: list[bytes]) -> set[bytes] | None:
+    """The one "trust git's index" predicate on content: which of ``paths`` may have an
+    index blob that is not their raw bytes. ``None`` when every path may
+    (:func:`autocrlf_converts`); else the paths with a conversion attribute set, asked of
+    ``git check-attr`` only when an attributes file may apply (``paths`` must then hold
+    every ``.gitattributes`` the worktree has, as an index or untracked listing does).
+
+    The index's stat cache (:mod:`factory.gitio.indexcache`) trusts no entry in that set,
+    and the gates' fast candidate (:mod:`factory.review.gates.fastpath`) answers only when
+    it is empty."""
+    if autocrlf_converts(cfg):
+        return None
+    if paths and attribute_files_may_apply(root, paths, cfg.last("core.attributesfile")):
+        return converting_paths(root, paths)
+    return set()

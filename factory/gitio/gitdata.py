@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import NamedTuple
 
 from factory.gitio.config import RepoConfig, read_config
+from factory.gitio.difftree import DIFF_FLAGS
 from factory.gitio.run import run_git, try_git
 
 GITLINK = "160000"
@@ -31,7 +32,6 @@ STATUS_ARGS = (
     "--untracked-files=all",
     "--ignore-submodules=dirty",
 )
-DIFF_FLAGS = ("-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--full-index")
 
 
 class TreeEntry(NamedTuple):

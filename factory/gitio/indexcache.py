@@ -11,7 +11,9 @@ the same timestamp tick as the write is read again) — and only where the index
 the raw bytes:
 
 * ``core.autocrlf`` true or input converts text on ``git add``: no entry is trusted;
-* when any attributes file may apply (a ``.gitattributes`` in the index,
+  (this and the next rule are :func:`factory.gitio.attributes.index_converting`, the one
+  predicate the gates' fast candidate uses too);
+* when any attributes file may apply (a ``.gitattributes`` in the index or untracked,
   ``info/attributes``, ``core.attributesFile`` or the global and system files), an entry
   with ``text``, ``crlf``, ``eol``, ``filter``, ``ident`` or ``working-tree-encoding`` set
   is not trusted (``git check-attr``; no program runs);
@@ -30,7 +32,7 @@ import re
 import stat
 from pathlib import Path
 
-from factory.gitio.attributes import attribute_files_may_apply, converting_paths, git_path
+from factory.gitio.attributes import autocrlf_converts, git_path, index_converting
 from factory.gitio.config import read_config
 from factory.gitio.rawfs import RACY_MARGIN_NS, RawEntry, StatCache
 from factory.gitio.run import run_git
@@ -51,11 +53,22 @@ def _staged(root: Path, base_tree: str) -> set[bytes]:
     return {p for p in out.split(b"\0") if p}
 
 
+def _untracked_attribute_files(root: Path) -> list[bytes]:
+    """Untracked ``.gitattributes`` files, ignored ones included: git reads them from the
+    worktree all the same, so :func:`index_converting` must see them."""
+    out = run_git(
+        root,
+        ["ls-files", "-z", "--others", "--", ":(glob)**/.gitattributes"],
+        what="git ls-files --others",
+    )
+    return [p for p in out.split(b"\0") if p]
+
+
 def index_stat_cache(root: Path, base_tree: str) -> StatCache:
     """The trusted index entries of the checkout at ``root`` as a stat cache (see the
     module docstring); empty when nothing can be trusted."""
     cfg = read_config(root)
-    if (cfg.settings().get("autocrlf") or "false").lower() in ("true", "input", "1", "yes", "on"):
+    if autocrlf_converts(cfg):  # nothing can be trusted: skip reading the index
         return StatCache()
     index = git_path(root, "index")
     try:
@@ -65,9 +78,10 @@ def index_stat_cache(root: Path, base_tree: str) -> StatCache:
     out = run_git(root, ["ls-files", "-s", "--debug", "-z"], what="git ls-files --debug")
     rows = [m.groups() for m in _ENTRY.finditer(out)]
     paths = [r[2] for r in rows]
-    skip = _staged(root, base_tree)
-    if rows and attribute_files_may_apply(root, paths, cfg.last("core.attributesfile")):
-        skip |= converting_paths(root, paths)
+    converting = index_converting(root, cfg, paths + _untracked_attribute_files(root))
+    if converting is None:
+        return StatCache()
+    skip = _staged(root, base_tree) | converting
     entries: dict[bytes, RawEntry] = {}
     for mode, oid, path, cs, cn, ms, mn, dev, ino, size in rows:
         if path in skip:

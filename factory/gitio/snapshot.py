@@ -42,7 +42,7 @@ from typing import Literal
 
 from factory.errors import Failure
 from factory.gitio import blobstore, gitdata
-from factory.gitio.attributes import converting_paths
+from factory.gitio.attributes import autocrlf_converts, converting_paths
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.gitdata import TreeEntry
 from factory.gitio.rawfs import RawChanged, RawEntry, RawReader, StatCache
@@ -151,11 +151,8 @@ def take_baseline(root: Path, base_tree: str, config: RepoConfig | None = None) 
         p: e for p, e in gitdata.tree_entries(root, base_tree).items() if e.mode != gitdata.GITLINK
     }
     cfg = config if config is not None else read_config(root)
-    autocrlf = (cfg.last("core.autocrlf") or "false").lower()
-    if autocrlf in ("false", "no", "off", "0"):
-        converting = converting_paths(root, list(base))
-    else:
-        converting = set(base)
+    # every base path's attributes are asked (an untracked .gitattributes may apply too)
+    converting = set(base) if autocrlf_converts(cfg) else converting_paths(root, list(base))
     reader = RawReader(root, fmt, sha256=False)
     divergent: dict[bytes, TreeEntry] = {}
     for path, entry in base.items():

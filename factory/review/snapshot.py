@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from factory.display import inert
 from factory.gitio import snapshot as raw_snapshot
+from factory.gitio.difftree import DIFF_FLAGS, tree_changes
 from factory.gitio.indexcache import index_stat_cache
 from factory.gitio.run import run_git, try_git
 from factory.gitio.worktree import EMPTY_TREE, Worktree
@@ -22,8 +23,6 @@ from factory.review.errors import BASE_REF_UNKNOWN, UNSUPPORTED_PATH, ReviewRefu
 from factory.review.policy import LoadedPolicy
 from factory.review.risk import ChangedPath
 from factory.review.state import Snapshot, SnapshotKind, make_snapshot
-
-DIFF_FLAGS = ("-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--full-index")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,48 +91,17 @@ def resolve_base(wt: Worktree, base_ref: str | None) -> tuple[SnapshotKind, str]
     return "base-diff", _tree_of(wt, base)
 
 
-def _parse_diff(
-    out: bytes,
-) -> tuple[list[tuple[str, str, bytes]], dict[bytes, tuple[int, int, bool]]]:
-    """``diff-tree -z --raw --numstat``: raw records (``:meta NUL path NUL``) first, then
-    numstat records (``added TAB deleted TAB path NUL``; ``-`` for binary)."""
-    fields = out.split(b"\0")
-    raw: list[tuple[str, str, bytes]] = []
-    num: dict[bytes, tuple[int, int, bool]] = {}
-    i = 0
-    while i < len(fields):
-        rec = fields[i]
-        if rec.startswith(b":"):
-            meta = rec[1:].split(b" ")
-            raw.append((meta[0].decode("ascii"), meta[1].decode("ascii"), fields[i + 1]))
-            i += 2
-            continue
-        if rec:
-            added, deleted, path = rec.split(b"\t", 2)
-            binary = added == b"-"
-            num[path] = (0 if binary else int(added), 0 if binary else int(deleted), binary)
-        i += 1
-    return raw, num
-
-
 def diff_changes(
     wt: Worktree, base: str, cand: str, policy: LoadedPolicy
 ) -> tuple[ChangedPath, ...]:
     """Every path that differs between two trees, with modes and numstat counts."""
-    if base == cand:
-        return ()
-    out = run_git(
-        wt.root,
-        ["diff-tree", *DIFF_FLAGS, "-z", "--raw", "--numstat", base, cand],
-        what="git diff-tree",
-    )
-    raw, num = _parse_diff(out)
     changes = []
-    for old_mode, new_mode, path in raw:
-        added, deleted, binary = num.get(path, (0, 0, False))
-        text = _text(path)
+    for c in tree_changes(wt.root, base, cand):
+        text = _text(c.path)
         golden = policy.is_golden(text)
-        changes.append(ChangedPath(text, old_mode, new_mode, added, deleted, binary, golden))
+        changes.append(
+            ChangedPath(text, c.old_mode, c.new_mode, c.added, c.deleted, c.binary, golden)
+        )
     return tuple(changes)
 
 

@@ -33,7 +33,8 @@ def test_twin_a_clean_checkout_has_empty_status_and_no_ignored_folder(tmp_path: 
 def test_one_diff_tree_gives_the_entries_and_the_plain_patch(tmp_path: Path) -> None:
     import subprocess
 
-    from factory.gitio.gitdata import DIFF_FLAGS, diff_entries, diff_with_patch
+    from factory.gitio.difftree import DIFF_FLAGS
+    from factory.gitio.gitdata import diff_entries, diff_with_patch
 
     repo = init_repo(tmp_path / "r", {"a.txt": "a\n", "gone.txt": "g\n"})
     base = git(repo, "rev-parse", "HEAD^{tree}").strip()

@@ -23,7 +23,7 @@ from typing import Any
 from factory.agent.verify import LoadedReceipt, read_receipt
 from factory.errors import FactoryError
 from factory.gate.providers import Observed, operational
-from factory.gitio.run import run_git
+from factory.gitio.difftree import tree_changes
 from factory.review.names import LensName
 from factory.review.policy import default_policy
 from factory.review.risk import ChangedPath, classify, select_lenses
@@ -31,37 +31,18 @@ from factory.review.risk import ChangedPath, classify, select_lenses
 ProviderFn = Callable[[Mapping[str, Any]], Awaitable[Observed]]
 
 DEFAULT_FOCUS: LensName = "reliability"
-_DIFF = ("diff-tree", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", "--full-index")
 
 
 def changed_paths(root: Path, base: str, cand: str) -> list[ChangedPath]:
     """Every path that differs between two trees, with modes and numstat line counts."""
-    if base == cand:
-        return []
-    out = run_git(root, [*_DIFF, "-z", "--raw", "--numstat", base, cand], what="git diff-tree")
-    fields = out.split(b"\0")
-    modes: list[tuple[str, str, bytes]] = []
-    counts: dict[bytes, tuple[int, int, bool]] = {}
-    i = 0
-    while i < len(fields):
-        record = fields[i]
-        if record.startswith(b":"):
-            meta = record[1:].split(b" ")
-            modes.append((meta[0].decode("ascii"), meta[1].decode("ascii"), fields[i + 1]))
-            i += 2
-            continue
-        if record:
-            plus, minus, path = record.split(b"\t", 2)
-            binary = plus == b"-"
-            counts[path] = (0 if binary else int(plus), 0 if binary else int(minus), binary)
-        i += 1
     policy = default_policy()
     out_paths = []
-    for old_mode, new_mode, raw in modes:
-        added, deleted, binary = counts.get(raw, (0, 0, False))
-        text = raw.decode("utf-8", "surrogateescape")
+    for c in tree_changes(root, base, cand):
+        text = c.path.decode("utf-8", "surrogateescape")
         golden = policy.is_golden(text)
-        out_paths.append(ChangedPath(text, old_mode, new_mode, added, deleted, binary, golden))
+        out_paths.append(
+            ChangedPath(text, c.old_mode, c.new_mode, c.added, c.deleted, c.binary, golden)
+        )
     return out_paths
 
 

@@ -36,31 +36,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from factory.canonical import sha256_hex
-from factory.gitio.attributes import (
-    attribute_files_may_apply,
-    converting_paths,
-    outside_attribute_files,
-)
+from factory.gitio.attributes import FALSE_WORDS, index_converting, outside_attribute_files
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.run import run_git
 from factory.gitio.worktree import Worktree
 from factory.review.gates import gitfacts
 
 ZERO = "0" * 40
-_FALSE = ("false", "no", "off", "0")
 
 
 def _no_conversions(wt: Worktree, cfg: RepoConfig, paths: list[bytes]) -> bool:
     s = cfg.settings()
-    if (s.get("autocrlf") or "false").lower() not in _FALSE:
+    if (s.get("filemode") or "true").lower() in FALSE_WORDS:
         return False
-    if (s.get("filemode") or "true").lower() in _FALSE:
+    if (s.get("symlinks") or "true").lower() in FALSE_WORDS:
         return False
-    if (s.get("symlinks") or "true").lower() in _FALSE:
-        return False
-    if paths and attribute_files_may_apply(wt.root, paths, cfg.last("core.attributesfile")):
-        return not converting_paths(wt.root, paths)
-    return True
+    return index_converting(wt.root, cfg, paths) == set()
 
 
 def _plain_index(wt: Worktree) -> list[bytes] | None:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from factory.canonical import sha256_hex
 from factory.display import inert
+from factory.gitio.difftree import changed_names
 from factory.gitio.run import run_git, try_git
 from factory.gitio.worktree import EMPTY_TREE
 
-DIFF_FLAGS = ("-r", "--no-renames", "--no-ext-diff", "--no-textconv")
 CHAIN_LIMIT = 1000  # first-parent commits a gate walks looking for a base
 
 
@@ -70,12 +70,7 @@ def parent_tree(root: Path, chain: tuple[ChainCommit, ...], i: int) -> str:
 
 def changed_paths(root: Path, base: str, cand: str) -> tuple[str, ...]:
     """Sorted paths that differ between two trees (``surrogateescape`` for odd bytes)."""
-    if base == cand:
-        return ()
-    out = run_git(
-        root, ["diff-tree", *DIFF_FLAGS, "-z", "--name-only", base, cand], what="git diff-tree"
-    )
-    return tuple(sorted(os.fsdecode(p) for p in out.split(b"\0") if p))
+    return changed_names(root, base, cand)
 
 
 def tree_of(root: Path, rev: str) -> str | None:
