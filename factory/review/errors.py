@@ -230,3 +230,7 @@ EVIDENCE_TREE_CHANGED = EvidenceRunFailed.define(
     "review-evidence-tree-changed",
     "make the command leave tracked and untracked files alone, restore the candidate, rerun",
 )
+NOTHING_TO_REVIEW = ReviewRefused.define(
+    "review-nothing-to-review",
+    "review a committed change against its base: factory review start --base-ref COMMIT",
+)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from factory.display import inert
 from factory.gitio.discover import discover
 from factory.gitio.worktree import Worktree
 from factory.review import machine
@@ -17,6 +18,7 @@ from factory.review.errors import (
     LINEAGE_AMBIGUOUS,
     LINEAGE_UNKNOWN,
     LIVE_LINEAGE_EXISTS,
+    NOTHING_TO_REVIEW,
     START_CONFLICT,
     ReviewRecordCorrupt,
     ReviewRefused,
@@ -94,7 +96,7 @@ def resolve_lineage(
         raise ReviewRefused(
             f"several review lineages are open ({ids})",
             code=LINEAGE_AMBIGUOUS,
-            next=tuple(f"… --lineage {x.lineage_id}" for x in live),
+            next=tuple(f"factory review show --lineage {x.lineage_id}" for x in live),
         )
     from factory.review.policy import load_policy
     from factory.review.snapshot import live_target, resolve_base
@@ -129,6 +131,8 @@ def start(
     kind, base = resolve_base(ctx.wt, base_ref)
     target = live_target(ctx.wt, kind, base, policy)
     lineage_id = lineage_id_for(target.snapshot.identity)
+    if target.snapshot.candidate_tree == target.snapshot.base_tree:
+        _nothing_to_review(ctx, base_ref)
     with ctx.store.locked("review/start"):
         if not ctx.store.exists(lineage_id):  # a recovered successor of this target?
             same = [
@@ -158,6 +162,20 @@ def start(
             seed_blobs={f"{POLICY_ROLE}": policy.raw},
         )
     return start_view(committed.loaded, "created", target.golden)
+
+
+def _nothing_to_review(ctx: Context, base_ref: str | None) -> None:
+    """An empty candidate is never frozen as a lineage: name the base that has a change."""
+    from factory.review.bases import start_command
+
+    suggested = start_command(ctx.wt)
+    against = f"--base-ref {inert(base_ref)}" if base_ref else "HEAD"
+    raise ReviewRefused(
+        f"the checkout holds no change against {against}: there is nothing to review "
+        "(a committed or rebased change is reviewed against the commit below it)",
+        code=NOTHING_TO_REVIEW,
+        next=tuple(dict.fromkeys((suggested, "factory review status"))),
+    )
 
 
 def _same_frozen(loaded: Loaded, focus: LensName | None, policy: LoadedPolicy | None) -> None:
