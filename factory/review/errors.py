@@ -234,3 +234,7 @@ NOTHING_TO_REVIEW = ReviewRefused.define(
     "review-nothing-to-review",
     "review a committed change against its base: factory review start --base-ref COMMIT",
 )
+POLICY_MISSING = ReviewRefused.define(
+    "review-policy-missing",
+    "the lineage's frozen policy is gone: stop it if it is open, then start a new lineage",
+)

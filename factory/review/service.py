@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 from factory.display import inert
 from factory.gitio.discover import discover
 from factory.gitio.worktree import Worktree
-from factory.review import machine
+from factory.review import machine, nextcmd
 from factory.review.errors import (
     LINEAGE_AMBIGUOUS,
     LINEAGE_UNKNOWN,
     LIVE_LINEAGE_EXISTS,
     NOTHING_TO_REVIEW,
+    POLICY_MISSING,
     START_CONFLICT,
-    ReviewRecordCorrupt,
     ReviewRefused,
 )
 from factory.review.names import DEFAULT_FOCUS, TERMINAL, LensName
@@ -63,16 +63,25 @@ def live_lineages(store: ReviewStore) -> list[Loaded]:
 
 def lineage_policy(ctx: Context, loaded: Loaded) -> LoadedPolicy:
     """The policy frozen in ``loaded`` (its raw bytes are stored with the lineage)."""
-    from factory.review.policy import parse_policy
+    from factory.review.policy import default_policy, parse_policy
 
     for path in ctx.store.blobs(loaded.lineage_id, POLICY_ROLE):
         raw = ctx.store.read_blob(loaded.lineage_id, POLICY_ROLE, path.name.split("-", 1)[1])
         policy = parse_policy(raw)
         if policy.hash == loaded.state.policy_hash:
             return policy
-    raise ReviewRecordCorrupt(
-        f"review lineage {loaded.lineage_id} is invalid: its policy bytes are missing",
-        lineage_id=loaded.lineage_id,
+    builtin = default_policy()
+    if builtin.hash == loaded.state.policy_hash:  # the same bytes, proven by their hash
+        return builtin
+    s = loaded.state
+    stop = f"factory review finalize --lineage {s.lineage_id} --failed"
+    exits = () if s.state in TERMINAL else (stop,)
+    raise ReviewRefused(
+        f"lineage {s.lineage_id} froze a policy whose bytes are missing from the store (its "
+        "evidence/policy-* file was removed): nothing can derive its lenses again; review the "
+        "candidate as a new lineage",
+        code=POLICY_MISSING,
+        next=(*exits, "factory review start"),
     )
 
 
@@ -223,6 +232,5 @@ def status(cwd: Path) -> dict[str, Any]:
         "lineages": entries,
         "corrupt": sum(1 for x in items if isinstance(x, Corrupt)),
         "next": list(dict.fromkeys([*exits.values(), *unreceipted]))
-        if items
-        else ["factory review start"],
+        or ([nextcmd.validate(nextcmd.GATE_ORDER[0])] if items else ["factory review start"]),
     }

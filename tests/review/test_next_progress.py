@@ -131,6 +131,7 @@ def _commands(bad: str) -> dict[str, list[str]]:
         "finalize": ["finalize", *lineage, "--failed"],
         "status": ["status"],
         "show": ["show", *lineage],
+        "show-default": ["show"],  # no --lineage: the record in the way, with its ceremony
         "validate": ["validate", "--gate", "pre-commit", "--json"],
         "validate-lineage": ["validate", "--gate", "pre-push", "--json", *lineage],
         "push": ["push"],

@@ -10,13 +10,14 @@ denial, and the walk reaches an allow only through a review of the new candidate
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.review.cli_helpers import BASE_FILES, edit_parser
+from tests.review.cli_helpers import BASE_FILES, edit_parser, review, store_root
 from tests.review.gates_support import approve, commit
 from tests.review.mirror_support import with_remote
 from tests.review.workflow_driver import Driver, Trail
@@ -360,3 +361,59 @@ def test_twin_a_filtered_path_edited_after_staging_is_denied(tmp_path: Path) -> 
     target.write_bytes(b"another payload, never reviewed\n")
     first = Driver(repo, tmp_path / "in", "pre-commit").ask()
     assert not first.doc["allowed"], first.doc["reason"]
+
+
+# --- an approved lineage whose frozen policy bytes were removed from the store
+
+
+def _drop_policy(repo: Path) -> None:
+    removed = list(store_root(repo).rglob("evidence/policy-*"))
+    assert removed
+    for path in removed:
+        path.unlink()
+
+
+def test_a_missing_builtin_policy_is_the_builtin_one_and_the_edit_is_reviewed(
+    tmp_path: Path,
+) -> None:
+    repo = _repo(tmp_path)
+    _approve(repo, tmp_path)
+    _drop_policy(repo)
+    edit_parser(repo, lines=1, start=40)
+    trail = _walk(repo, tmp_path, "pre-commit")
+    assert trail.ran("recover"), trail.steps  # its hash proves the built-in bytes
+    _deliver(repo, tmp_path)
+
+
+def test_a_missing_custom_policy_is_named_and_a_new_lineage_makes_progress(
+    tmp_path: Path,
+) -> None:
+    repo = _repo(tmp_path)
+    policy = tmp_path / "policy.json"
+    policy.write_text(json.dumps({"schema": "factory.review-policy/1", "golden_globs": ["g/*"]}))
+    edit_parser(repo, lines=2)
+    started = review("start", "--policy", str(policy), cwd=repo)
+    assert started.code == 0, started.stderr
+    Driver(repo, tmp_path / "first", "pre-commit").drive()  # approved through finalize
+    _drop_policy(repo)
+    edit_parser(repo, lines=1, start=40)
+    trail = _walk(repo, tmp_path, "pre-commit")
+    codes = [c for _, c in trail.steps]
+    assert trail.ran("recover") and trail.ran("start") and 2 in codes, trail.steps
+    assert trail.last is not None
+
+
+def test_twin_a_missing_policy_never_allows_the_unreviewed_edit(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    _approve(repo, tmp_path)
+    _drop_policy(repo)
+    edit_parser(repo, lines=1, start=40)
+    first = Driver(repo, tmp_path / "in", "pre-commit").ask()
+    assert not first.doc["allowed"]
+
+
+def test_status_on_a_healthy_store_names_a_next_command(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    assert review("status", cwd=repo).doc["next"] == ["factory review start"]
+    _approve(repo, tmp_path)
+    assert review("status", cwd=repo).doc["next"] == ["factory review validate --gate pre-commit"]
