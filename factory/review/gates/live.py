@@ -229,13 +229,22 @@ def derive_release(wt: Worktree, req: GateRequest) -> Derived:
         return Derived(live, lambda s: None)
     artifacts, problem = hash_artifacts(req.artifacts)
     live = head_live(wt, "release", chain, problem)
-    return Derived(live, lambda s: None, artifacts=artifacts, same=_comparer(wt))
+    return Derived(live, lambda s: None, artifacts=artifacts, same=lazy_comparer(wt))
 
 
-def _comparer(wt: Worktree) -> Same:
-    from factory.review.gates.represent import comparer
+def lazy_comparer(wt: Worktree) -> Same:
+    """:func:`~factory.review.gates.represent.comparer`, imported only when a tree differs
+    (an allow on the hook path never pays for it)."""
+    seen: list[Same] = []
 
-    return comparer(wt.root)
+    def same(raw_tree: str, git_tree: str) -> str:
+        if not seen:
+            from factory.review.gates.represent import comparer
+
+            seen.append(comparer(wt.root))
+        return seen[0](raw_tree, git_tree)
+
+    return same
 
 
 def head_live(

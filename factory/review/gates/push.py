@@ -32,7 +32,14 @@ from factory.review.gates import gitfacts
 from factory.review.gates.boundary import REMOTE_SAFETY, remote_problem
 from factory.review.gates.decide import BaseCheck
 from factory.review.gates.facts import LineageFacts
-from factory.review.gates.live import Derived, GateRequest, _no_head, head_live, unavailable
+from factory.review.gates.live import (
+    Derived,
+    GateRequest,
+    _no_head,
+    head_live,
+    lazy_comparer,
+    unavailable,
+)
 from factory.review.gates.verdict import Verdict, deny
 
 
@@ -64,10 +71,8 @@ def derive_pre_push(wt: Worktree, req: GateRequest) -> Derived:
             "git reset --soft HEAD~1",
             nextcmd.validate("pre-push"),
         )
-    from factory.review.gates.represent import comparer
-
     live = head_live(wt, "pre-push", chain, problem)
-    return Derived(live, _check(wt, req, head.commit, parent), same=comparer(wt.root))
+    return Derived(live, _check(wt, req, head.commit, parent), same=lazy_comparer(wt))
 
 
 def _range(wt: Worktree, s: LineageFacts, head: str, parent: str) -> tuple[str, ...] | Verdict:
