@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.review.cli_helpers import BASE_FILES, edit_parser, review, store_root
+from tests.review.cli_helpers import BASE_FILES, edit_parser, review, snapshot_bytes, store_root
 from tests.review.gates_support import approve, commit
 from tests.review.mirror_support import with_remote
 from tests.review.workflow_driver import Driver, Trail
@@ -417,3 +417,47 @@ def test_status_on_a_healthy_store_names_a_next_command(tmp_path: Path) -> None:
     assert review("status", cwd=repo).doc["next"] == ["factory review start"]
     _approve(repo, tmp_path)
     assert review("status", cwd=repo).doc["next"] == ["factory review validate --gate pre-commit"]
+
+
+# --- recover and start on a committed candidate
+
+
+def _recover_argv(repo: Path) -> list[str]:
+    (entry,) = review("status", cwd=repo).doc["lineages"]
+    return [
+        "recover", "--predecessor-lineage", entry["lineage"], "--expected-predecessor-revision",
+        entry["store_revision"], "--disposition", "scope_changed", "--reason", "r", "--actor", "a",
+    ]  # fmt: skip
+
+
+def test_recover_right_after_committing_the_approved_tree_is_refused_naming_push(
+    tmp_path: Path,
+) -> None:
+    repo = _repo(tmp_path)
+    _approve(repo, tmp_path)
+    commit(repo)
+    before = snapshot_bytes(repo)
+    ran = review(*_recover_argv(repo), cwd=repo)
+    assert ran.code == 2 and ran.doc["error"]["code"] == "review-recover-not-eligible"
+    assert ran.doc["next"][0] == "factory review validate --gate pre-push"
+    assert snapshot_bytes(repo) == before  # the valid approval is not superseded
+    started = review("start", cwd=repo)  # nor is an empty lineage built
+    assert started.code == 2 and started.doc["error"]["code"] == "review-nothing-to-review"
+    base = git(repo, "merge-base", "HEAD", "origin/topic").strip()
+    assert started.doc["next"][0] == f"factory review start --base-ref {base}"
+    assert snapshot_bytes(repo) == before
+    _unchanged(_walk(repo, tmp_path, "pre-push", *PUSH))
+
+
+def test_twin_recover_after_committing_and_editing_is_accepted_on_the_reviewed_base(
+    tmp_path: Path,
+) -> None:
+    repo = _repo(tmp_path)
+    _approve(repo, tmp_path)
+    reviewed_base = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    commit(repo)
+    edit_parser(repo, lines=1, start=40)
+    ran = review(*_recover_argv(repo), cwd=repo)
+    assert ran.code == 0, ran.stderr
+    assert ran.doc["target"]["base_tree"] == reviewed_base
+    assert ran.doc["target"]["kind"] == "base-diff"
