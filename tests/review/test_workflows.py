@@ -461,3 +461,34 @@ def test_twin_recover_after_committing_and_editing_is_accepted_on_the_reviewed_b
     assert ran.code == 0, ran.stderr
     assert ran.doc["target"]["base_tree"] == reviewed_base
     assert ran.doc["target"]["kind"] == "base-diff"
+
+
+def _crlf_checkout(repo: Path) -> None:
+    """``core.autocrlf=true`` set before checkout: every text file on disk has CRLF while
+    every blob has LF (a Windows-style clone)."""
+    git(repo, "config", "core.autocrlf", "true")
+    for rel in BASE_FILES:
+        (repo / rel).unlink()
+    git(repo, "checkout", "--", ".")
+    assert b"\r\n" in (repo / "src" / "parser.py").read_bytes()
+
+
+def test_a_crlf_checkout_reaches_every_gate_by_the_printed_commands(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    _crlf_checkout(repo)
+    _approve(repo, tmp_path)
+    git(repo, "add", "-A")
+    _unchanged(_walk(repo, tmp_path, "pre-commit"))
+    commit(repo)
+    _unchanged(_walk(repo, tmp_path, "pre-push", *PUSH))
+    git(repo, "push", "-q", "origin", "HEAD:topic")
+    _unchanged(_walk(repo, tmp_path, "pre-pr", *PR))
+
+
+def test_twin_a_crlf_checkout_with_an_unreviewed_commit_is_denied_first(tmp_path: Path) -> None:
+    repo = _repo(tmp_path)
+    _crlf_checkout(repo)
+    _approve(repo, tmp_path)
+    (repo / "README.md").write_bytes(b"never reviewed\r\n")
+    commit(repo)
+    _edited(_walk(repo, tmp_path, "pre-push", *PUSH))

@@ -272,7 +272,13 @@ def _binding(
             "git add -A",
             nextcmd.validate(live.gate),
         )
-    if live.natural_base == x.final_base and tuple(sorted(live.paths)) != x.final_paths:
+    # a tree git converted from the approved one: its paths are git's, not the raw snapshot's
+    converted = live.candidate_tree != x.final_candidate
+    if (
+        not converted
+        and live.natural_base == x.final_base
+        and tuple(sorted(live.paths)) != x.final_paths
+    ):
         return deny(
             "receipt-binding/candidate-or-paths-mismatch",
             "the live changed paths are not the approved candidate's",
