@@ -166,6 +166,12 @@ def wf_rebase_after_commit(repo: Path, tmp: Path) -> None:
     git(repo, "rebase", "-q", "origin/main")
 
 
+def wf_pull_upstream_after_commit(repo: Path, tmp: Path) -> None:
+    commit(repo)
+    _move_upstream(repo)
+    git(repo, "pull", "-q", "--no-rebase", "--no-edit", "origin", "main")
+
+
 def wf_rebase_before_commit(repo: Path, tmp: Path) -> None:
     git(repo, "stash", "-q")
     _move_upstream(repo)
@@ -207,6 +213,7 @@ SIMPLE: dict[str, tuple[Setup, str, Callable[[Trail], None]]] = {
     "branch-switch-twin": (wf_branch_switch_twin, "pre-push", _edited),
     "rebase-after-commit": (wf_rebase_after_commit, "pre-push", _edited),
     "rebase-before-commit": (wf_rebase_before_commit, "pre-commit", _edited),
+    "pull-upstream-after-commit": (wf_pull_upstream_after_commit, "pre-push", _edited),
 }
 
 #: Workflows whose approval sits on a local commit that the workflow rewrites.
