@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -499,3 +500,39 @@ def test_twin_a_crlf_checkout_with_an_unreviewed_commit_is_denied_first(tmp_path
     (repo / "README.md").write_bytes(b"never reviewed\r\n")
     commit(repo)
     _edited(_walk(repo, tmp_path, "pre-push", *PUSH))
+
+
+# --- the same through git's own hooks (the index the commit is made from is git's lock)
+
+
+def _hooked_git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("name", ["autocrlf-true", "eol-lf-attribute"])
+def test_git_commit_and_push_through_the_hooks_in_a_converting_checkout(
+    tmp_path: Path, name: str
+) -> None:
+    repo = _repo(tmp_path)
+    assert review("install-hooks", "--cwd", str(repo), cwd=repo).code == 0
+    target = CONVERTING[name](repo) if name != "eol-lf-attribute" else None
+    if target is None:  # its attributes commit goes through the hook: approve it first
+        (repo / ".gitattributes").write_text("*.md text eol=lf\n")
+        (tmp_path / "attributes").mkdir()
+        approve(repo, tmp_path / "attributes")
+        commit(repo, "attributes")
+        git(repo, "push", "-q", "origin", "HEAD:topic")
+        git(repo, "push", "-q", "origin", "HEAD:main")
+        target = repo / "docs" / "windows.md"
+    target.write_bytes(CRLF)
+    _approve(repo, tmp_path)
+    target.write_bytes(CRLF + b"unreviewed\r\n")
+    git(repo, "add", "-A")
+    denied = _hooked_git(repo, "commit", "-q", "-m", "edited after approval")
+    assert denied.returncode != 0 and "DENIED at pre-commit" in denied.stderr  # the twin
+    target.write_bytes(CRLF)
+    git(repo, "add", "-A")
+    allowed = _hooked_git(repo, "commit", "-q", "-m", "the approved candidate")
+    assert allowed.returncode == 0, allowed.stderr
+    pushed = _hooked_git(repo, "push", "-q", "origin", "HEAD:topic")
+    assert pushed.returncode == 0 and "ALLOW at pre-push" in pushed.stderr, pushed.stderr
