@@ -272,9 +272,11 @@ def run_show(args: argparse.Namespace) -> int:
     try:
         item: Any = resolve_lineage(ctx, args.lineage)
     except ReviewRecordCorrupt as exc:
-        if args.lineage is None:
+        # without --lineage, the record in the way is rendered with its ceremony (issue 23)
+        named = args.lineage or getattr(exc, "lineage_id", None)
+        if named is None:
             raise
-        item = Corrupt(args.lineage, exc)
+        item = Corrupt(named, exc)
     exits = exits_for(ctx.store, [item.lineage_id]) if isinstance(item, Corrupt) else ()
     render(item, Console(soft_wrap=False), exits)
     return 0

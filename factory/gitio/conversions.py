@@ -25,7 +25,8 @@ from factory.gitio.run import GitFailure, run_git, try_git
 ATTRIBUTES = b".gitattributes"
 
 
-def _filtered(root: Path, cfg: RepoConfig, paths: Sequence[bytes]) -> bool:
+def any_filtered(root: Path, cfg: RepoConfig, paths: Sequence[bytes]) -> bool:
+    """Whether a ``filter`` attribute of any of ``paths`` names a configured driver."""
     active = cfg.active_filters()
     if not active:
         return False
@@ -46,7 +47,7 @@ def conversions_differ(root: Path, cfg: RepoConfig, files: Sequence[tuple[bytes,
     if not files:
         return False
     paths = [p for p, _ in files]
-    if _filtered(root, cfg, paths):
+    if any_filtered(root, cfg, paths):
         return True
     try:
         out = run_git(

@@ -207,8 +207,8 @@ def seal(folder: Path, extra: dict[str, Any]) -> dict[str, Any]:
     if not entry.exists():
         raise ReviewRefused(
             f"ceremony {folder.name} was staged but its entry was never moved; the lineage "
-            "folder is still in the store",
-            next=(f"rerun the same command for {intent['lineage_id']}",),
+            f"folder is still in the store: rerun the same ceremony for {intent['lineage_id']}",
+            next=("factory review status",),
         )
     now = inventory(entry)
     if now != intent["inventory"]:

@@ -230,3 +230,11 @@ EVIDENCE_TREE_CHANGED = EvidenceRunFailed.define(
     "review-evidence-tree-changed",
     "make the command leave tracked and untracked files alone, restore the candidate, rerun",
 )
+NOTHING_TO_REVIEW = ReviewRefused.define(
+    "review-nothing-to-review",
+    "review a committed change against its base: factory review start --base-ref COMMIT",
+)
+POLICY_MISSING = ReviewRefused.define(
+    "review-policy-missing",
+    "the lineage's frozen policy is gone: stop it if it is open, then start a new lineage",
+)

@@ -22,23 +22,24 @@ def next_commands(state: ReviewState | None) -> tuple[str, ...]:
     if state is None:
         return ("factory review start",)
     lid, failed = state.lineage_id, _cmd(state, "--failed")
-    evidence = (_cmd(state, "--evidence FILE"), _cmd(state, "--evidence-run -- CMD…"))
+    evidence = (_cmd(state, "--evidence FILE"), _cmd(state, "--evidence-run -- CMD"))
     if state.state == "reviewing":
         missing = state.missing_lenses()
         if missing:
-            names = " ".join(missing)
             runs = tuple(f"factory review lens --lineage {lid} --lens {lens}" for lens in missing)
-            runs = (*runs, _cmd(state, f"--result FILE… (one per lens, in order: {names})"))
+            # one --result FILE per missing lens, in the order the lenses are listed
+            runs = (*runs, _cmd(state, " ".join("--result FILE" for _ in missing)))
             extra = (nextcmd.invalidate(lid, _revision(state)),) if pristine(state) else ()
             return (*runs, failed, *extra)
         pending = admit_pending(state)
         if pending:
-            return (_cmd(state, f"--refuter FILE (outcomes for {', '.join(pending)})"), failed)
-        return (_cmd(state, "[--evidence FILE]"), failed)
+            return (_cmd(state, "--refuter FILE"), failed)
+        # with evidence the review finishes at once; without, it completes to validating
+        return (_cmd(state, "--evidence FILE"), _cmd(state, "").rstrip(), failed)
     if state.state == "correction_required":
         if state.correction.forecast is None:
             return (_cmd(state, "--correction-lines N"), failed)
-        return (_cmd(state, "--validation FILE (after editing within the genesis paths)"), failed)
+        return (_cmd(state, "--validation FILE"), failed)
     if state.state == "validating":
         return (*evidence, failed)
     return _terminal_commands(state)
@@ -66,7 +67,7 @@ def _terminal_commands(state: ReviewState) -> tuple[str, ...]:
     return (
         nextcmd.recover(lid, _revision(state), "escalated"),
         show,
-        "factory review start (after changing the candidate: a new lineage)",
+        "factory review start",
     )
 
 

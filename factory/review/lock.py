@@ -93,7 +93,7 @@ class StoreLock:
         return ReviewStoreInvalid(
             f"the review store's lock {self.path} is {kind}, so the store cannot be locked",
             code=STORE_LOCK_NOT_FILE,
-            next=(f"mv {shlex.quote(str(self.path))} {aside}", "then rerun the same command"),
+            next=(f"mv {shlex.quote(str(self.path))} {aside}", "factory review status"),
         )
 
     def __enter__(self) -> StoreLock:

@@ -54,12 +54,9 @@ def show(lineage: str) -> str:
 
 
 def after_allow(gate: str) -> tuple[str, ...]:
-    """What follows an allow at ``gate``: the delivery itself, then the next boundary."""
-    deliver = {
-        "pre-commit": "git commit",
-        "pre-push": "git push",
-        "pre-pr": "open the pull request",
-        "release": "publish the release artifacts",
-    }[gate]
+    """What follows an allow at ``gate``, every entry a runnable command: the git delivery
+    where git does it (commit, push), then the next boundary's gate. Opening the pull
+    request or publishing the release is the forge's, named in the reason, not here."""
+    deliver = {"pre-commit": ("git commit",), "pre-push": ("git push",)}.get(gate, ())
     later = GATE_ORDER[GATE_ORDER.index(gate) + 1 :]
-    return (deliver, *(validate(g) for g in later[:1]))
+    return (*deliver, *(validate(g) for g in later[:1])) or ("factory review status",)

@@ -31,13 +31,15 @@ from typing import Any
 from factory.canonical import sha256_hex
 from factory.review import machine, nextcmd
 from factory.review.authorization import binding_text, field_problem, require_authorization
-from factory.review.errors import ReviewInputInvalid, ReviewRefused
+from factory.review.bases import ancestor_with_tree, head_commit, head_tree, start_command
+from factory.review.errors import NOTHING_TO_REVIEW, ReviewInputInvalid, ReviewRefused
 from factory.review.gate_errors import RECOVER_FORK, RECOVER_NOT_ELIGIBLE, RECOVER_REVISION
 from factory.review.graph import LineageGraph, build_graph, disposition_fits, rehearsal_approved
+from factory.review.policy import LoadedPolicy
 from factory.review.risk import classify
 from factory.review.service import POLICY_ROLE, Context, lineage_policy, open_context
-from factory.review.snapshot import LiveTarget, live_target, resolve_base
-from factory.review.state import Predecessor, ReviewState
+from factory.review.snapshot import LiveTarget, live_target
+from factory.review.state import Predecessor, ReviewState, SnapshotKind
 from factory.review.store import Loaded, revision_of
 from factory.review.views import start_view
 
@@ -85,7 +87,8 @@ def successor_id(target_identity: str, generation: int) -> str:
     return f"review-{target_identity.removeprefix('sha256:')[:16]}-g{generation}"
 
 
-def _eligible(pred: Loaded, disposition: str, live: LiveTarget) -> None:
+def _eligible(pred: Loaded, disposition: str, live: LiveTarget, committed: bool = False) -> None:
+    """``committed``: HEAD's tree is the live candidate (the approval then names pre-push)."""
     s = pred.state
     if not disposition_fits(disposition, s):
         wants = {
@@ -100,17 +103,39 @@ def _eligible(pred: Loaded, disposition: str, live: LiveTarget) -> None:
         )
     if disposition == "scope_changed" and not rehearsal_approved(s):
         snap = live.snapshot
-        unchanged = (snap.candidate_tree, snap.base_tree) == (
-            s.current_snapshot.candidate_tree,
-            s.initial_snapshot.base_tree,
-        )
-        if unchanged:
+        if snap.candidate_tree == s.current_snapshot.candidate_tree:
+            gates = nextcmd.GATE_ORDER[1:] if committed else nextcmd.GATE_ORDER
             raise ReviewRefused(
-                f"the live candidate is still the one lineage {s.lineage_id} approved: there is "
-                "no scope change to recover from",
+                f"the live candidate is still the one lineage {s.lineage_id} approved (its "
+                "approval holds, committed or not): there is no scope change to recover from",
                 code=RECOVER_NOT_ELIGIBLE,
-                next=tuple(nextcmd.validate(g) for g in nextcmd.GATE_ORDER),
+                next=tuple(nextcmd.validate(g) for g in gates),
             )
+    if live.snapshot.candidate_tree == live.snapshot.base_tree:
+        raise ReviewRefused(
+            f"the live candidate is lineage {s.lineage_id}'s base itself: nothing is left to "
+            "review (every reviewed change was undone)",
+            code=NOTHING_TO_REVIEW,
+            next=("factory review status",),
+        )
+
+
+def _live_on_reviewed_base(ctx: Context, pred: Loaded, policy: LoadedPolicy) -> LiveTarget:
+    """The live candidate against the base the predecessor reviewed against, which must
+    still be HEAD's tree or a first-parent ancestor's (a successor reviews the whole change
+    since that base, so every gate — pre-commit, pre-push, pre-pr — finds it again)."""
+    base = pred.state.initial_snapshot.base_tree
+    commit = ancestor_with_tree(ctx.wt, base)
+    if commit is None:
+        raise ReviewRefused(
+            f"the base lineage {pred.lineage_id} reviewed against is no longer below HEAD "
+            "(rebased onto a moved upstream, or another branch): review the candidate on its "
+            "new base as a new lineage",
+            code=RECOVER_NOT_ELIGIBLE,
+            next=(start_command(ctx.wt), "factory review status"),
+        )
+    kind: SnapshotKind = "current-changes" if commit == head_commit(ctx.wt) else "base-diff"
+    return live_target(ctx.wt, kind, base, policy)
 
 
 def _authorize(
@@ -193,13 +218,13 @@ def recover(
     ctx = open_context(cwd)
     pred = ctx.store.load(predecessor)
     policy = lineage_policy(ctx, pred)
-    kind, base = resolve_base(ctx.wt, None)
-    live = live_target(ctx.wt, kind, base, policy)
+    live = _live_on_reviewed_base(ctx, pred, policy)
     with ctx.store.locked("review/recover"):
         graph = build_graph(ctx.store.scan())
         pred = graph.valid.get(predecessor) or ctx.store.load(predecessor)
         _graph_checks(graph, pred, expected_revision)
-        _eligible(pred, disposition, live)
+        at_head = head_tree(ctx.wt) == live.snapshot.candidate_tree
+        _eligible(pred, disposition, live, at_head)
         given = _authorize(pred, disposition, live.snapshot.identity, actor, reason, authorization)
         new = _successor(ctx, pred, disposition, reason, actor, live, given)
         existing = graph.successor_of(predecessor)

@@ -10,15 +10,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from factory.display import inert
 from factory.gitio.discover import discover
 from factory.gitio.worktree import Worktree
-from factory.review import machine
+from factory.review import machine, nextcmd
 from factory.review.errors import (
     LINEAGE_AMBIGUOUS,
     LINEAGE_UNKNOWN,
     LIVE_LINEAGE_EXISTS,
+    NOTHING_TO_REVIEW,
+    POLICY_MISSING,
     START_CONFLICT,
-    ReviewRecordCorrupt,
     ReviewRefused,
 )
 from factory.review.names import DEFAULT_FOCUS, TERMINAL, LensName
@@ -63,16 +65,25 @@ def live_lineages(store: ReviewStore) -> list[Loaded]:
 
 def lineage_policy(ctx: Context, loaded: Loaded) -> LoadedPolicy:
     """The policy frozen in ``loaded`` (its raw bytes are stored with the lineage)."""
-    from factory.review.policy import parse_policy
+    from factory.review.policy import default_policy, parse_policy
 
     for path in ctx.store.blobs(loaded.lineage_id, POLICY_ROLE):
         raw = ctx.store.read_blob(loaded.lineage_id, POLICY_ROLE, path.name.split("-", 1)[1])
         policy = parse_policy(raw)
         if policy.hash == loaded.state.policy_hash:
             return policy
-    raise ReviewRecordCorrupt(
-        f"review lineage {loaded.lineage_id} is invalid: its policy bytes are missing",
-        lineage_id=loaded.lineage_id,
+    builtin = default_policy()
+    if builtin.hash == loaded.state.policy_hash:  # the same bytes, proven by their hash
+        return builtin
+    s = loaded.state
+    stop = f"factory review finalize --lineage {s.lineage_id} --failed"
+    exits = () if s.state in TERMINAL else (stop,)
+    raise ReviewRefused(
+        f"lineage {s.lineage_id} froze a policy whose bytes are missing from the store (its "
+        "evidence/policy-* file was removed): nothing can derive its lenses again; review the "
+        "candidate as a new lineage",
+        code=POLICY_MISSING,
+        next=(*exits, "factory review start"),
     )
 
 
@@ -96,7 +107,7 @@ def resolve_lineage(
         raise ReviewRefused(
             f"several review lineages are open ({ids})",
             code=LINEAGE_AMBIGUOUS,
-            next=tuple(f"… --lineage {x.lineage_id}" for x in live),
+            next=tuple(f"factory review show --lineage {x.lineage_id}" for x in live),
         )
     from factory.review.policy import load_policy
     from factory.review.snapshot import live_target, resolve_base
@@ -131,6 +142,8 @@ def start(
     kind, base = resolve_base(ctx.wt, base_ref)
     target = live_target(ctx.wt, kind, base, policy)
     lineage_id = lineage_id_for(target.snapshot.identity)
+    if target.snapshot.candidate_tree == target.snapshot.base_tree:
+        _nothing_to_review(ctx, base_ref)
     with ctx.store.locked("review/start"):
         if not ctx.store.exists(lineage_id):  # a recovered successor of this target?
             same = [
@@ -160,6 +173,20 @@ def start(
             seed_blobs={f"{POLICY_ROLE}": policy.raw},
         )
     return start_view(committed.loaded, "created", target.golden)
+
+
+def _nothing_to_review(ctx: Context, base_ref: str | None) -> None:
+    """An empty candidate is never frozen as a lineage: name the base that has a change."""
+    from factory.review.bases import start_command
+
+    suggested = start_command(ctx.wt)
+    against = f"--base-ref {inert(base_ref)}" if base_ref else "HEAD"
+    raise ReviewRefused(
+        f"the checkout holds no change against {against}: there is nothing to review "
+        "(a committed or rebased change is reviewed against the commit below it)",
+        code=NOTHING_TO_REVIEW,
+        next=tuple(dict.fromkeys((suggested, "factory review status"))),
+    )
 
 
 def _same_frozen(loaded: Loaded, focus: LensName | None, policy: LoadedPolicy | None) -> None:
@@ -207,8 +234,7 @@ def status(cwd: Path) -> dict[str, Any]:
         "lineages": entries,
         "corrupt": sum(1 for x in items if isinstance(x, Corrupt)),
         "next": list(dict.fromkeys([*exits.values(), *unreceipted]))
-        if items
-        else ["factory review start"],
+        or ([nextcmd.validate(nextcmd.GATE_ORDER[0])] if items else ["factory review start"]),
     }
 
 

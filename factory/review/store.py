@@ -155,7 +155,7 @@ class ReviewStore:
                 raise ReviewStoreInvalid(
                     f"the review store path {path} is a symbolic link; it is never followed",
                     code=STORE_SYMLINK,
-                    next=(f"mv {shlex.quote(str(path))} {aside}", "then rerun the same command"),
+                    next=(f"mv {shlex.quote(str(path))} {aside}", "factory review status"),
                 )
 
     def lineage_dir(self, lineage_id: str, *, evidence: bool = False) -> Path:

@@ -323,9 +323,11 @@ ROWS = {
         _r_empty_commit,
         "invalidated",
         "delivery-derivation/empty-commit",
-        "drop the empty commit",
+        "git reset --soft HEAD~1",
     ),
-    "pre-pr/approved/committed": Row("pre-pr", _r_pre_pr, "allow", None, "open the pull request"),
+    "pre-pr/approved/committed": Row(
+        "pre-pr", _r_pre_pr, "allow", None, "factory review validate --gate release"
+    ),
     "pre-pr/rebased-onto-moved-base": Row(
         "pre-pr",
         _r_pre_pr_moved_base,
@@ -355,14 +357,14 @@ ROWS = {
         "factory review validate --gate pre-pr --base-ref REF",
     ),
     "release/approved/committed+artifact": Row(
-        "release", _r_release, "allow", None, "publish the release artifacts"
+        "release", _r_release, "allow", None, "factory review status"
     ),
     "release/artifact-missing": Row(
         "release",
         _r_release_missing,
         "invalidated",
         "release-evidence/artifact-unreadable",
-        "build the artifact",
+        "factory review validate --gate release",
     ),
 }
 

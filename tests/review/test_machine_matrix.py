@@ -93,10 +93,10 @@ def _op_for(command: str, s: ReviewState) -> machine.Operation | None:
         return machine.Forecast(1)
     if "--validation" in command:
         return b.fix(s, 7, 1)
-    if "--evidence" in command and "[" not in command:
+    if s.state == "reviewing" and command.endswith(("--evidence FILE", s.lineage_id)):
+        return machine.CompleteReview(None)  # finalize completes the review (then finishes)
+    if "--evidence" in command:
         return machine.Finish(b.evidence())
-    if "[--evidence FILE]" in command:
-        return machine.CompleteReview(None)
     if "--failed" in command:
         return machine.Abandon(None)
     if command.startswith("factory review invalidate"):

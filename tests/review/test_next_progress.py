@@ -131,6 +131,7 @@ def _commands(bad: str) -> dict[str, list[str]]:
         "finalize": ["finalize", *lineage, "--failed"],
         "status": ["status"],
         "show": ["show", *lineage],
+        "show-default": ["show"],  # no --lineage: the record in the way, with its ceremony
         "validate": ["validate", "--gate", "pre-commit", "--json"],
         "validate-lineage": ["validate", "--gate", "pre-push", "--json", *lineage],
         "push": ["push"],
@@ -211,7 +212,7 @@ def test_twin_a_healthy_store_names_no_ceremony(healthy: Path, tmp_path: Path) -
     repo = _copy(healthy, tmp_path / "copy")
     assert _anomalies(repo) == ()
     assert _healthy_answers(repo) == {
-        "status_next": [],
+        "status_next": ["factory review validate --gate pre-commit"],  # never empty
         "entry_next": ["factory review validate --gate pre-commit"],
         "gate": True,
         "show_ceremony": False,

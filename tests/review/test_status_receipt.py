@@ -46,4 +46,4 @@ def test_twin_with_its_receipt_status_names_the_gates(repo: Path, tmp_path: Path
     entry = status.doc["lineages"][0]
     assert entry["receipt"] == "ok" and entry["next"][0] == GATE
     assert f"factory review finalize --lineage {lid}" not in entry["next"]
-    assert status.doc["next"] == []
+    assert status.doc["next"] == [GATE]  # never an empty next (issue 23)

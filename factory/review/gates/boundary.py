@@ -130,6 +130,12 @@ def select_boundary(wt: Worktree, base_ref: str | None) -> tuple[BoundaryView, V
     return view.model_copy(update={"commit": commit}), None
 
 
+def _restart(view: BoundaryView) -> str:
+    """Review the candidate against the boundary's merge base (concrete, when known)."""
+    mb = view.merge_base
+    return f"factory review start --base-ref {mb}" if mb else "factory review start"
+
+
 def derive_pre_pr(wt: Worktree, req: GateRequest, earlier: Derived | None) -> Derived:
     chain = gitfacts.first_parent_chain(wt.root, 1)
     head = chain[0] if chain else None
@@ -162,7 +168,7 @@ def derive_pre_pr(wt: Worktree, req: GateRequest, earlier: Derived | None) -> De
     )
     return Derived(
         live,
-        same_base(base, "pre-pr"),
+        same_base(base, "pre-pr", _restart(view)),
         boundary=view,
         cache=cand.cache if cand else None,
         fast=cand.fast if cand else None,

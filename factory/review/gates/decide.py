@@ -36,6 +36,10 @@ from factory.review.names import TERMINAL
 #: The receipt-dependent part of a gate's derivation: None when the live boundary keeps
 #: the lineage's base, else the denial.
 BaseCheck = Callable[[LineageFacts], Verdict | None]
+#: Whether a git tree is git's stored representation of an approved raw tree
+#: (``"same"``, ``"different"``, or ``"filtered"`` when only a filter program could say);
+#: :func:`factory.review.gates.represent.comparer`. None: trees must be equal.
+Same = Callable[[str, str], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +114,42 @@ def _authority(
     return None
 
 
-def _discover(graph: GraphFacts, live: Live) -> tuple[LineageFacts | Verdict, tuple[str, ...]]:
+def _filtered(x: LineageFacts, live: Live) -> Verdict:
+    return deny(
+        "receipt-binding/filtered-representation",
+        f"terminal: the {live.gate} tree {live.candidate_tree[:12]} stores, for a path lineage "
+        f"{x.lineage_id} approved, the output of a clean filter the repository configures; "
+        "factory never runs repository programs, so it cannot show that output is what was "
+        "reviewed — a person decides (deliver without this gate, or drop the filter for the "
+        "reviewed paths)",
+        nextcmd.show(x.lineage_id),
+        "factory review status",
+    )
+
+
+def _converted(
+    receipted: list[LineageFacts], live: Live, same: Same | None
+) -> tuple[list[LineageFacts], LineageFacts | None]:
+    """Leaves whose approved raw tree git stores as the live tree, and the first leaf only a
+    filter program could compare."""
+    if same is None:
+        return [], None
+    answers = [(x, same(x.final_candidate, live.candidate_tree)) for x in receipted]
+    filtered = next((x for x, a in answers if a == "filtered"), None)
+    return [x for x, a in answers if a == "same"], filtered
+
+
+def _discover(
+    graph: GraphFacts, live: Live, same: Same | None = None
+) -> tuple[LineageFacts | Verdict, tuple[str, ...]]:
     leaves = graph.leaves()
     receipted = [x for x in leaves if x.state in ("approved", "escalated")]
     considered = tuple(x.lineage_id for x in receipted)
     matches = [x for x in receipted if x.final_candidate == live.candidate_tree]
+    if not matches:
+        matches, filtered = _converted(receipted, live, same)
+        if not matches and filtered is not None:
+            return _filtered(filtered, live), considered
     if len(matches) > 1:
         same_base = [x for x in matches if x.initial_base == live.natural_base]
         matches = same_base if len(same_base) == 1 else matches
@@ -128,9 +163,9 @@ def _discover(graph: GraphFacts, live: Live) -> tuple[LineageFacts | Verdict, tu
             *(nextcmd.validate(live.gate, x.lineage_id) for x in matches),
         ), considered
     open_ = [x for x in leaves if x.state not in TERMINAL]
-    same = [x for x in open_ if x.final_candidate == live.candidate_tree]
-    if same:
-        s = same[0]
+    pending = [x for x in open_ if x.final_candidate == live.candidate_tree]
+    if pending:
+        s = pending[0]
         return deny(
             "receipt-discovery/missing",
             f"lineage {s.lineage_id} reviews this candidate but is still {s.state}",
@@ -205,11 +240,18 @@ def _state_verdict(x: LineageFacts, gate: str) -> Verdict | None:
     return None
 
 
-def _binding(x: LineageFacts, live: Live, base_check: BaseCheck) -> Verdict:
+def _binding(
+    x: LineageFacts, live: Live, base_check: BaseCheck, same: Same | None = None
+) -> Verdict:
     lid = x.lineage_id
     if live.problem is not None:
         return live.problem
-    if live.candidate_tree != x.final_candidate:
+    sameness = "different"
+    if live.candidate_tree != x.final_candidate and same is not None:
+        sameness = same(x.final_candidate, live.candidate_tree)
+        if sameness == "filtered":
+            return _filtered(x, live)
+    if live.candidate_tree != x.final_candidate and sameness != "same":
         return deny(
             "receipt-binding/candidate-or-paths-mismatch",
             f"the live {live.gate} candidate tree {live.candidate_tree[:12]} is not the tree "
@@ -227,9 +269,16 @@ def _binding(x: LineageFacts, live: Live, base_check: BaseCheck) -> Verdict:
             "receipt-binding/staged-tree-mismatch",
             "the staged tree is neither HEAD's nor the approved candidate: only part of the "
             "candidate is staged, so the commit would not be what was reviewed",
-            "git add -A -- . (stage the whole candidate), then " + nextcmd.validate(live.gate),
+            "git add -A",
+            nextcmd.validate(live.gate),
         )
-    if live.natural_base == x.final_base and tuple(sorted(live.paths)) != x.final_paths:
+    # a tree git converted from the approved one: its paths are git's, not the raw snapshot's
+    converted = live.candidate_tree != x.final_candidate
+    if (
+        not converted
+        and live.natural_base == x.final_base
+        and tuple(sorted(live.paths)) != x.final_paths
+    ):
         return deny(
             "receipt-binding/candidate-or-paths-mismatch",
             "the live changed paths are not the approved candidate's",
@@ -249,6 +298,7 @@ def decide(
     lineage: str | None,
     live: Live,
     base_check: BaseCheck,
+    same: Same | None = None,
 ) -> Decision:
     """The verdict of a gate (see the module docstring); ``exits`` names, for each lineage
     of an anomaly, the ceremony that takes it out of the store (``reclaim`` or ``repair``)."""
@@ -257,11 +307,11 @@ def decide(
         return Decision(problem, None, ())
     considered: tuple[str, ...] = ()
     if lineage is None:
-        found, considered = _discover(graph, live)
+        found, considered = _discover(graph, live, same)
         if isinstance(found, Verdict):
             return Decision(found, None, considered)
         chosen = found
     else:
         chosen = graph.valid[lineage]
-    verdict = _state_verdict(chosen, live.gate) or _binding(chosen, live, base_check)
+    verdict = _state_verdict(chosen, live.gate) or _binding(chosen, live, base_check, same)
     return Decision(verdict, chosen, considered)

@@ -29,7 +29,7 @@ from factory.display import inert
 from factory.gitio.worktree import EMPTY_TREE, Worktree
 from factory.review import nextcmd
 from factory.review.gates import gitfacts
-from factory.review.gates.decide import BaseCheck, Live
+from factory.review.gates.decide import BaseCheck, Live, Same
 from factory.review.gates.facts import LineageFacts
 from factory.review.gates.fastpath import FastCandidate, fast_candidate
 from factory.review.gates.verdict import GateName, Verdict, deny
@@ -61,6 +61,7 @@ class Derived:
     live: Live
     base_check: BaseCheck
     boundary: BoundaryView | None = None
+    same: Same | None = None  # HEAD-tree gates: git's representation of an approved tree
     artifacts: tuple[ArtifactView, ...] = ()
     cache: StatCache | None = None
     fast: FastCandidate | None = None
@@ -82,7 +83,9 @@ class Derived:
         )
 
 
-def same_base(natural: str | None, gate: str) -> BaseCheck:
+def same_base(natural: str | None, gate: str, restart: str = "factory review start") -> BaseCheck:
+    """``restart``: the start command that reviews the candidate on today's base."""
+
     def check(s: LineageFacts) -> Verdict | None:
         if natural == s.initial_base:
             return None
@@ -97,7 +100,7 @@ def same_base(natural: str | None, gate: str) -> BaseCheck:
             "receipt-binding/base-mismatch",
             f"the live {gate} base {str(natural)[:12]} is not the base "
             f"{s.initial_base[:12]} lineage {s.lineage_id} reviewed against",
-            "factory review start (review the candidate on today's base)",
+            restart,
             nextcmd.show(s.lineage_id),
         )
 
@@ -167,12 +170,24 @@ def _staged(
         return None, unavailable("pre-commit", str(exc))
 
 
+def _vouched(wt: Worktree, req: GateRequest, candidate: str, staged: str) -> str:
+    """The staged tree as the candidate itself when it is git's representation of exactly
+    this checkout (a converting checkout after ``git add -A``); else unchanged."""
+    from factory.review.gates.represent import staged_is_checkout
+
+    index = gitfacts.hook_index(wt.git_dir, dict(req.env))
+    return candidate if staged_is_checkout(wt.root, index, candidate, staged) else staged
+
+
 def derive_pre_commit(wt: Worktree, req: GateRequest, earlier: Derived | None) -> Derived:
     chain = gitfacts.first_parent_chain(wt.root, 1)
     head = chain[0] if chain else None
     base = head.tree if head else EMPTY_TREE
     cand = worktree_candidate(wt, base, earlier)
     staged, bad = _staged(wt, req, earlier)
+    staged_tree = staged[1] if staged is not None else None
+    if staged_tree is not None and cand.problem is None and staged_tree not in (base, cand.tree):
+        staged_tree = _vouched(wt, req, cand.tree, staged_tree)
     live = Live(
         gate="pre-commit",
         kind="current-changes",
@@ -181,7 +196,7 @@ def derive_pre_commit(wt: Worktree, req: GateRequest, earlier: Derived | None) -
         paths=cand.paths,
         head_commit=head.commit if head else None,
         head_tree=base,
-        staged_tree=staged[1] if staged is not None else None,
+        staged_tree=staged_tree,
         delivery=(),
         problem=cand.problem or bad,
     )
@@ -214,7 +229,22 @@ def derive_release(wt: Worktree, req: GateRequest) -> Derived:
         return Derived(live, lambda s: None)
     artifacts, problem = hash_artifacts(req.artifacts)
     live = head_live(wt, "release", chain, problem)
-    return Derived(live, lambda s: None, artifacts=artifacts)
+    return Derived(live, lambda s: None, artifacts=artifacts, same=lazy_comparer(wt))
+
+
+def lazy_comparer(wt: Worktree) -> Same:
+    """:func:`~factory.review.gates.represent.comparer`, imported only when a tree differs
+    (an allow on the hook path never pays for it)."""
+    seen: list[Same] = []
+
+    def same(raw_tree: str, git_tree: str) -> str:
+        if not seen:
+            from factory.review.gates.represent import comparer
+
+            seen.append(comparer(wt.root))
+        return seen[0](raw_tree, git_tree)
+
+    return same
 
 
 def head_live(
@@ -283,6 +313,6 @@ def hash_artifacts(paths: tuple[Path, ...]) -> tuple[tuple[ArtifactView, ...], V
             return tuple(out), deny(
                 "release-evidence/artifact-unreadable",
                 f"release artifact {inert(os.fspath(p))} cannot be hashed ({why})",
-                "build the artifact, then " + nextcmd.validate("release"),
+                nextcmd.validate("release"),
             )
     return tuple(out), None

@@ -27,11 +27,19 @@ from factory.display import inert
 from factory.gitio.run import try_git
 from factory.gitio.worktree import Worktree
 from factory.review import nextcmd
+from factory.review.bases import ancestor_with_tree, start_command
 from factory.review.gates import gitfacts
 from factory.review.gates.boundary import REMOTE_SAFETY, remote_problem
 from factory.review.gates.decide import BaseCheck
 from factory.review.gates.facts import LineageFacts
-from factory.review.gates.live import Derived, GateRequest, _no_head, head_live, unavailable
+from factory.review.gates.live import (
+    Derived,
+    GateRequest,
+    _no_head,
+    head_live,
+    lazy_comparer,
+    unavailable,
+)
 from factory.review.gates.verdict import Verdict, deny
 
 
@@ -60,9 +68,11 @@ def derive_pre_push(wt: Worktree, req: GateRequest) -> Derived:
             "delivery-derivation/empty-commit",
             f"HEAD {head.commit[:12]} changes nothing (its tree is its parent's): an empty commit "
             "cannot deliver a review",
-            "drop the empty commit (git reset --soft HEAD~1), then " + nextcmd.validate("pre-push"),
+            "git reset --soft HEAD~1",
+            nextcmd.validate("pre-push"),
         )
-    return Derived(head_live(wt, "pre-push", chain, problem), _check(wt, req, head.commit, parent))
+    live = head_live(wt, "pre-push", chain, problem)
+    return Derived(live, _check(wt, req, head.commit, parent), same=lazy_comparer(wt))
 
 
 def _range(wt: Worktree, s: LineageFacts, head: str, parent: str) -> tuple[str, ...] | Verdict:
@@ -71,7 +81,7 @@ def _range(wt: Worktree, s: LineageFacts, head: str, parent: str) -> tuple[str, 
     if parent == base:
         return (head,)
     if s.kind == "current-changes":
-        return _base_mismatch(s, parent)
+        return _base_mismatch(wt, s, parent)
     chain = gitfacts.first_parent_chain(wt.root, gitfacts.CHAIN_LIMIT)
     genesis = set(s.genesis_paths)
     for i in range(len(chain)):
@@ -82,19 +92,25 @@ def _range(wt: Worktree, s: LineageFacts, head: str, parent: str) -> tuple[str, 
                 "delivery-derivation/outside-genesis",
                 f"commit {chain[i].commit[:12]} of the delivery range changes "
                 f"{inert(sorted(outside)[0])}, which lineage {s.lineage_id} never reviewed",
-                "factory review start --base-ref REF (review the whole range)",
+                _whole_range(wt, s),
             )
         if before == base:
             return tuple(c.commit for c in chain[: i + 1])
-    return _base_mismatch(s, parent)
+    return _base_mismatch(wt, s, parent)
 
 
-def _base_mismatch(s: LineageFacts, parent: str) -> Verdict:
+def _whole_range(wt: Worktree, s: LineageFacts) -> str:
+    """``start --base-ref`` on the commit the lineage reviewed against, when it is below HEAD."""
+    below = ancestor_with_tree(wt, s.initial_base)
+    return f"factory review start --base-ref {below}" if below else start_command(wt)
+
+
+def _base_mismatch(wt: Worktree, s: LineageFacts, parent: str) -> Verdict:
     return deny(
         "receipt-binding/base-mismatch",
         f"HEAD's parent tree {parent[:12]} is not the base {s.initial_base[:12]} "
         f"lineage {s.lineage_id} reviewed against (one delivery commit on the reviewed base)",
-        "factory review start (review the candidate on today's base)",
+        start_command(wt),
         nextcmd.show(s.lineage_id),
     )
 
@@ -132,7 +148,8 @@ def _remote_check(
             "delivery-derivation/partial",
             f"the push also sends {len(extra)} commit(s) outside lineage {s.lineage_id}'s delivery "
             f"(first: {extra[0][:12]}): each needs its own approved review",
-            "push the earlier commits first (each validated), then " + nextcmd.validate("pre-push"),
+            start_command(wt),
+            nextcmd.validate("pre-push"),
         )
     return None
 
@@ -152,6 +169,6 @@ def _first_publication(wt: Worktree, s: LineageFacts, head: str) -> Verdict | No
     return deny(
         "delivery-derivation/first-publication",
         "the remote has no refs, so this push publishes the whole history: " + why,
-        "squash the history into reviewed content (git checkout --orphan), review it with "
-        "factory review start, then " + nextcmd.validate("pre-push"),
+        "factory review show --lineage " + s.lineage_id,
+        nextcmd.validate("pre-push"),
     )

@@ -67,7 +67,7 @@ Pass = tuple[Derived, Decision]
 
 
 def _allow(wt: Worktree, req: GateRequest, facts: GraphFacts, derived: Derived) -> Pass | None:
-    decision = decide(facts, {}, req.lineage, derived.live, derived.base_check)
+    decision = decide(facts, {}, req.lineage, derived.live, derived.base_check, derived.same)
     if decision.verdict.denial is not None or decision.chosen is None:
         return None
     return derived, decision

@@ -66,7 +66,7 @@ def _decide(wt: Worktree, store: ReviewStore, req: GateRequest, cached: Derived 
     derived = derive(wt, req, cached)
     graph, exits = load_graph(store)
     facts = graph_facts(graph)
-    decision = decide(facts, exits, req.lineage, derived.live, derived.base_check)
+    decision = decide(facts, exits, req.lineage, derived.live, derived.base_check, derived.same)
     return derived, graph, facts, decision
 
 

@@ -42,6 +42,7 @@ DENIALS: Final[dict[str, ResultName]] = {
     "receipt-binding/candidate-or-paths-mismatch": "scope-changed",
     "receipt-binding/base-mismatch": "invalidated",
     "receipt-binding/staged-tree-mismatch": "invalidated",
+    "receipt-binding/filtered-representation": "escalated",
     "delivery-derivation/unavailable": "invalidated",
     "delivery-derivation/empty-commit": "invalidated",
     "delivery-derivation/not-head": "invalidated",

@@ -126,7 +126,7 @@ def push(cwd: Path, remote: str | None) -> dict[str, Any]:
         "skipped_missing_receipt": skipped,
         "next": [  # the local store's anomalies stop every local gate: their ceremonies first
             *exits_for(ctx.store),
-            f"factory review fetch --remote {name} (in another clone or in CI)",
+            f"factory review fetch --remote {name}",
         ],
     }
 
