@@ -100,9 +100,7 @@ def load_policy(path: Path | None) -> LoadedPolicy:
     try:
         raw = read_document(path, limit=POLICY_LIMIT, follow=True)
     except TooLarge:
-        raise ReviewInputInvalid(
-            f"the policy is larger than {POLICY_LIMIT} bytes", code=POLICY_INVALID
-        ) from None
+        raise POLICY_INVALID(f"the policy is larger than {POLICY_LIMIT} bytes") from None
     except OSError as exc:
         raise POLICY_INVALID(f"cannot read --policy {path}: {exc.strerror}") from None
     return parse_policy(raw)

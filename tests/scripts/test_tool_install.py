@@ -98,7 +98,7 @@ def check_installed(tmp: Path, env: dict[str, str]) -> None:
     version = run([str(factory), "--version"], env, tmp)
     assert version.startswith(f"factory {__version__}\npinned claude: @anthropic-ai/claude-code@")
     # The JSON Schemas ship in the package.
-    shipped = REPO / "factory" / "cli" / "schemas" / "agent-receipt.json"
+    shipped = REPO / "factory" / "documents" / "schemas" / "agent-receipt.json"
     assert run([str(factory), "schema", "agent-receipt"], env, tmp) == shipped.read_text()
     # No CLI on PATH and no checkout: doctor says so, and what to do.
     report = json.loads(run([str(factory), "doctor"], env, tmp))
