@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from factory.errors import FactoryError
 from factory.review.gates.live import GateRequest
-from factory.review.gates.validate import validate
+from factory.review.gates.validate import check
 from tests.review.cli_helpers import BASE_FILES, store_root
 from tests.review.gates_support import approve, commit
 from tests.support.git import git, init_repo
@@ -51,17 +51,13 @@ steps = st.one_of(
 
 
 def _full(repo: Path, gate: str) -> dict[str, Any]:
-    return validate(repo, GateRequest(gate=gate)).to_json_value()  # type: ignore[arg-type]
+    return check(repo, GateRequest(gate=gate), use_memo=False).doc  # type: ignore[arg-type]
 
 
 def _hook(repo: Path, gate: str) -> tuple[dict[str, Any], bool]:
     """The hook path's answer and whether it came from the memo (else the full path)."""
-    from factory.review.gates.quick import try_allow
-
-    doc = try_allow(repo, GateRequest(gate=gate))  # type: ignore[arg-type]
-    if doc is not None:
-        return doc, True
-    return _full(repo, gate), False
+    answer = check(repo, GateRequest(gate=gate))  # type: ignore[arg-type]
+    return answer.doc, answer.replayed
 
 
 def _fields(doc: dict[str, Any]) -> tuple[object, ...]:
