@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -167,3 +169,28 @@ def test_the_property_reaches_the_memo(tmp_path: Path) -> None:
     _check(repo, "pre-commit", hits)
     _check(repo, "pre-commit", hits)
     assert hits == ["pre-commit", "pre-commit"]
+    # The same entry point in a new process answers from the memo without pydantic.
+    assert _probe(repo, "pre-commit") == "replayed"
+    # Negative control: an edit after the review falls through to the full path.
+    (repo / "docs" / "guide.md").write_text("# guide\n\nedited after the review\n")
+    assert _probe(repo, "pre-commit") == "full"
+
+
+PROBE = """
+import sys
+from pathlib import Path
+from factory.review.gates.live import GateRequest
+from factory.review.gates.validate import check
+answer = check(Path(sys.argv[1]), GateRequest(gate=sys.argv[2]))
+loaded = any(m.split(".")[0] == "pydantic" for m in sys.modules)
+assert answer.replayed != loaded, (answer.replayed, loaded)
+print("replayed" if answer.replayed else "full")
+"""
+
+
+def _probe(repo: Path, gate: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(repo), gate], capture_output=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    return proc.stdout.decode().strip()
