@@ -7,7 +7,7 @@ the index, stat data refreshed), is approved (start, one clean lens result, evid
 2. ``validate --gate pre-commit`` — in-process (``factory.review.gates.validate``, the
    full path) and as the CLI (a new process each run) — every run an allow, so every run
    also does the final re-check under the lock (target: <= 150 ms, reported as a ratio to
-   write-tree). The CLI takes the hook path (``factory.review.gates.quick``: the gate memo
+   write-tree). The CLI takes the hook path (``factory.review.gates.validate.check``: the gate memo
    and the kept target); two more CLI series show the rest: ``--no-memo`` (every record
    validated with the models) and a new index before each run (``git add -A`` and ``git
    reset`` in turn: the memo holds, the target is derived twice);

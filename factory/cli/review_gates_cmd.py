@@ -230,39 +230,32 @@ def _request(args: argparse.Namespace) -> Any:
 def run_validate(args: argparse.Namespace) -> int:
     from factory.display import inert
     from factory.errors import ExitCode
-    from factory.review.gates.quick import try_allow
 
     req = _request(args)
-    full_only = args.no_memo or args.from_refs
-    doc = None if full_only else try_allow(Path(args.cwd), req)
-    if doc is not None:
-        if args.json:
-            _emit(doc)
-        say(
-            f"factory review: ALLOW at {args.gate}: {inert(doc['reason'], limit=400)} "
-            "(store facts replayed from the gate memo of these exact records)"
-        )
-        return int(ExitCode.OK)
     source = ""
     if args.from_refs:
         from factory.review.mirror.fromrefs import validate_from_refs
 
         result, read, bad = validate_from_refs(Path(args.cwd), req)
+        doc = result.to_json_value()
         source = f" (authority: the review mirror, {read} ref(s), {bad} not mirror entries)"
     else:
-        with imports_settled():
-            from factory.review.gates.validate import validate
+        from factory.review.gates.validate import check
 
-        result = validate(Path(args.cwd), req)
+        with imports_settled():  # the full path imports the review models
+            answer = check(Path(args.cwd), req, use_memo=not args.no_memo)
+        doc = answer.doc
+        if answer.replayed:
+            source = " (store facts replayed from the gate memo of these exact records)"
     if args.json:
-        _emit(result.to_json_value())
-    if result.allowed:
-        say(f"factory review: ALLOW at {args.gate}: {inert(result.reason, limit=400)}{source}")
+        _emit(doc)
+    if doc["allowed"]:
+        say(f"factory review: ALLOW at {args.gate}: {inert(doc['reason'], limit=400)}{source}")
         return int(ExitCode.OK)
-    assert result.denial is not None
+    denial = doc["denial"]
     say(
-        f"factory review: DENIED at {args.gate} ({result.result}, "
-        f"{result.denial.stage}/{result.denial.code}): {inert(result.reason, limit=600)}{source}"
+        f"factory review: DENIED at {args.gate} ({doc['result']}, "
+        f"{denial['stage']}/{denial['code']}): {inert(doc['reason'], limit=600)}{source}"
     )
     return int(ExitCode.REJECTED)
 

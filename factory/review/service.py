@@ -248,6 +248,6 @@ def review_check(cwd: Path, gate: GateName) -> GateResult:
         FactoryError: a typed failure (git, the store lock, …), never a verdict.
     """
     from factory.review.gates.live import GateRequest
-    from factory.review.gates.validate import validate
+    from factory.review.gates.validate import check
 
-    return validate(cwd, GateRequest(gate=gate))
+    return check(cwd, GateRequest(gate=gate)).model()

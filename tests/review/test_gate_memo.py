@@ -17,7 +17,8 @@ import pytest
 from factory.gitio.discover import discover
 from factory.review import receipt as receipt_mod
 from factory.review import store as store_mod
-from factory.review.gates import livememo, memo, quick
+from factory.review.gates import livememo, memo
+from factory.review.gates import validate as quick
 from factory.review.gates.live import GateRequest
 from factory.review.gates.validate import validate
 from tests.review.cli_helpers import review, store_root
@@ -36,7 +37,7 @@ def _full(repo: Path, gate_name: str) -> dict[str, object]:
 
 
 def _quick(repo: Path, gate_name: str) -> dict[str, object] | None:
-    return quick.try_allow(repo, GateRequest(gate=gate_name))  # type: ignore[arg-type]
+    return quick.replayed_allow(repo, GateRequest(gate=gate_name))  # type: ignore[arg-type]
 
 
 def _stage_all(repo: Path) -> None:
@@ -319,6 +320,6 @@ def test_a_push_to_a_remote_asks_the_remote_live_in_each_pass(
     full = validate(repo, req)
     assert full.allowed is published  # an empty remote: the old history is unreviewed
     if published:
-        assert quick.try_allow(repo, req) == full.to_json_value()
+        assert quick.replayed_allow(repo, req) == full.to_json_value()
         git(repo, "remote", "set-url", "origin", str(tmp_path / "elsewhere.git"))
-    assert quick.try_allow(repo, req) is None  # a denial (or a remote it cannot ask)
+    assert quick.replayed_allow(repo, req) is None  # a denial (or a remote it cannot ask)

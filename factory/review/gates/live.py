@@ -34,7 +34,7 @@ from factory.review.gates.facts import LineageFacts
 from factory.review.gates.fastpath import FastCandidate, fast_candidate
 from factory.review.gates.verdict import GateName, Verdict, deny
 
-if TYPE_CHECKING:  # built only where needed, not on the hook path (quick.py)
+if TYPE_CHECKING:  # built only where needed, not on the hook path (validate.check)
     from factory.gitio.rawfs import StatCache
     from factory.review.gates.result import ArtifactView, BoundaryView
 

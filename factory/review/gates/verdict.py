@@ -1,6 +1,6 @@
 """The verdict of a gate as plain data: the denial codes, the result each one carries, and
 :class:`Verdict` (pure, and importable without pydantic, so the hook path of
-:mod:`factory.review.gates.quick` can decide without building a model).
+:mod:`factory.review.gates.validate` can decide without building a model).
 
 :mod:`factory.review.gates.result` builds the published ``factory.review-gate-result/1``
 document from a verdict.
