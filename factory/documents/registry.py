@@ -114,6 +114,9 @@ REGISTRY: tuple[Document, ...] = (
     # the decision gate
     _doc("factory.gate-observation/1", "one piece of evidence handed to the decision gate",
          "factory.gate.observation:Observation"),
+    _doc("factory.gate-evaluation/1",
+         "a candidate of the decision gate: its inputs, delta and trace (evaluations.jsonl)",
+         "factory.gate.evaluation:EvaluationRecord"),
     _doc("factory.gate-status/1", "what `factory gate status` prints: a run's head and stages",
          "factory.gate.reports:GateStatus"),
     _doc("factory.gate-verification/1",
