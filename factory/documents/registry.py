@@ -112,6 +112,9 @@ REGISTRY: tuple[Document, ...] = (
     _doc("factory.review-preserved-lens-output/1", "a reviewer's output kept for an incident",
          "factory.review.incident:PreservedLensOutput"),
     # the decision gate
+    _doc("factory.gate-scenario/1",
+         "a decision gate scenario: conditions, stages and laws (TOML or JSON)",
+         "factory.gate.scenario_doc:ScenarioDoc"),
     _doc("factory.gate-observation/1", "one piece of evidence handed to the decision gate",
          "factory.gate.observation:Observation"),
     _doc("factory.gate-evaluation/1",
