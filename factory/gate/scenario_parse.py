@@ -74,6 +74,9 @@ def build(raw: Any, source: bytes, fmt: str) -> Scenario:
     )  # fmt: skip
 
 
+_OPEN = PolicyDoc()
+
+
 def _invalid(fact: str) -> ScenarioInvalid:
     return ScenarioInvalid(f"the scenario is invalid: {fact}")
 
@@ -86,7 +89,7 @@ def _condition(item: ConditionDoc, params: tuple[str, ...], keys: Mapping[str, b
         predicate = check(item.predicate, domain, item.operand, has_operand=has_operand)
     except ValueError as exc:
         raise ValueError(f"{where}.predicate: {exc}") from None
-    policy = _policy(item.policy, f"{where}.policy", params, keys)
+    policy = _policy(item.policy or _OPEN, f"{where}.policy", params, keys)
     binding = None
     if item.acquire is not None:
         args = item.acquire.args
