@@ -9,9 +9,9 @@ evaluation settles everything the snapshot decides. Completed stages stay comple
 (progress is monotone); a stage that is not ready has its conditions left unevaluated and
 says so. The scenario completes only by its own completion law.
 
-The result is an :class:`Evaluation`: a JSON record (``factory.gate-evaluation/1``) and its
-digest. Replaying the same inputs gives byte-identical records — ``factory gate verify``
-relies on that.
+The result is an :class:`Evaluation`: a record (``factory.gate-evaluation/1``, the model
+:class:`factory.gate.evaluation.EvaluationRecord`) and its digest. Replaying the same
+inputs gives byte-identical records — ``factory gate verify`` relies on that.
 """
 
 from __future__ import annotations
@@ -25,26 +25,30 @@ from typing import Any
 from factory.canonical import canonical_bytes_plain, digest, tagged_sha256
 from factory.gate import logic
 from factory.gate.errors import OpenRefused
+from factory.gate.evaluation import EVALUATION_SCHEMA, Base, Delta, EvaluationRecord, IntentRecord
 from factory.gate.evidence import Evidence
 from factory.gate.resolve import Context, Outcome, resolve
 from factory.gate.scenario import Scenario
 from factory.gate.state import RunState, intent_records
 from factory.gate.values import format_instant
 
-EVALUATION_SCHEMA = "factory.gate-evaluation/1"
+__all__ = ["EVALUATION_SCHEMA", "Evaluation", "candidate_id", "evaluate"]
+
 CANDIDATE_TAG = "factory.gate-candidate/1"
 
 
 class Evaluation:
-    """A candidate: the record (inputs, delta, trace); its canonical bytes, digest and
-    candidate id are computed on first use (RFC 8785 over a large trace is the costly
-    part, and a dry run that is never accepted does not need it). The record holds no
-    float, so its RFC 8785 bytes take :func:`canonical_bytes_plain`'s C path."""
+    """A candidate: the record (inputs, delta, trace) as its model and as its JSON value;
+    its canonical bytes, digest and candidate id are computed on first use (RFC 8785 over
+    a large trace is the costly part, and a dry run that is never accepted does not need
+    it). The record holds no float, so its RFC 8785 bytes take
+    :func:`canonical_bytes_plain`'s C path."""
 
-    __slots__ = ("__dict__", "record")
+    __slots__ = ("__dict__", "model", "record")
 
-    def __init__(self, record: dict[str, Any]) -> None:
-        self.record = record
+    def __init__(self, model: EvaluationRecord) -> None:
+        self.model = model
+        self.record = model.json_value()
 
     @cached_property
     def canonical(self) -> bytes:
@@ -140,27 +144,24 @@ def _evaluate(
         for stage_id in scenario.order:
             stages.append(_stage(scenario, state, stage_id, completed, newly, opens, leaf))
     done = not state.scenario_completed and logic.holds(scenario.completion, completed)
-    delta = {
-        "complete": newly,
-        "open": sorted(opens),
-        "scenario_complete": done,
-        "intents": intent_records(scenario, newly, done, state.seq + 1),
-    }
-    record = {
-        "schema": EVALUATION_SCHEMA,
-        "run": state.run,
-        "scenario": scenario.spec_hash,
-        "base": {"head": state.head, "seq": state.seq},
-        "now": format_instant(now),
-        "opens": sorted(opens),
-        "evidence": [r.ref() for r in snapshot],
-        "delta": delta,
-        "run_completed_before": state.scenario_completed,
-        "conditions": [outcomes[c].to_json() for c in sorted(outcomes)],
-        "unevaluated": sorted(set(scenario.conditions) - set(outcomes)),
-        "stages": stages,
-    }
-    return Evaluation(record)
+    intents = intent_records(scenario, newly, done, state.seq + 1)
+    delta = Delta(complete=newly, open=sorted(opens), scenario_complete=done,
+                  intents=[IntentRecord(**intent) for intent in intents])  # fmt: skip
+    return Evaluation(
+        EvaluationRecord(
+            run=state.run,
+            scenario=scenario.spec_hash,
+            base=Base(head=state.head, seq=state.seq),
+            now=format_instant(now),
+            opens=sorted(opens),
+            evidence=[r.ref() for r in snapshot],
+            delta=delta,
+            run_completed_before=state.scenario_completed,
+            conditions=[outcomes[c].to_json() for c in sorted(outcomes)],
+            unevaluated=sorted(set(scenario.conditions) - set(outcomes)),
+            stages=stages,
+        )
+    )
 
 
 def _check_opens(scenario: Scenario, state: RunState, opens: Sequence[str]) -> None:

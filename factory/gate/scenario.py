@@ -6,7 +6,8 @@ conditions (domain, predicate, operand, evidence policy, and separately the acqu
 binding), the stages (a prerequisite law over stage ids, a completion law over conditions,
 intents) and the scenario's own completion law over completed stages.
 
-Everything is checked at load (:mod:`factory.gate.scenario_parse`), before any run exists:
+Everything is checked at load, before any run exists — the document's shape by its model
+(:mod:`factory.gate.scenario_doc`), the rest by :mod:`factory.gate.scenario_parse`:
 closed domains, legal predicates and operands, unique ids, every reference resolved, an
 acyclic stage graph, monotone prerequisite and completion laws, parameters used by
 policies and bindings declared.

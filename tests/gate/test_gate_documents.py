@@ -6,14 +6,19 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from factory.documents.emit import json_line
 from factory.gate.errors import EvidenceRefused
+from factory.gate.evaluate import evaluate
+from factory.gate.evaluation import EvaluationRecord
 from factory.gate.observation import Observation, parse_observation
 from factory.gate.runpack import export
 from factory.gate.service import Gate, LoadedRun
+from factory.gate.state import GENESIS_PREV, genesis, make_entry, start_body
 from factory.gate.verify import verify
 from tests.gate.helpers import (
     NOW,
@@ -25,7 +30,7 @@ from tests.gate.helpers import (
     started,
     two_stages,
 )
-from tests.support.schemas import validator
+from tests.support.schemas import assert_valid, validator
 
 SOUND = [
     observation("c", 1),
@@ -118,3 +123,65 @@ def test_a_manifest_row_of_the_wrong_shape_is_an_integrity_problem(tmp_path: Pat
     problems = report["properties"]["record_integrity"]["problems"]
     assert problems[0] == "manifest files is not a list of {path, sha256, bytes}"
     assert not report["ok"]
+
+
+def _rich_evaluation() -> dict[str, Any]:
+    """An evaluation with every part of the record: a quorum and a negation in a law,
+    intents, a failed condition, a rejected record, a stage that is not ready and an
+    unevaluated condition."""
+    conds = [
+        condition("c1"),
+        condition("c2", policy={"max_age_s": 60}),
+        condition("c3"),
+        condition("c4"),
+        condition("c5"),
+    ]
+    stages = [
+        {"id": "a", "complete": {"all": ["c1", {"quorum": {"k": 1, "of": ["c3", "c4"]}},
+                                        {"not": "c2"}]},
+         "intents": [{"kind": "publish", "detail": "artefact"}, {"kind": "notify"}]},
+        {"id": "b", "after": "a", "complete": "c2"},
+        {"id": "c", "after": "b", "complete": "c5"},
+    ]  # fmt: skip
+    sc = scenario(conds, stages, completion="c")
+    records = [
+        evidence(sc, "e1", observation("c1", 0)),
+        evidence(sc, "e2", observation("c2", 0)),  # T0 is ten minutes old: rejected
+        evidence(sc, "e3", observation("c3", 1)),
+        evidence(
+            sc,
+            "e4",
+            observation(
+                "c4",
+                failure={"family": "operational", "code": "provider-timeout", "message": "slow"},
+            ),
+        ),
+    ]
+    state = genesis(sc, make_entry("r", 0, GENESIS_PREV, start_body(sc, {})))
+    return evaluate(sc, state, records, NOW).record
+
+
+def test_an_evaluation_record_validates_against_its_shipped_schema() -> None:
+    record = _rich_evaluation()
+    assert record["conditions"][1]["rejected"] and record["conditions"][3]["failures"]
+    assert record["unevaluated"] == ["c5"] and record["delta"]["intents"] == []
+    assert {s["after"] for s in record["stages"]} == {"ready", "not-ready"}
+    assert_valid("gate-evaluation", record)
+    bad = json.loads(json.dumps(record))
+    bad["stages"][0]["completion"]["items"][1]["result"] = "maybe"
+    assert not validator("gate-evaluation").is_valid(bad)  # twin: a trace is checked too
+    assert not validator("gate-evaluation").is_valid({**record, "extra": 1})
+
+
+def test_an_evaluation_with_intents_validates_and_its_model_is_frozen() -> None:
+    sc = scenario([condition("c")], [{"id": "s", "complete": "c", "intents": [
+        {"kind": "publish", "detail": "artefact"}]}])  # fmt: skip
+    state = genesis(sc, make_entry("r", 0, GENESIS_PREV, start_body(sc, {})))
+    cand = evaluate(sc, state, [evidence(sc, "e1", observation("c", 0))], NOW)
+    assert cand.record["delta"]["intents"] == [
+        {"id": "1/s/0", "kind": "publish", "detail": "artefact", "source": "s"}
+    ]
+    assert_valid("gate-evaluation", cand.record)
+    assert EvaluationRecord.model_validate(cand.record).json_value() == cand.record
+    with pytest.raises(ValidationError):
+        cand.model.model_copy(update={}).__setattr__("run", "other")
