@@ -5,6 +5,7 @@ space, the Temporal flags, the providers), run before anything is created (exit 
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -88,8 +89,8 @@ def admit(call: BatchCall) -> Admitted:
     if call.min_free_mb < 0:
         raise BAD_LIMIT("--min-free-mb cannot be negative")
     for value in (call.deadline_s, call.task_deadline_s):
-        if value is not None and value <= 0:
-            raise BAD_LIMIT("deadlines are positive numbers of seconds")
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise BAD_LIMIT("deadlines are positive, finite numbers of seconds")
     from factory import credentials
 
     keys = credentials.load(call.credentials, call.credentials_env, os.environ)

@@ -36,7 +36,8 @@ factory reads repeated flags from factory.toml, in two places:
 
 A flag on the command line wins over the repository's file, which wins over yours, which
 wins over the built-in default. A repository may be hostile, so its file may only set
-[models] and [timeouts] (and only lower max_turns and max_budget_usd); keys, ledger,
+[models] and [timeouts] (and only tighten the turn, spend and time limits, below the
+built-in ones and below your own file's); keys, ledger,
 forge, remotes and the test command come only from your file or a flag. Secrets are
 never read: a key or value that looks like one (token, password, api key, private key
 material) is refused, naming the key, never the value. Relative paths in your file are
@@ -57,7 +58,7 @@ Example (~/.config/factory/factory.toml):
   repository = "acme/widgets"
   [batch]
   jobs = 4
-  test_command = ["pytest", "-q"]
+  test_command = ["python", "-B", "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
 Every key, the flag it feeds and the commands that have it: 'factory config show'.
 What one command line would use, and where each value comes from (flags included):

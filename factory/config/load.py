@@ -19,6 +19,7 @@ What is refused:
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import stat
@@ -65,6 +66,7 @@ _SECRET_NAME = re.compile(
 )
 _SECRET_VALUE = re.compile(
     r"-----BEGIN |\A(ghp_|gho_|ghu_|ghs_|ghr_|github_pat_|glpat-|sk-|xox[abprs]-|AKIA[0-9A-Z]{12})"
+    r"|\AeyJ[\w-]+\.[\w-]+\.|\A(?i:bearer|basic|token)\s+\S|\AAIza[\w-]{30}"
 )
 
 
@@ -172,7 +174,7 @@ _EXPECTED = {
     "str": "a string",
     "path": "a string (a path)",
     "int": "an integer",
-    "float": "a number",
+    "float": "a finite number",
     "usd": 'a number of US dollars (2.5 or "2.50")',
     "argv": "a non-empty list of strings (program, then arguments)",
 }
@@ -185,7 +187,7 @@ def _typed(path: Path, binding: Binding, value: Any) -> Any:
         return value
     if kind == "int" and type(value) is int:
         return value
-    if kind == "float" and type(value) in (int, float):
+    if kind == "float" and type(value) in (int, float) and math.isfinite(value):
         return float(value)
     if kind == "usd" and type(value) in (int, float, str):
         return value if isinstance(value, str) else _dollars(value)
@@ -226,9 +228,20 @@ def _repository_may_set(path: Path, values: dict[str, Any]) -> None:
             raise CONFIG_ABOVE_CEILING(f"{path}: {key} is above the built-in {binding.ceiling}")
 
 
-def _above(value: Any, ceiling: int | str) -> bool:
-    if isinstance(ceiling, int):
-        return isinstance(value, int) and value > ceiling
+def above_users(repo: ConfigFile, user: ConfigFile) -> None:
+    """A repository's file may only tighten a limit your own file sets (turns, spend,
+    timeouts, deadlines): ``config-repository-raises-cap`` when it loosens one."""
+    for key, value in repo.values.items():
+        mine = user.values.get(key)
+        if mine is not None and BY_KEY[key].capped and _above(value, mine):
+            raise CONFIG_ABOVE_CEILING(
+                f"{repo.path}: {key} is above your own {mine} in {user.path}"
+            )
+
+
+def _above(value: Any, ceiling: Any) -> bool:
+    if isinstance(ceiling, (int, float)) and not isinstance(ceiling, bool):
+        return isinstance(value, (int, float)) and value > ceiling
     try:
         return Decimal(str(value)) > Decimal(ceiling)
     except InvalidOperation:

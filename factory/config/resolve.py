@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from factory.config.load import ConfigFile, Role, read
+from factory.config.load import ConfigFile, Role, above_users, read
 from factory.config.table import Binding
 
 FILE_NAME = "factory.toml"
@@ -77,6 +77,8 @@ def read_files(where: Searched) -> list[ConfigFile]:
             files.append(repo)
     user = None if where.user is None else read(where.user, "user")
     if user is not None:
+        if files:
+            above_users(files[0], user)
         files.append(user)
     return files
 

@@ -55,6 +55,13 @@ class Binding:
     help: str
     repository: bool = False
     ceiling: int | str | None = None
+    cap: bool = False
+
+    @property
+    def capped(self) -> bool:
+        """A limit a repository's file may only tighten: below the built-in ceiling, and
+        below the value your own file sets."""
+        return self.cap or self.ceiling is not None
 
     @property
     def key(self) -> str:
@@ -76,11 +83,12 @@ TABLE: tuple[Binding, ...] = (
             repository=True, ceiling="5"),
     Binding("timeouts", "provider_ms", "timeout_ms", "--timeout-ms",
             (AGENT, BATCH_RUN, OP_RUN, REVIEW_LENS), "int",
-            "limit of one provider invocation (ms)", repository=True),
+            "limit of one provider invocation (ms)", repository=True, ceiling=600_000),
     Binding("timeouts", "task_deadline_s", "task_deadline_s", "--task-deadline-s",
-            (BATCH_RUN,), "float", "wall-clock limit of one batch task (s)", repository=True),
+            (BATCH_RUN,), "float", "wall-clock limit of one batch task (s)", repository=True,
+            cap=True),
     Binding("timeouts", "batch_deadline_s", "deadline_s", "--deadline-s", (BATCH_RUN,),
-            "float", "wall-clock limit of a whole batch (s)", repository=True),
+            "float", "wall-clock limit of a whole batch (s)", repository=True, cap=True),
     Binding("keys", "operator_private_key_file", "private_key", "--private-key", _AUTHORITY,
             "path", "the operator's encrypted private key file (a path, never the key)"),
     Binding("keys", "operator_public_key_file", "public_key", "--public-key",

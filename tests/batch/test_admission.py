@@ -164,3 +164,25 @@ def test_a_provider_that_cannot_start_refuses_the_batch_not_each_task(tmp_path: 
     with mock.patch.dict(os.environ, {"PATH": env["PATH"]}):
         admitted = admit(_call(tasks, repo, out, rehearsal=None))
     assert [t.id for t in admitted.tasks] == ["t00", "t01"]
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, 0.0])
+@pytest.mark.parametrize("field", ["deadline_s", "task_deadline_s"])
+def test_a_deadline_is_a_positive_finite_number(tmp_path: Path, field: str, value: float) -> None:
+    """A NaN deadline used to pass ``value <= 0`` and fail every task at launch."""
+    repo, tasks = repo_and_tasks(tmp_path, 1)
+    with pytest.raises(UsageError) as caught:
+        admit(_call(tasks, repo, tmp_path / "out", **{field: value}))
+    assert caught.value.code == "batch-limit-invalid" and "finite" in caught.value.fact
+    assert not (tmp_path / "out").exists()
+    admitted = admit(_call(tasks, repo, tmp_path / "out", **{field: 90.0}))  # the twin
+    assert admitted is not None
+
+
+def test_the_cli_refuses_a_nan_task_deadline(tmp_path: Path) -> None:
+    repo, tasks = repo_and_tasks(tmp_path, 1)
+    out = tmp_path / "out"
+    proc = run_factory(["batch", "run", str(tasks), "--repo", str(repo), "--out", str(out),
+                        "--rehearsal", "demo", "--task-deadline-s", "nan"])  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    assert b"batch-limit-invalid" in proc.stderr and not out.exists()

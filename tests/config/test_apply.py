@@ -184,3 +184,42 @@ def test_operator_verify_keeps_the_recorded_key_and_ledger(places: Places) -> No
     run = ["operator", "plan", "--label", "x"]  # the twin: a command the keys do feed
     places.user('[operator]\nrepository = "acme/w"\n')
     assert parse_with_config(build_parser("operator_cmd"), run, places.env).repository == "acme/w"
+
+
+@pytest.mark.parametrize(
+    ("user", "tighter", "looser", "dest"),
+    [
+        ("[models]\nmax_turns = 30\n", "[models]\nmax_turns = 20\n",
+         "[models]\nmax_turns = 35\n", "max_turns"),
+        ('[models]\nmax_budget_usd = "3.5"\n', "[models]\nmax_budget_usd = 2\n",
+         "[models]\nmax_budget_usd = 4.5\n", "max_budget_usd"),
+        ("[timeouts]\nprovider_ms = 7000\n", "[timeouts]\nprovider_ms = 5000\n",
+         "[timeouts]\nprovider_ms = 9000\n", "timeout_ms"),
+        ("[timeouts]\ntask_deadline_s = 600\n", "[timeouts]\ntask_deadline_s = 60\n",
+         "[timeouts]\ntask_deadline_s = 1e12\n", "task_deadline_s"),
+        ("[timeouts]\nbatch_deadline_s = 7200\n", "[timeouts]\nbatch_deadline_s = 3600\n",
+         "[timeouts]\nbatch_deadline_s = 99999999999\n", "deadline_s"),
+    ],
+)  # fmt: skip
+def test_a_repository_may_only_tighten_the_limits_your_file_sets(
+    places: Places, user: str, tighter: str, looser: str, dest: str
+) -> None:
+    """'Only lower' means lower than the value in effect, your own file's included."""
+    places.user(user)
+    places.repository(tighter)
+    args = _batch(places)
+    assert getattr(args, SOURCES)[dest].source == "repository"
+    places.repository(looser)
+    with pytest.raises(UsageError) as caught:
+        _batch(places)
+    assert caught.value.code == "config-repository-raises-cap"
+    assert "your own" in caught.value.fact
+
+
+def test_a_repository_may_not_raise_the_built_in_provider_timeout(places: Places) -> None:
+    places.repository("[timeouts]\nprovider_ms = 1800000\n")
+    with pytest.raises(UsageError) as caught:
+        _agent(places)
+    assert caught.value.code == "config-repository-raises-cap"
+    places.repository("[timeouts]\nprovider_ms = 60000\n")  # the twin: a tighter one is used
+    assert _agent(places).timeout_ms == 60_000

@@ -158,6 +158,9 @@ SECRET = "hunter2-Zq8v-do-not-print"
         f'[models]\nmodel = "ghp_{SECRET}"\n',
         f'[models]\nmodel = "sk-ant-{SECRET}"\n',
         f'[batch]\ntest_command = ["x", "github_pat_{SECRET}"]\n',
+        f'[models]\nmodel = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.{SECRET}"\n',  # a JWT
+        f'[models]\nmodel = "Bearer {SECRET}"\n',
+        f'[models]\nreviewer_model = "AIzaSyA1234567890abcdefghijklmnopq{SECRET}"\n',
     ],
 )
 @pytest.mark.parametrize("role", ["user", "repository"])
@@ -167,6 +170,27 @@ def test_a_secret_is_refused_and_never_echoed(tmp_path: Path, text: str, role: R
     error = _refused(path, role)
     assert error.code == "config-secret-refused"
     assert SECRET not in error.message and SECRET not in error.shown()
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5", "eyJ", "bearer", "AIza-short", "gpt-5"])
+def test_a_model_name_is_not_a_secret(tmp_path: Path, model: str) -> None:
+    """The twins of the shapes above: ordinary model names are read."""
+    path = tmp_path / "factory.toml"
+    path.write_text(f'[models]\nmodel = "{model}"\n')
+    got = read(path, "user")
+    assert got is not None and got.values["models.model"] == model
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "+nan"])
+@pytest.mark.parametrize("key", ["task_deadline_s", "batch_deadline_s"])
+def test_a_deadline_is_a_finite_number(tmp_path: Path, key: str, value: str) -> None:
+    path = tmp_path / "factory.toml"
+    path.write_text(f"[timeouts]\n{key} = {value}\n")
+    error = _refused(path)
+    assert error.code == "config-wrong-type" and f"timeouts.{key}" in error.fact
+    path.write_text(f"[timeouts]\n{key} = 90.5\n")  # the twin
+    got = read(path, "user")
+    assert got is not None and got.values[f"timeouts.{key}"] == 90.5
 
 
 def test_a_key_file_path_is_not_a_secret(tmp_path: Path) -> None:
