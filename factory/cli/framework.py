@@ -161,30 +161,38 @@ class GuardedStdout:
     """``sys.stdout`` for a renderer that writes as it goes (rich): the first write error
     (a full device, an I/O error) is kept and later writes are dropped, so the command can
     finish what it does besides printing (an HTML page) and then report the failure as
-    ``output-write-failed`` (:meth:`check`), never as an internal error."""
+    ``output-write-failed`` (:meth:`check`), never as an internal error. A reader that went
+    away (a closed pipe) is not a failure: later writes are dropped and nothing is raised."""
 
     def __init__(self) -> None:
         self.stream = sys.stdout
         self.error: OSError | None = None
+        self.gone = False
 
     def write(self, text: str) -> int:
-        if self.error is None and self.stream is not None:
+        if self.error is None and not self.gone and self.stream is not None:
             try:
                 self.stream.write(text)
             except BrokenPipeError:
-                raise
+                self._reader_gone()
             except OSError as exc:
                 self.error = exc
         return len(text)
 
     def flush(self) -> None:
-        if self.error is None and self.stream is not None:
+        if self.error is None and not self.gone and self.stream is not None:
             try:
                 self.stream.flush()
             except BrokenPipeError:
-                raise
+                self._reader_gone()
             except OSError as exc:
                 self.error = exc
+
+    def _reader_gone(self) -> None:
+        """The reader closed the pipe (``| head``): it has what it wanted, so the rest is
+        dropped and the command still ends as its own work decides (not a failure)."""
+        self.gone = True
+        _drop_stdout()
 
     def isatty(self) -> bool:
         return self.stream is not None and self.stream.isatty()

@@ -49,7 +49,12 @@ def _handle(args: argparse.Namespace) -> int:
         return 0
     doc = find(args.name)
     if doc is None:
-        names = ", ".join(d.name for d in REGISTRY)
-        raise UNKNOWN_SCHEMA(f"no published document is called {args.name!r} (known: {names})")
+        import difflib
+
+        near = difflib.get_close_matches(args.name, [d.name for d in REGISTRY], n=3)
+        hint = f" (did you mean {', '.join(near)}?)" if near else ""
+        raise UNKNOWN_SCHEMA(
+            f"no published document is called {args.name!r} among the {len(REGISTRY)}{hint}"
+        )
     emit_stdout(shipped(doc))
     return 0

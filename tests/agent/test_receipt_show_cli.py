@@ -140,3 +140,38 @@ def test_a_reviewer_with_a_verdict_shows_its_summary_not_its_stdout(rejected: La
     _, out, _ = show(rejected)
     assert "review 1: REQUEST_CHANGES" in out
     assert "what the reviewer wrote instead" not in out
+
+
+def _show_into_closed_pipe(layout: Layout, *extra: str) -> tuple[int, bytes]:
+    """``factory receipt show … | head -0``: the reader is gone before the first write."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "factory", "receipt", "show", str(layout.receipt), *extra],
+            stdin=subprocess.DEVNULL, stdout=write_end, stderr=subprocess.PIPE,
+            env=_wide(), timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize("extra", [(), ("--diff",)])
+def test_a_reader_that_goes_away_is_not_a_failure(rejected: Layout, extra: tuple[str]) -> None:
+    code, err = _show_into_closed_pipe(rejected, *extra)
+    assert code == 0, err  # the receipt verified: a closed pipe changes nothing of that
+    assert b"Traceback" not in err and b"internal" not in err
+
+
+def test_a_closed_pipe_does_not_hide_a_failed_verification(rejected: Layout) -> None:
+    """The twin: a tampered receipt still exits 4 and says so on stderr."""
+    path = next(p for p in evidence_files(rejected) if p.name.startswith("worker-stdout-"))
+    path.chmod(0o600)
+    path.write_bytes(path.read_bytes() + b"x")
+    code, err = _show_into_closed_pipe(rejected)
+    assert code == 4 and b"receipt-verification-failed" in err

@@ -90,7 +90,12 @@ def test_cli_unknown_name_is_a_usage_error(name: str) -> None:
     proc = run_factory(["schema", name])
     assert proc.returncode == 2
     assert proc.stdout == b""
-    assert b"unknown-schema" in proc.stderr and b"agent-receipt" in proc.stderr
+    err = proc.stderr.decode()
+    assert "unknown-schema" in err and f"among the {len(REGISTRY)}" in err
+    assert "\u2026" not in err and "more)" not in err  # never a list cut mid-name
+    assert "run factory schema without a name to list" in err
+    if name == "agent-receipts":  # a near miss is named
+        assert "did you mean agent-receipt" in err
 
 
 def test_cli_refuses_two_names() -> None:
