@@ -66,7 +66,7 @@ from factory.agent.receipt_text import (
 from factory.agent.verify import RECEIPT_INVALID
 from factory.display import inert_lines
 from factory.models import parse_model
-from factory.whole_line import labelled, show
+from factory.whole_line import Whole, labelled, show
 
 _STATUS_STYLE: Final = {
     "completed": "bold green",
@@ -245,11 +245,15 @@ def _evidence(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     r = f.receipt
     failed = {e["path"] for e in f.report.get("evidence", []) if not e.get("ok")}
     table = Table(title="evidence", title_justify="left", expand=False)
-    table.add_column("file", overflow="fold")
-    table.add_column("size", no_wrap=True)
-    table.add_column("sha256", no_wrap=True)
     everything = evidence_rows(r)
     rows, left_out = capped(everything)
+    # A name keeps its width (cut into "." rows it could not be read or copied); the size
+    # may wrap instead, before its "(9.1 KiB)".
+    widest = max((len(evidence_file(e)) for _, e in rows), default=4)
+    table.add_column("file", overflow="fold", min_width=min(widest, 44))
+    noted = any(truncation_note(e) is not None for _, e in rows)  # a note needs the room
+    table.add_column("size", max_width=None if noted else 10)
+    table.add_column("sha256", no_wrap=True)
     for _, e in rows:
         name = plain(evidence_file(e), "bold red" if e.path in failed else "")
         if e.path in failed:
@@ -291,7 +295,10 @@ def _revision(f: ReceiptFacts, trusted: bool) -> list[RenderableType]:
     if r.revision is None:
         return [labelled("revision", "none (a running reservation is not closed)", style="cyan")]
     # The whole digest on one line, never folded: it is what a person compares (issue 28).
-    out: list[RenderableType] = [labelled("revision", clean(r.revision))]
+    # One space after the label: "revision sha256:<64 hex>" is exactly 80 columns.
+    line = Whole("revision ", style="bold")
+    line.append(clean(r.revision))
+    out: list[RenderableType] = [line]
     if r.compute_revision() != r.revision:
         out.append(
             labelled(

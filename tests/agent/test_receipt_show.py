@@ -158,7 +158,8 @@ def test_narrow_terminal_still_renders_everything_needed() -> None:
     # Everything fits, except the lines that must stay whole (issue 28): the revision is
     # one line the terminal wraps softly, never two pieces made by rich.
     receipt = make_receipt()
-    assert f"revision  {receipt.revision}" in text.splitlines()
+    assert f"revision {receipt.revision}" in text.splitlines()
+    assert len(f"revision {receipt.revision}") == 80  # whole at 80 columns
     assert max(len(line) for line in text.splitlines() if "revision" not in line) <= 60
 
 
@@ -267,3 +268,16 @@ def test_the_terminal_headline_is_coloured_by_the_outcome(
     first = show(view, color=True).splitlines()[0]
     assert words in first and sgr in first
     assert ("32m" in first) is (sgr == "32m")
+
+
+def test_at_80_columns_no_evidence_name_is_cut_into_dots() -> None:
+    """A new user saw 'initial-candidate-status-ce0fc60f9437..' then a row of '.' alone."""
+    text = show(receipt_json(make_receipt()), width=80)
+    rows = [line for line in text.splitlines() if line.startswith("│")]
+    assert rows, text
+    for row in rows:
+        name = row.split("│")[1].strip()
+        assert name == "" or not set(name) <= {"."}, row
+        if name.endswith("."):
+            assert name.endswith("..."), row  # a whole shortened name, never a cut one
+    assert all(len(line) <= 80 for line in text.splitlines())
