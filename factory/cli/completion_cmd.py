@@ -20,10 +20,12 @@ SHELLS = ("bash", "zsh", "fish")
 HELP = "print the shell completion script for bash, zsh or fish"
 
 INSTALL = {
-    "bash": "factory completion bash > ~/.local/share/bash-completion/completions/factory",
-    "zsh": "factory completion zsh > ~/.zfunc/_factory  "
+    "bash": "mkdir -p ~/.local/share/bash-completion/completions && "
+    "factory completion bash > ~/.local/share/bash-completion/completions/factory",
+    "zsh": "mkdir -p ~/.zfunc && factory completion zsh > ~/.zfunc/_factory  "
     "(with fpath+=(~/.zfunc); autoload -Uz compinit; compinit in ~/.zshrc)",
-    "fish": "factory completion fish > ~/.config/fish/completions/factory.fish",
+    "fish": "mkdir -p ~/.config/fish/completions && "
+    "factory completion fish > ~/.config/fish/completions/factory.fish",
 }
 
 

@@ -138,3 +138,28 @@ def test_an_ordinary_run_does_not_import_the_completion_library() -> None:
         [sys.executable, "-c", probe], capture_output=True, timeout=60, check=True, env=env
     )
     assert proc.stderr.decode() == "[]"
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_each_install_line_works_in_a_new_home(tmp_path: Path, shell: str) -> None:
+    """The install line from --help, typed in a home folder that has none of the folders
+    (a new user met 'No such file or directory' before the lines made them)."""
+    from factory.cli.completion_cmd import INSTALL
+
+    home = tmp_path / "home"
+    home.mkdir()
+    line = INSTALL[shell].split("  (")[0]  # zsh's note on ~/.zshrc is advice, not command
+    proc = subprocess.run(
+        [_shell("bash"), "--norc", "--noprofile", "-c", line],
+        capture_output=True, timeout=60, check=False, env={**_env(), "HOME": str(home)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    target = line.rsplit("> ", 1)[1].replace("~", str(home))
+    assert Path(target).read_bytes() == run_factory(["completion", shell]).stdout
+    bare = tmp_path / "bare"  # the twin: the same line without its mkdir fails there
+    bare.mkdir()
+    proc = subprocess.run(
+        [_shell("bash"), "--norc", "--noprofile", "-c", line.split(" && ", 1)[1]],
+        capture_output=True, timeout=60, check=False, env={**_env(), "HOME": str(bare)},
+    )  # fmt: skip
+    assert proc.returncode != 0 and b"No such file or directory" in proc.stderr
