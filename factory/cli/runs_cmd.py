@@ -31,7 +31,8 @@ the receipt's status and verdict, whether the receipt still verifies, where its 
 branch, or staged in another checkout), and whether 'factory runs prune' would remove it
 and why. Factory-looking worktrees and factory/run-* branches with no record are listed
 too (recorded: false; never pruned).
-stdout: factory.runs/1 JSON. stderr: the same as a table. Exit 0.
+stdout: factory.runs/1 JSON (at a terminal only with --json). stderr: the same as a
+table. Exit 0.
 """
 
 PRUNE_HELP = """\
@@ -42,13 +43,15 @@ nothing would be lost with it (it points at the base, or its commits are reachab
 another ref, or they hold the candidate that is kept elsewhere). An approved change that is
 nowhere else is never removed; neither is a run still going, one whose receipt does not
 verify, or anything no factory record names. --dry-run says what would go.
-stdout: factory.runs-prune/1 JSON. stderr: one line per run. Exit 0.
+stdout: factory.runs-prune/1 JSON (at a terminal only with --json). stderr: one line
+per run. Exit 0.
 """
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser("runs", help="the runs factory made in a repository", description=LIST_HELP)
     p.add_argument("--repo", metavar="R", default=".", help="a folder of the repository")
+    p.add_argument("--json", action="store_true", help=JSON_HELP)
     p.set_defaults(handler=run_list)
     rsub = p.add_subparsers(title="runs commands", metavar="COMMAND", parser_class=type(p))
     pr = rsub.add_parser("prune", help="remove the runs that are done with", description=PRUNE_HELP)
@@ -56,7 +59,20 @@ def register(sub: Any) -> None:
     pr.add_argument(
         "--dry-run", action="store_true", help="say what would be removed, remove nothing"
     )
+    pr.add_argument("--json", action="store_true", help=JSON_HELP)
     pr.set_defaults(handler=run_prune)
+
+
+JSON_HELP = "print the JSON document on stdout also at a terminal (it is always printed to a pipe)"
+
+
+def _emit(args: argparse.Namespace, data: bytes) -> None:
+    """The document on stdout, unless stdout is a terminal and --json was not asked for:
+    there the table on stderr is what a person reads (a JSON blob under it is noise)."""
+    import sys
+
+    if args.json or sys.stdout is None or not sys.stdout.isatty():
+        emit_stdout(data)
 
 
 def _common(repo: str) -> Path:
@@ -64,7 +80,8 @@ def _common(repo: str) -> Path:
 
     common = common_dir_of(Path(repo))
     if common is None:
-        raise NOT_A_REPOSITORY("--repo is not a folder of a git repository")
+        where = "the current folder" if repo == "." else f"--repo {repo}"
+        raise NOT_A_REPOSITORY(f"{where} is not inside a git repository")
     return common
 
 
@@ -75,7 +92,7 @@ def run_list(args: argparse.Namespace) -> int:
     refuse_non_utf8(args, {"repo": "--repo"})
     found = overview(_common(args.repo))
     _table(found)
-    emit_stdout(found.canonical() + b"\n")
+    _emit(args, found.canonical() + b"\n")
     return 0
 
 
@@ -86,7 +103,7 @@ def run_prune(args: argparse.Namespace) -> int:
     refuse_non_utf8(args, {"repo": "--repo"})
     report = prune(_common(args.repo), dry_run=args.dry_run)
     _pruned_lines(report)
-    emit_stdout(report.canonical() + b"\n")
+    _emit(args, report.canonical() + b"\n")
     return 0
 
 

@@ -253,3 +253,49 @@ def test_a_finished_run_marks_its_record_ended(tmp_path: Path, repo: Path) -> No
     proc.wait(timeout=60)
     held = [r for r in list_runs(repo / ".git") if r.receipt == str(tmp_path / "h.json")]
     assert len(held) == 1 and held[0].ended is False
+
+
+def _at_a_terminal(args: list[str], cwd: Path) -> tuple[int, bytes, bytes]:
+    """``factory ARGS`` with stdout on a pseudo-terminal (stderr piped)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    master, slave = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "factory", *args], cwd=cwd, stdin=subprocess.DEVNULL,
+            stdout=slave, stderr=subprocess.PIPE, timeout=120, check=False,
+        )  # fmt: skip
+        os.close(slave)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the terminal has no writer left
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(master)
+    return proc.returncode, shown, proc.stderr
+
+
+@pytest.mark.parametrize("command", [["runs"], ["runs", "prune", "--dry-run"]])
+def test_at_a_terminal_the_table_alone_and_json_on_request(
+    tmp_path: Path, command: list[str]
+) -> None:
+    repo = init_repo(tmp_path / "r")
+    code, shown, table = _at_a_terminal(command, repo)
+    assert code == 0 and b"{" not in shown and table  # a person reads the table
+    code, shown, _ = _at_a_terminal([*command, "--json"], repo)
+    assert code == 0 and json.loads(shown)["schema"].startswith("factory.runs")
+
+
+def test_outside_a_repository_the_current_folder_is_named(tmp_path: Path) -> None:
+    proc = run_factory(["runs"], cwd=tmp_path)
+    assert proc.returncode == 2
+    assert b"the current folder is not inside a git repository" in proc.stderr
+    assert b"--repo" not in proc.stderr.split(b";")[0]
