@@ -112,8 +112,8 @@ def register(sub: Any) -> None:
     r.add_argument("--per-login", type=int, default=1, help="tasks at once per login (default 1)")
     r.add_argument("--base", help="revision the tasks start from (default HEAD)")
     r.add_argument("--timeout-ms", type=int, default=600_000, help="each agent run's limit")
-    r.add_argument("--task-deadline-s", type=float, help="wall-clock limit of one task")
-    r.add_argument("--deadline-s", type=float, help="wall-clock limit of the whole batch")
+    r.add_argument("--task-deadline-s", type=_seconds, help="wall-clock limit of one task")
+    r.add_argument("--deadline-s", type=_seconds, help="wall-clock limit of the whole batch")
     r.add_argument("--min-free-mb", type=int, default=1024, help="free-space floor (MB)")
     r.add_argument("--remove-done", action="store_true", help="remove finished worktrees")
     r.add_argument("--review", action="store_true", help="with --test: the review transaction")
@@ -239,3 +239,17 @@ def _say_why(tasks: list[Any]) -> None:
         say(safe_line(f"factory batch: {t.id} {t.outcome}: {t.error}"))
     if len(bad) > 5:
         say(f"factory batch: {len(bad) - 5} more; see the report")
+
+
+def _seconds(text: str) -> float:
+    """A deadline: a positive, finite number of seconds (``nan`` and ``inf`` parse as
+    floats and would pass a ``<= 0`` check)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"not a positive, finite number of seconds: {text!r}")
+    return value

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from factory.cli.framework import _SEEN as SEEN
+from factory.cli.framework import StrictParser
 from factory.errors import UsageError
 
 if TYPE_CHECKING:
@@ -96,6 +97,8 @@ def parse_with_config(
     from factory.config.commands import CONFIGURED
 
     command, start = command_path(parser, argv)
+    if isinstance(parser, StrictParser):
+        parser.words = list(argv)
     if command not in CONFIGURED or "-h" in argv[start:] or "--help" in argv[start:]:
         return parser.parse_args(list(argv))
     from factory.config.resolve import read_files, resolve, searched

@@ -183,6 +183,7 @@ def _command(words: Sequence[str]) -> tuple[str, tuple[Binding, ...], dict[str, 
     if not bindings:
         shown = inert(" ".join(words), limit=80)
         raise NO_KEYS(f"no factory.toml key feeds {shown!r}")
+    _checked_like_the_command(command, words)
     given = dict(given_flags(words[start:]))
     flags: dict[str, Any] = {}
     for binding in bindings:
@@ -193,6 +194,21 @@ def _command(words: Sequence[str]) -> tuple[str, tuple[Binding, ...], dict[str, 
         elif binding.flag in given:
             flags[binding.key] = _as_kind(binding, given[binding.flag])
     return command, bindings, flags
+
+
+def _checked_like_the_command(command: str, words: Sequence[str]) -> None:
+    """``words`` parsed by the command's own parser with the files applied, and its model
+    choices checked: an unknown flag, a bad type, a repeated or abbreviated flag or a value
+    out of range is refused as the command refuses it (what is shown is what would run).
+    Required flags may be left out: this asks about values, not a whole command line."""
+    from factory.choices import choices_of
+    from factory.cli.config_apply import leaf, parse_with_config
+    from factory.cli.main import build_parser
+
+    parser = build_parser()
+    for action in leaf(parser, command)._actions:
+        action.required = False
+    choices_of(parse_with_config(parser, list(words)))
 
 
 def _as_kind(binding: Binding, text: str | None) -> Any:

@@ -114,8 +114,17 @@ class StrictParser(argparse.ArgumentParser):
                 kwargs.setdefault("default", None)
         return super().add_argument(*args, **kwargs)
 
+    words: list[str] | None = None  # what parse_args was given, to name the subcommand
+
     def error(self, message: str) -> NoReturn:
-        raise USAGE(f"{self.prog}: {message}")
+        prog = self.prog
+        if message.startswith("unrecognized arguments") and self.words is not None:
+            # argparse reports leftovers from the top parser: name the command they follow.
+            from factory.cli.config_apply import command_path
+
+            command, _ = command_path(self, self.words)
+            prog = f"{self.prog} {command}" if command else prog
+        raise USAGE(f"{prog}: {message}")
 
 
 Handler = Callable[[argparse.Namespace], int]

@@ -185,4 +185,5 @@ def test_the_cli_refuses_a_nan_task_deadline(tmp_path: Path) -> None:
     proc = run_factory(["batch", "run", str(tasks), "--repo", str(repo), "--out", str(out),
                         "--rehearsal", "demo", "--task-deadline-s", "nan"])  # fmt: skip
     assert proc.returncode == 2, proc.stderr
-    assert b"batch-limit-invalid" in proc.stderr and not out.exists()
+    assert b"--task-deadline-s: not a positive, finite number" in proc.stderr
+    assert not out.exists()

@@ -8,6 +8,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from factory.config.table import TABLE
 from tests.support.cli import run_factory
 from tests.support.config_places import Places
@@ -208,3 +210,38 @@ def test_without_a_home_folder_no_user_file_is_read(places: Places, tmp_path: Pa
     (home / ".config" / "factory" / "factory.toml").write_text('[operator]\nledger = "/mine"\n')
     proc = run_factory(["config", "show"], cwd=places.repo, env={**env, "HOME": str(home)})
     assert b"= /mine" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("words", "said"),
+    [
+        (["agent", "--max-turns", "abc"], "invalid int value"),
+        (["agent", "--bogus"], "factory agent: unrecognized arguments: --bogus"),
+        (["agent", "--max-turns", "3", "--max-turns", "4"], "given more than once"),
+        (["agent", "--max-t", "3"], "factory agent: unrecognized arguments"),
+        (["agent", "--max-budget-usd", "-1"], "--max-budget-usd must be"),
+        (["batch", "run", "--task-deadline-s", "nan"], "not a positive, finite number"),
+    ],
+)
+def test_show_checks_a_command_line_as_the_command_does(
+    places: Places, words: list[str], said: str
+) -> None:
+    """What config show prints is what would run: a line the command refuses is refused."""
+    proc = _run(places, "config", "show", "--", *words)
+    assert proc.returncode == 2 and proc.stdout == b"", proc.stderr
+    assert said in proc.stderr.decode()
+
+
+def test_show_of_a_good_command_line_prints_its_values(places: Places) -> None:
+    """The twin: required flags may be left out; the values given are shown."""
+    proc = _run(places, "config", "show", "--json", "--", "agent", "--max-turns", "3")
+    assert proc.returncode == 0, proc.stderr
+    values = {v["key"]: v for v in json.loads(proc.stdout)["values"]}
+    assert values["models.max_turns"]["value"] == 3
+    assert values["models.max_turns"]["source"] == "flag"
+
+
+def test_show_checks_a_file_value_as_the_command_does(places: Places) -> None:
+    places.user('[models]\nmodel = "--dangerously-skip-permissions"\n')
+    proc = _run(places, "config", "show", "--", "agent")
+    assert proc.returncode == 2 and b"models.model" in proc.stderr
