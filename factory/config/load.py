@@ -89,15 +89,35 @@ def read(path: Path, role: Role) -> ConfigFile | None:
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
         raise CONFIG_NOT_UTF8(f"{path}: line {line} is not valid UTF-8") from None
+    if text.startswith("\ufeff"):
+        raise CONFIG_INVALID_TOML(
+            f"{path}: starts with a UTF-8 byte-order mark (BOM), which TOML does not allow; "
+            "save the file as UTF-8 without BOM"
+        )
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise CONFIG_INVALID_TOML(f"{path}: not valid TOML ({exc})") from None
+        raise CONFIG_INVALID_TOML(f"{path}: {_toml_problem(text, exc)}") from None
     _refuse_secrets(path, document, ())
     values = _checked(path, document)
     if role == "repository":
         _repository_may_set(path, values)
     return ConfigFile(path, role, _resolved_paths(path, values))
+
+
+def _toml_problem(text: str, exc: tomllib.TOMLDecodeError) -> str:
+    """tomllib's message, with the key named when it only says "Cannot overwrite a value"."""
+    found = re.search(r"at line (\d+), column \d+", str(exc))
+    if found is None or not str(exc).startswith("Cannot overwrite a value"):
+        return f"not valid TOML ({exc})"
+    line = int(found.group(1))
+    lines = text.splitlines()
+    key = lines[line - 1].split("=", 1)[0].strip() if line <= len(lines) else ""
+    if not key or looks_like_secret(key):
+        return f"line {line}: a key is given twice (a key may appear once in a table)"
+    from factory.display import inert
+
+    return f"line {line}: key {inert(key)} is given twice (a key may appear once in a table)"
 
 
 def _read_bytes(path: Path, role: Role) -> bytes | None:
