@@ -23,6 +23,10 @@ NO_KEYS = UsageError.define(
     "config-no-keys-for-command",
     "give a command that takes a factory.toml key (see 'factory config show')",
 )
+REPO_CONFLICT = UsageError.define(
+    "config-repo-conflict",
+    "name the repository once: 'config show --repo DIR' or the command's own --repo",
+)
 NOT_A_REPOSITORY = UsageError.define(
     "config-repo-not-a-checkout", "pass --repo with a folder inside a git checkout"
 )
@@ -107,7 +111,13 @@ def _searched(args: argparse.Namespace, words: Sequence[str] = ()) -> Searched:
     from factory.config.resolve import repository_top, searched
 
     if any(flag in ("--repo", "--worktree", "--cwd") for flag, _ in given_flags(words)):
-        return searched(repo_folder(words, 0))
+        inner = searched(repo_folder(words, 0))
+        if args.repo is not None and searched(Path(args.repo)).repository != inner.repository:
+            raise REPO_CONFLICT(
+                f"--repo {inert(args.repo, limit=80)} and the command line after '--' name "
+                "different repositories"
+            )
+        return inner
     folder = Path(args.repo) if args.repo is not None else Path.cwd()
     if args.repo is not None and repository_top(folder) is None:
         raise NOT_A_REPOSITORY(f"--repo {args.repo} is not inside a git checkout")
