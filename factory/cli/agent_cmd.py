@@ -14,6 +14,7 @@ import os
 from typing import TYPE_CHECKING, Protocol
 
 from factory.cli.framework import emit_stdout, say
+from factory.config.commands import AGENT, help_epilog
 from factory.errors import ExitCode, UsageError
 
 if TYPE_CHECKING:
@@ -51,7 +52,12 @@ loopback model: that proves the control path, nothing about model judgement.
 
 
 def register(sub: Subcommands) -> None:
-    p = sub.add_parser("agent", help="run worker → review → one repair → review", description=HELP)
+    p = sub.add_parser(
+        "agent",
+        help="run worker → review → one repair → review",
+        description=HELP,
+        epilog=help_epilog(AGENT),
+    )
     add_worktree_flags(p)
     p.add_argument("--task", required=True, metavar="T", help="what the worker should do")
     p.add_argument("--out", required=True, metavar="R", help="receipt path (must not exist)")

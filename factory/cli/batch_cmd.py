@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.cli.framework import emit_stdout, say
+from factory.config.commands import BATCH_RUN, help_epilog
 from factory.errors import UsageError
 
 BAD_TEST = UsageError.define("batch-test-command", "write it as --test -- ARGV… (argv, no shell)")
@@ -99,7 +100,9 @@ def register(sub: Any) -> None:
             return ns, extras
 
     bsub = p.add_subparsers(title="batch commands", metavar="COMMAND", parser_class=BatchParser)
-    r = bsub.add_parser("run", help="run a tasks file", description=RUN_HELP)
+    r = bsub.add_parser(
+        "run", help="run a tasks file", description=RUN_HELP, epilog=help_epilog(BATCH_RUN)
+    )
     r.add_argument(
         "tasks", metavar="TASKS", nargs="?", help="factory.batch-tasks/1 file (.toml or .jsonl)"
     )
