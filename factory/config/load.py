@@ -113,7 +113,7 @@ def _toml_problem(text: str, exc: tomllib.TOMLDecodeError) -> str:
     line = int(found.group(1))
     lines = text.splitlines()
     key = lines[line - 1].split("=", 1)[0].strip() if line <= len(lines) else ""
-    if not key or looks_like_secret(key):
+    if not key or _SECRET_VALUE.search(key) or _SECRET_NAME.search(key):
         return f"line {line}: a key is given twice (a key may appear once in a table)"
     from factory.display import inert
 
