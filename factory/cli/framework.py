@@ -146,7 +146,8 @@ def emit_stdout(data: bytes, *, kept_in: str | None = None) -> None:
         FactoryError: ``output-write-failed`` (exit 4) when stdout refuses the bytes (a full
             device, an I/O error): the effect stands and ``kept_in`` holds it, so the exit
             code says "not done as asked" and the message says "do not rerun" (SPEC F-3).
-            A reader that went away (``BrokenPipeError``) is left to the caller.
+            A reader that went away (a closed pipe, ``| head``) is not a failure: the rest
+            is dropped and the command ends with its own exit code.
     """
     if sys.stdout is None:  # the caller closed fd 1: nowhere to write; the files stand
         where = f"; it is kept in {kept_in}" if kept_in else ""
@@ -157,7 +158,7 @@ def emit_stdout(data: bytes, *, kept_in: str | None = None) -> None:
         sys.stdout.buffer.write(data)
         sys.stdout.buffer.flush()
     except BrokenPipeError:
-        raise
+        _drop_stdout()  # the reader has what it wanted; the exit code stays the command's
     except OSError as exc:
         _drop_stdout()
         where = f"; the result is kept in {kept_in}" if kept_in else ""

@@ -269,3 +269,34 @@ def test_crash_log_falls_back_when_state_unwritable(
     err = capsys.readouterr().err
     assert err == "factory: internal error (RuntimeError); the traceback could not be written\n"
     assert framework.default_state_dir() == blocker
+
+
+def _into_closed_pipe(args: list[str]) -> tuple[int, bytes]:
+    """``factory ARGS | head -0``: the reader is gone before the first byte is written."""
+    import os
+    import subprocess
+    import sys
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "factory", *args], stdin=subprocess.DEVNULL,
+            stdout=write_end, stderr=subprocess.PIPE, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    return proc.returncode, proc.stderr
+
+
+@pytest.mark.parametrize(("args", "code"), [(["schema", "agent-receipt"], 0), (["schema"], 0)])
+def test_a_reader_that_goes_away_keeps_the_commands_exit_code(args: list[str], code: int) -> None:
+    """A closed pipe used to end every command as an internal error (exit 1), in silence."""
+    got, err = _into_closed_pipe(args)
+    assert got == code, err
+    assert b"Traceback" not in err
+
+
+def test_a_closed_pipe_does_not_turn_a_refusal_into_success() -> None:
+    got, err = _into_closed_pipe(["schema", "no-such-document"])
+    assert got == 2 and b"unknown-schema" in err
