@@ -4,6 +4,7 @@ from (issue 28). The reading and the rules are in :mod:`factory.config`."""
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -281,8 +282,10 @@ BUILT_IN = {
 
 
 def _text(value: object) -> str:
+    """A value as one would write it in factory.toml: a list keeps its brackets and quotes,
+    so `["pytest", "-q", "a b"]` is not confused with four words."""
     if isinstance(value, list):
-        return " ".join(str(word) for word in value)
+        return "[" + ", ".join(json.dumps(str(word), ensure_ascii=False) for word in value) + "]"
     return str(value)
 
 

@@ -245,3 +245,13 @@ def test_show_checks_a_file_value_as_the_command_does(places: Places) -> None:
     places.user('[models]\nmodel = "--dangerously-skip-permissions"\n')
     proc = _run(places, "config", "show", "--", "agent")
     assert proc.returncode == 2 and b"models.model" in proc.stderr
+
+
+def test_show_text_writes_a_list_as_the_file_would(places: Places) -> None:
+    """A test command whose word holds a space reads back as three words, not four."""
+    places.user('[batch]\ntest_command = ["pytest", "-q", "a b"]\n')
+    text = _run(places, "config", "show").stdout.decode()
+    assert 'batch.test_command              = ["pytest", "-q", "a b"]' in text
+    # Twin: a scalar keeps its plain form.
+    places.user("[batch]\njobs = 3\n")
+    assert "batch.jobs                      = 3\n" in _run(places, "config", "show").stdout.decode()
