@@ -121,7 +121,7 @@ def parse_with_config(
         if dest not in given:
             setattr(args, dest, item.value)
             applied[dest] = item
-    _check_choices(applied)
+    check_choices(applied)
     setattr(args, SOURCES, applied)
     return args
 
@@ -139,7 +139,7 @@ def provenance_line(args: argparse.Namespace) -> str:
     return "factory: note: factory.toml gave " + "; ".join(parts)
 
 
-def _check_choices(applied: Mapping[str, Resolved]) -> None:
+def check_choices(applied: Mapping[str, Resolved]) -> None:
     """Model choices from a file are judged by the flags' own rule, named by file and key."""
     from factory.choices import CHOICE_INVALID, checked
 

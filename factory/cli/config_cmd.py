@@ -141,6 +141,7 @@ def _defaults() -> dict[str, Any]:
 
 def build_report(where: Searched, words: Sequence[str] = ()) -> ConfigShow:
     """Every key (or, with a command line, that command's), its value and its source."""
+    from factory.cli.config_apply import check_choices
     from factory.config.report import ConfigShow, SearchedFile
     from factory.config.resolve import read_files, resolve
     from factory.config.table import TABLE
@@ -148,6 +149,8 @@ def build_report(where: Searched, words: Sequence[str] = ()) -> ConfigShow:
     command, bindings, flags = _command(words) if words else (None, TABLE, {})
     files = read_files(where)
     resolved = resolve(bindings, files)
+    if not words:  # the model choices checked as the commands they feed check them
+        check_choices({item.binding.dest: item for item in resolved.values()})
     defaults = _defaults()
     searched_files = [
         SearchedFile(role=role, path=str(path), present=any(f.path == path for f in files))

@@ -255,3 +255,14 @@ def test_show_text_writes_a_list_as_the_file_would(places: Places) -> None:
     # Twin: a scalar keeps its plain form.
     places.user("[batch]\njobs = 3\n")
     assert "batch.jobs                      = 3\n" in _run(places, "config", "show").stdout.decode()
+
+
+def test_show_refuses_a_model_choice_the_commands_would_refuse(places: Places) -> None:
+    """Plain ``config show`` judges a file's model choices as agent and batch run do, naming
+    the file and the key; its twin in range is shown."""
+    places.repository("[models]\nmax_turns = 0\n")
+    err = _clean_refusal(_run(places, "config", "show"), "config-value-invalid")
+    assert f"{places.repo_file}: models.max_turns" in err
+    places.repository("[models]\nmax_turns = 7\n")
+    ok = _run(places, "config", "show")
+    assert ok.returncode == 0 and "models.max_turns                = 7\n" in ok.stdout.decode()
