@@ -292,6 +292,27 @@ def _text(value: object) -> str:
     return str(value)
 
 
+def _state(path: Path, role: Role) -> str:
+    """What the loader would make of the file: read (``present``), none (``absent``), or
+    refused (a folder, a FIFO, a device; a repository's symbolic link): named, never read."""
+    import stat
+
+    try:
+        info = path.lstat()
+    except (FileNotFoundError, NotADirectoryError):
+        return "absent"
+    except OSError:
+        return "unreadable"
+    if stat.S_ISLNK(info.st_mode):
+        if role == "repository":
+            return "refused: a symbolic link"
+        try:
+            info = path.stat()
+        except OSError:
+            return "absent"
+    return "present" if stat.S_ISREG(info.st_mode) else "refused: not a regular file"
+
+
 def _path(args: argparse.Namespace) -> int:
     from factory.cli.framework import emit_stdout
 
@@ -302,7 +323,6 @@ def _path(args: argparse.Namespace) -> int:
             missing = "not inside a git checkout" if role == "repository" else "no home folder"
             lines.append(f"{role}\t({missing})")
         else:
-            state = "present" if path.is_file() else "absent"
-            lines.append(f"{role}\t{inert(str(path))}\t{state}")
+            lines.append(f"{role}\t{inert(str(path))}\t{_state(path, role)}")
     emit_stdout(("\n".join(lines) + "\n").encode("utf-8"))
     return 0

@@ -266,3 +266,23 @@ def test_show_refuses_a_model_choice_the_commands_would_refuse(places: Places) -
     places.repository("[models]\nmax_turns = 7\n")
     ok = _run(places, "config", "show")
     assert ok.returncode == 0 and "models.max_turns                = 7\n" in ok.stdout.decode()
+
+
+def test_path_names_a_file_the_loader_would_refuse(places: Places) -> None:
+    """``config path`` says what ``config show`` would do: a folder or a FIFO named
+    factory.toml is refused, not absent; a repository's symbolic link likewise."""
+    places.user("")
+    places.repo_file.mkdir()
+    assert b"\trefused: not a regular file\n" in _run(places, "config", "path").stdout
+    _clean_refusal(_run(places, "config", "show"), "config-not-regular")
+    places.repo_file.rmdir()
+    os.mkfifo(places.repo_file)
+    assert b"\trefused: not a regular file\n" in _run(places, "config", "path").stdout
+    places.repo_file.unlink()
+    places.repo_file.symlink_to(places.user_file)
+    assert b"\trefused: a symbolic link\n" in _run(places, "config", "path").stdout
+    # Twin: regular files are present.
+    places.repo_file.unlink()
+    places.repository("")
+    lines = _run(places, "config", "path").stdout.decode().splitlines()
+    assert lines[0].endswith("\tpresent") and lines[1].endswith("\tpresent")
