@@ -289,6 +289,8 @@ def _text(value: object) -> str:
     so `["pytest", "-q", "a b"]` is not confused with four words."""
     if isinstance(value, list):
         return "[" + ", ".join(json.dumps(str(word), ensure_ascii=False) for word in value) + "]"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))  # 1800 seconds, as written, not 1800.0
     return str(value)
 
 

@@ -252,9 +252,12 @@ def test_show_text_writes_a_list_as_the_file_would(places: Places) -> None:
     places.user('[batch]\ntest_command = ["pytest", "-q", "a b"]\n')
     text = _run(places, "config", "show").stdout.decode()
     assert 'batch.test_command              = ["pytest", "-q", "a b"]' in text
-    # Twin: a scalar keeps its plain form.
-    places.user("[batch]\njobs = 3\n")
-    assert "batch.jobs                      = 3\n" in _run(places, "config", "show").stdout.decode()
+    # Twin: a scalar keeps its plain form; a whole number of seconds is shown as written.
+    places.user("[batch]\njobs = 3\n[timeouts]\ntask_deadline_s = 1800\nbatch_deadline_s = 2.5\n")
+    text = _run(places, "config", "show").stdout.decode()
+    assert "batch.jobs                      = 3\n" in text
+    assert "timeouts.task_deadline_s        = 1800\n" in text
+    assert "timeouts.batch_deadline_s       = 2.5\n" in text
 
 
 def test_show_refuses_a_model_choice_the_commands_would_refuse(places: Places) -> None:
