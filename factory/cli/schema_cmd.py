@@ -39,8 +39,13 @@ def register(sub: Any) -> None:
         ),
         epilog="published documents (NAME or schema id):\n" + _listing(),
     )
-    p.add_argument("name", nargs="?", metavar="NAME", help="short name or schema id")
+    name = p.add_argument("name", nargs="?", metavar="NAME", help="short name or schema id")
+    name.completer = _names  # argcomplete offers the names, not files
     p.set_defaults(handler=_handle)
+
+
+def _names(**_: object) -> list[str]:
+    return [doc.name for doc in REGISTRY]
 
 
 def _handle(args: argparse.Namespace) -> int:

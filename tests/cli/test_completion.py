@@ -72,6 +72,15 @@ def test_bash_completes_a_subcommand_and_its_option(bash_script: Path) -> None:
     assert _bash_complete(bash_script, ["factory", "completion", "f"]) == ["fish"]
 
 
+def test_bash_completes_a_schema_name_not_a_file(bash_script: Path) -> None:
+    from factory.documents.registry import REGISTRY
+
+    names = {doc.name for doc in REGISTRY}
+    got = _bash_complete(bash_script, ["factory", "schema", "rec"])
+    assert got and set(got) <= names and "receipt-verification" in got
+    assert _bash_complete(bash_script, ["factory", "schema", "zzz"]) == []  # twin
+
+
 def test_a_real_tab_in_bash_completes_the_line(tmp_path: Path, bash_script: Path) -> None:
     """The script sourced in an interactive bash in tmux; TAB pressed, as a person does."""
     env = {"PATH": f"{BIN}:/usr/bin:/bin", "HOME": str(tmp_path)}
