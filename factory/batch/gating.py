@@ -50,7 +50,6 @@ def gate_task(
     """Run (or resume) the gate for the receipt's candidate; never raises for a gate that
     does not accept — the outcome says so."""
     from factory.agent.verify import load_receipt
-    from factory.display import inert
     from factory.errors import FactoryError
     from factory.operator.session import Held
     from factory.pipeline import gatestep
@@ -63,10 +62,16 @@ def gate_task(
         step = gatestep.GateStep(store, scenario, params, export_to)
         step()
     except Held as held:
-        return _outcome("held", step, inert(str(held), limit=500))
+        return _outcome("held", step, _bounded(str(held)))
     except FactoryError as exc:
-        return _outcome("failed", step, inert(f"{exc.code}: {exc.fact}", limit=500))
+        return _outcome("failed", step, _bounded(f"{exc.code}: {exc.fact}"))
     return _outcome("accepted", step, None)
+
+
+def _bounded(text: str, limit: int = 500) -> str:
+    """The reason as data (the report's JSON escapes it; a screen makes it inert when it
+    shows it), cut to ``limit`` characters."""
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
 def _outcome(state: GateState, step: GateStep | None, why: str | None) -> GateOutcome:
