@@ -62,13 +62,13 @@ def gate_task(
         step = gatestep.GateStep(store, scenario, params, export_to)
         step()
     except Held as held:
-        return _outcome("held", step, _bounded(str(held)))
+        return _outcome("held", step, bounded(str(held)))
     except FactoryError as exc:
-        return _outcome("failed", step, _bounded(f"{exc.code}: {exc.fact}"))
+        return _outcome("failed", step, bounded(f"{exc.code}: {exc.fact}"))
     return _outcome("accepted", step, None)
 
 
-def _bounded(text: str, limit: int = 500) -> str:
+def bounded(text: str, limit: int = 500) -> str:
     """The reason as data (the report's JSON escapes it; a screen makes it inert when it
     shows it), cut to ``limit`` characters."""
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"

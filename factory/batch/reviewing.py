@@ -80,12 +80,20 @@ async def _spend(wt: Path, lens: str, rehearsal: bool, incidents: Path) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def _unjudged(view: dict[str, Any]) -> list[str]:
+    """The selected lenses with no result yet: a fresh view lists results apart
+    (``lens_results``), a resumed one attaches each to its lens (``result``)."""
+    judged = {str(r.get("lens")) for r in view.get("lens_results", []) or []}
+    judged |= {str(e["lens"]) for e in view.get("lenses", []) if e.get("result")}
+    return [str(e["lens"]) for e in view.get("lenses", []) if str(e["lens"]) not in judged]
+
+
 async def review_task(
     worktree: Path, test_argv: list[str], *, rehearsal: bool, incidents: Path
 ) -> ReviewOutcome:
     """Start (or resume) the review of the worktree's candidate, spend every selected lens
     not yet judged, and finalize with the tests run as evidence."""
-    from factory.display import inert
+    from factory.batch.gating import bounded
     from factory.errors import FactoryError
     from factory.review.finalize import finalize
     from factory.review.finalize_inputs import FinalizeArgs
@@ -98,14 +106,13 @@ async def review_task(
         )
         lineage = view.get("lineage")
         if view.get("state") != "approved":
-            judged = {str(r.get("lens")) for r in view.get("lens_results", []) or []}
-            for entry in view.get("lenses", []):
-                if str(entry["lens"]) not in judged:
-                    await _spend(worktree, str(entry["lens"]), rehearsal, incidents)
+            if view.get("state") == "reviewing":  # a resumed lineage may be past its lenses
+                for lens in _unjudged(view):
+                    await _spend(worktree, lens, rehearsal, incidents)
             fargs = FinalizeArgs(evidence_run=tuple(test_argv))
             view, _ = await trio.to_thread.run_sync(lambda: finalize(open_context(worktree), fargs))
         state = str(view.get("state"))
     except FactoryError as exc:
-        return ReviewOutcome("failed", lineage, inert(f"{exc.code}: {exc.fact}", limit=500))
+        return ReviewOutcome("failed", lineage, bounded(f"{exc.code}: {exc.fact}"))
     why = None if state == "approved" else f"the review ended {state}"
     return ReviewOutcome(state, lineage, why)

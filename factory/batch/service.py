@@ -197,7 +197,7 @@ async def gate_phase(call: BatchCall, journal: Journal, screen: Screen) -> None:
                 Path(row.worktree), list(call.test_argv), rehearsal=call.rehearsal is not None,
                 incidents=out / "review-incidents",
             )  # fmt: skip
-            screen.note(f"{row.id}: review {reviewed.state}")
+            screen.note(_said(f"{row.id}: review {reviewed.state}", reviewed.why))
             if reviewed.state != "approved":
                 state = "failed" if reviewed.state == "failed" else "held"
                 journal.set_gate(row.id, state, None, None, f"review: {reviewed.why}")
@@ -214,8 +214,17 @@ async def gate_phase(call: BatchCall, journal: Journal, screen: Screen) -> None:
         )
         result = await trio.to_thread.run_sync(work)
         journal.set_gate(row.id, result.state, result.run, result.head, result.why)
-        screen.note(f"{row.id}: decision gate {result.state}")
+        screen.note(_said(f"{row.id}: decision gate {result.state}", result.why))
     if call.remove_done:
         for row in journal.rows():
             if row.state == "done" and row.receipt is not None:
                 await trio.to_thread.run_sync(remove_worktree, Path(row.receipt), screen.note)
+
+
+def _said(headline: str, why: str | None) -> str:
+    """A progress note with the first line of its reason (the screen makes it inert and
+    cuts it; the whole reason is the report's ``gate.why``)."""
+    if why is None:
+        return headline
+    first, _, rest = why.partition("\n")
+    return f"{headline}: {first}" + (" (more in the report's gate.why)" if rest else "")

@@ -234,14 +234,23 @@ def _scenario(value: str | None) -> Path | None:
 
 
 def _say_why(tasks: list[Any]) -> None:
-    """One stderr line per task that did not complete, with its error (the first five)."""
+    """One stderr line per task that did not complete, with its error, and per candidate
+    the decision gate did not accept, with the first line of its reason (the first five)."""
     from factory.display import safe_line
 
-    bad = [t for t in tasks if t.outcome not in ("completed", "rejected") and t.error]
-    for t in bad[:5]:
-        say(safe_line(f"factory batch: {t.id} {t.outcome}: {t.error}"))
-    if len(bad) > 5:
-        say(f"factory batch: {len(bad) - 5} more; see the report")
+    lines = [
+        f"{t.id} {t.outcome}: {t.error}"
+        for t in tasks
+        if t.outcome not in ("completed", "rejected") and t.error
+    ]
+    for t in tasks:
+        if t.gate is not None and t.gate.state != "accepted":
+            first = (t.gate.why or "").partition("\n")[0]
+            lines.append(f"{t.id} decision gate {t.gate.state}" + (f": {first}" if first else ""))
+    for line in lines[:5]:
+        say(safe_line(f"factory batch: {line}"))
+    if len(lines) > 5:
+        say(f"factory batch: {len(lines) - 5} more; see the report")
 
 
 def _seconds(text: str) -> float:
