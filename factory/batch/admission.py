@@ -33,6 +33,11 @@ BAD_LIMIT = BatchRefused.define("batch-limit-invalid", "see 'factory batch run -
 ENGINE_FLAGS = BatchRefused.define(
     "batch-engine-flags", "add --engine temporal, or drop the Temporal flags"
 )
+REVIEW_BOUNDARY = BatchRefused.define(
+    "batch-review-boundary",
+    "give the repository the remote its review is measured against (git remote add origin "
+    "URL; git fetch origin), or run without --review",
+)
 TASKS_SOURCE = BatchRefused.define(
     "batch-tasks-source", "give either a TASKS file or --from-forge OWNER/NAME"
 )
@@ -131,6 +136,8 @@ def admit(call: BatchCall) -> Admitted:
             raise TEMPORAL_REQUIRED("--engine temporal needs --temporal")
         check_address(call.temporal)
         remote_url = resolve_remote(repo.common_dir, call.remote)
+    if call.review:
+        _review_boundary(repo)
     if call.engine == "local":
         _preflight(route_of(call))  # last: every refusal of the flags comes first
     return Admitted(call, tasks, digest, repo.common_dir, base_commit, bases, remote_url)
@@ -147,6 +154,20 @@ def _task_base(repo: Repository, task: BatchTask) -> str:
     except FactoryError as exc:
         fact = exc.fact.replace("--base", f"task {task.id}'s base")
         raise type(exc)(f"task {task.id}: base {task.base!r}: {fact}", code=exc.spec) from None
+
+
+def _review_boundary(repo: Repository) -> None:
+    """``--review`` ends each task with the pre-pr review gate, which measures the change
+    against the default branch of the push remote. Without that boundary every task would
+    be held there, after its spend; the batch is refused before anything runs instead."""
+    from factory.gitio.worktree import Worktree
+    from factory.review.gates.boundary import select_boundary
+
+    # select_boundary reads the configuration and the remote from the folder alone.
+    here = Worktree(root=repo.start, git_dir=repo.common_dir, common_dir=repo.common_dir)
+    _, problem = select_boundary(here, None)
+    if problem is not None:
+        raise REVIEW_BOUNDARY(problem.reason.split(" (next: ")[0])
 
 
 def _preflight(route: str) -> None:

@@ -43,3 +43,18 @@ def test_a_failed_final_evidence_is_resumed_by_the_next_batch(tmp_path: Path) ->
     assert code == 0, err[-3000:]
     assert report["tasks"][0]["gate"]["state"] == "accepted"
     assert "factory batch: t00 decision gate" not in err  # twin: nothing to explain
+
+
+def test_review_without_the_remote_it_is_measured_against_is_refused_first(
+    tmp_path: Path,
+) -> None:
+    """No ``origin``: every review would end held at pre-pr after its spend, so the batch is
+    refused before any task runs (the twin with a remote is the test above)."""
+    repo, tasks = repo_and_tasks(tmp_path, 1)
+    argv = ["batch", "run", str(tasks), "--repo", str(repo), "--out", str(tmp_path / "o")]
+    argv += ["--rehearsal", str(DEMO), "--min-free-mb", "0", "--review", "--test", "--", *OK]
+    proc = run_factory(argv, timeout=120)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2 and "factory: batch-review-boundary: " in err, err
+    assert "remote origin is not configured" in err
+    assert not (tmp_path / "o").exists()  # nothing created

@@ -206,6 +206,16 @@ def _r_unknown_base_ref(repo: Path, tmp: Path) -> dict[str, object]:
     return {"base_ref": "no-such-branch"}
 
 
+def _r_no_remote_uncommitted(repo: Path, tmp: Path) -> dict[str, object]:
+    _approved(repo, tmp)  # nothing committed, no remote: no change to look a lineage up by
+    return {}
+
+
+def _r_no_remote_committed(repo: Path, tmp: Path) -> dict[str, object]:
+    _committed(repo, tmp)
+    return {}
+
+
 def _r_release(repo: Path, tmp: Path) -> dict[str, object]:
     _committed(repo, tmp)
     art = tmp / "dist.tar"
@@ -345,6 +355,23 @@ ROWS = {
     "pre-pr/remote-without-default-branch": Row(
         "pre-pr",
         _r_no_default_branch,
+        "invalidated",
+        "boundary-selection/unavailable",
+        "factory review validate --gate pre-pr --base-ref REF",
+    ),
+    # Without the remote the boundary comes from, pre-pr says so, whether or not the change
+    # is committed (it used to answer "touches no path any lineage reviewed" and name
+    # 'review start', which resumed the approved lineage: a cycle).
+    "pre-pr/no-remote/approved-uncommitted": Row(
+        "pre-pr",
+        _r_no_remote_uncommitted,
+        "invalidated",
+        "boundary-selection/unavailable",
+        "factory review validate --gate pre-pr --base-ref REF",
+    ),
+    "pre-pr/no-remote/committed": Row(
+        "pre-pr",
+        _r_no_remote_committed,
         "invalidated",
         "boundary-selection/unavailable",
         "factory review validate --gate pre-pr --base-ref REF",

@@ -292,6 +292,15 @@ def _binding(
     )
 
 
+def _no_boundary(live: Live) -> bool:
+    """The pre-pr boundary could not be selected (no such remote, no default branch, not
+    fetched): there is no live change to look a lineage up by, so the denial says why
+    rather than "no lineage touches this change"."""
+    return live.problem is not None and (live.problem.denial or "").startswith(
+        "boundary-selection/"
+    )
+
+
 def decide(
     graph: GraphFacts,
     exits: dict[str, str],
@@ -306,6 +315,9 @@ def decide(
     if problem is not None:
         return Decision(problem, None, ())
     considered: tuple[str, ...] = ()
+    if lineage is None and _no_boundary(live):
+        assert live.problem is not None
+        return Decision(live.problem, None, ())  # nothing to discover a lineage with
     if lineage is None:
         found, considered = _discover(graph, live, same)
         if isinstance(found, Verdict):
