@@ -5,20 +5,23 @@ dir, a missing or non-regular artifact (a symlink counts as non-regular), a miss
 folder and an existing data dir. Then, in order: reserve the report (``O_EXCL``), claim the
 data dir (non-recursive ``mkdir``: of two concurrent runs exactly one wins; the loser's
 reserved report gets a terminal ``failed`` record, ``data-dir-claimed``, and exit 4: after the
-reservation nothing is "before any effect"), spawn ``factory bus serve``
-and drive it through the SDK's ``ClientSession`` (:mod:`factory.bus.client`), measure the
-fixed point, verify with evidence claimed, re-measure, and fail (exit 4) unless the evidence
-gate passed and the fixed point did not move. Every path after the reservation leaves a
-terminal record; stdout gets exactly the bytes persisted.
+reservation nothing is "before any effect"), spawn ``factory bus serve`` at once (its
+start-up overlaps the tracer's own imports; :mod:`factory.bus.spawn`, which also guarantees
+that no server process outlives the run, however it ends), drive it through the SDK's
+``ClientSession`` (:mod:`factory.bus.client`), measure the fixed point, verify with
+evidence claimed, re-measure, and fail (exit 4) unless the evidence gate passed and the
+fixed point did not move. Every path after the reservation leaves a terminal record;
+stdout gets exactly the bytes persisted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from factory.bus.logfile import FixedPoint
 from factory.bus.smoke_report import (
@@ -51,6 +54,9 @@ from factory.fsio import (
     reserve,
 )
 from factory.models import ErrorRecord
+
+if TYPE_CHECKING:
+    from factory.bus.spawn import ServerChild
 
 DEFAULT_TASK: Final = "Review the supplied artifact"
 MAX_TASK_CHARS: Final = 16_384  # the bus's message text limit
@@ -215,6 +221,7 @@ def run_smoke(
     )
     reserve(req.out, running.data())
     owns_dir = False
+    server: ServerChild | None = None
     try:
         try:
             claim_dir(req.data_dir)
@@ -222,27 +229,56 @@ def run_smoke(
             lost = DATA_DIR_CLAIMED(f"data dir {req.data_dir} was claimed by another run first")
             return _terminal(req, artifact, "failed", lost, owns_dir=False)
         owns_dir = True
-        # Imported only now: the pydantic schemas and the SDK load while the server starts.
-        from factory.bus.client import run_trace
+        if transport == "prespawned":  # at once: its start-up overlaps everything below
+            from factory.bus.spawn import spawn_server
 
-        trace = run_trace(
-            req.data_dir, task=req.task, artifact=artifact, transport=transport, backend=backend
-        )
-        from factory.bus.log import fixed_point
-        from factory.bus.verify import verify
-
-        before = fixed_point(req.data_dir)
-        verification = verify(req.data_dir, as_evidence=True)
-        after = fixed_point(req.data_dir)
-        report = build_report(req, artifact, trace, before, after, verification)
-        data = report.data()
-        atomic_replace(req.out, data)
-        return (int(ExitCode.OK) if report.ok else int(ExitCode.FAILURE)), data
+            server = spawn_server(req.data_dir)
+        return _trace_and_report(req, artifact, transport, backend, server)
     except BaseException as exc:
+        _stop(server)
         code, data = _terminal(req, artifact, "failed", exc, owns_dir=owns_dir)
         if isinstance(exc, FactoryError | KeyboardInterrupt):
             return code, data  # exit 4 or 130; stdout still gets the persisted record
         raise
+    finally:
+        _stop(server)
+
+
+def _stop(server: ServerChild | None) -> None:
+    """Stop the server (idempotent); an interrupt meanwhile still leaves its group killed."""
+    if server is not None:
+        with contextlib.suppress(KeyboardInterrupt):
+            server.stop()
+
+
+def _trace_and_report(
+    req: SmokeRequest,
+    artifact: Artifact,
+    transport: str,
+    backend: str,
+    server: ServerChild | None,
+) -> tuple[int, bytes]:
+    from factory.bus.client import run_trace
+
+    trace = run_trace(
+        req.data_dir,
+        task=req.task,
+        artifact=artifact,
+        transport=transport,
+        backend=backend,
+        server=server,
+    )
+    _stop(server)  # run_trace stopped it; the fixed point is measured on a stopped server
+    from factory.bus.log import fixed_point
+    from factory.bus.verify import verify
+
+    before = fixed_point(req.data_dir)
+    verification = verify(req.data_dir, as_evidence=True)
+    after = fixed_point(req.data_dir)
+    report = build_report(req, artifact, trace, before, after, verification)
+    data = report.data()
+    atomic_replace(req.out, data)
+    return (int(ExitCode.OK) if report.ok else int(ExitCode.FAILURE)), data
 
 
 def _terminal(

@@ -43,8 +43,8 @@ def run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from factory.bus.client import BACKENDS, TRANSPORTS
     from factory.bus.smoke import DEFAULT_TASK, SmokeRequest, run_smoke
+    from factory.bus.spawn import BACKENDS, TRANSPORTS
 
     transport = os.environ.get("FACTORY_SMOKE_TRANSPORT") or "prespawned"
     backend = os.environ.get("FACTORY_SMOKE_BACKEND") or "asyncio"
