@@ -260,9 +260,12 @@ def serve(data_dir: Path, on_ready: Callable[[], None] | None = None) -> bool:
 
     import anyio
 
+    from factory.bus.sdk import collector_paused
+
     log = open_data_dir(data_dir)
     log.state()  # refuse a corrupt log before answering anyone
-    server = build_server(log)
+    with collector_paused():  # the SDK's import: several hundred pydantic models
+        server = build_server(log)
     source, stop = interpose_on_stdin()  # fd 0 copied into a pipe Ctrl-C can close (wire.py)
     sink, restore_stdout = _claim_stdout()
     stopped: list[bool] = []
