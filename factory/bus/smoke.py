@@ -23,17 +23,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from factory.bus.logfile import FixedPoint
-from factory.bus.smoke_report import (
-    Artifact,
-    SmokeReport,
-    SmokeReservation,
-    SmokeTerminal,
-    Trace,
-    VerificationSummary,
-    judge,
-)
-from factory.bus.verify import BusVerification
 from factory.errors import (
     ARGUMENT_NOT_UTF8,
     INTERNAL,
@@ -53,10 +42,12 @@ from factory.fsio import (
     physically_inside,
     reserve,
 )
-from factory.models import ErrorRecord
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the models load after the server was spawned (issue 25)
+    from factory.bus.logfile import FixedPoint
+    from factory.bus.smoke_report import Artifact, SmokeReport, Trace
     from factory.bus.spawn import ServerChild
+    from factory.bus.verify import BusVerification
 
 DEFAULT_TASK: Final = "Review the supplied artifact"
 MAX_TASK_CHARS: Final = 16_384  # the bus's message text limit
@@ -96,7 +87,7 @@ class SmokeRequest:
     task: str = DEFAULT_TASK
 
 
-def _artifact(path: Path) -> Artifact:
+def _artifact(path: Path) -> dict[str, Any]:
     try:
         st = os.lstat(path)
     except OSError:
@@ -109,7 +100,7 @@ def _artifact(path: Path) -> Artifact:
         size, sha = digest_file(path)
     except OSError:  # swapped for a symlink or a non-regular entry since the lstat
         raise ARTIFACT_NOT_REGULAR(f"artifact {path} is no longer a regular file") from None
-    return Artifact(path=os.fspath(path), bytes=size, sha256=sha)
+    return {"path": os.fspath(path), "bytes": size, "sha256": sha}
 
 
 def _check_text(req: SmokeRequest) -> None:
@@ -134,8 +125,9 @@ def _check_text(req: SmokeRequest) -> None:
         raise BAD_TASK("--task is blank or too long")
 
 
-def admit(req: SmokeRequest) -> Artifact:
-    """Refuse a bad request before any effect; returns the artifact record."""
+def admit(req: SmokeRequest) -> dict[str, Any]:
+    """Refuse a bad request before any effect; returns the artifact record's JSON value
+    (the model, :class:`~factory.bus.smoke_report.Artifact`, is built after the spawn)."""
     _check_text(req)
     if os.path.lexists(req.out):
         raise OUTPUT_EXISTS(f"report {req.out} already exists")
@@ -162,15 +154,6 @@ def admit(req: SmokeRequest) -> Artifact:
     return artifact
 
 
-def _common(req: SmokeRequest, artifact: Artifact) -> dict[str, Any]:
-    return {
-        "ok": False,
-        "data_dir": os.fspath(req.data_dir),
-        "artifact": artifact,
-        "task": req.task,
-    }
-
-
 def build_report(
     req: SmokeRequest,
     artifact: Artifact,
@@ -180,6 +163,9 @@ def build_report(
     verification: BusVerification,
 ) -> SmokeReport:
     """The completed ``factory.smoke-report/1``: ``ok`` unless :func:`judge` found a problem."""
+    from factory.bus.smoke_report import SmokeReport, VerificationSummary, judge
+    from factory.models import ErrorRecord
+
     problems = judge(before, after, verification, trace)
     error = None
     if problems:
@@ -215,11 +201,10 @@ def run_smoke(
     Raises:
         SmokeRefused: admission refused; nothing was touched.
     """
-    artifact = admit(req)
-    running = SmokeReservation(
-        ok=False, data_dir=os.fspath(req.data_dir), artifact=artifact, task=req.task
-    )
-    reserve(req.out, running.data())
+    from factory.bus.smoke_reserve import reservation_bytes
+
+    facts = admit(req)
+    reserve(req.out, reservation_bytes(os.fspath(req.data_dir), facts, req.task))
     owns_dir = False
     server: ServerChild | None = None
     try:
@@ -227,21 +212,27 @@ def run_smoke(
             claim_dir(req.data_dir)
         except OutputExists:
             lost = DATA_DIR_CLAIMED(f"data dir {req.data_dir} was claimed by another run first")
-            return _terminal(req, artifact, "failed", lost, owns_dir=False)
+            return _terminal(req, _artifact_model(facts), "failed", lost, owns_dir=False)
         owns_dir = True
         if transport == "prespawned":  # at once: its start-up overlaps everything below
             from factory.bus.spawn import spawn_server
 
             server = spawn_server(req.data_dir)
-        return _trace_and_report(req, artifact, transport, backend, server)
+        return _trace_and_report(req, _artifact_model(facts), transport, backend, server)
     except BaseException as exc:
         _stop(server)
-        code, data = _terminal(req, artifact, "failed", exc, owns_dir=owns_dir)
+        code, data = _terminal(req, _artifact_model(facts), "failed", exc, owns_dir=owns_dir)
         if isinstance(exc, FactoryError | KeyboardInterrupt):
             return code, data  # exit 4 or 130; stdout still gets the persisted record
         raise
     finally:
         _stop(server)
+
+
+def _artifact_model(facts: dict[str, Any]) -> Artifact:
+    from factory.bus.smoke_report import Artifact
+
+    return Artifact(**facts)
 
 
 def _stop(server: ServerChild | None) -> None:
@@ -285,6 +276,8 @@ def _terminal(
     req: SmokeRequest, artifact: Artifact, status: str, exc: BaseException, *, owns_dir: bool
 ) -> tuple[int, bytes]:
     from factory.bus.log import fixed_point
+    from factory.bus.smoke_report import SmokeTerminal
+    from factory.models import ErrorRecord
 
     if isinstance(exc, FactoryError):
         error = ErrorRecord(code=exc.code, message=exc.message)
