@@ -160,3 +160,16 @@ def test_the_server_is_outside_the_tracer_process_group(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert server.process.returncode is not None  # reaped
+
+
+def test_the_early_spawned_server_speaks_under_trio_too(tmp_path: Path) -> None:
+    """The pipes are read and written without blocking on either anyio backend (asyncio is
+    the default every other smoke test runs)."""
+    import factory.bus.smoke as smoke_mod
+
+    req = smoke_mod.SmokeRequest(tmp_path / "d", REPO / "README.md", tmp_path / "r.json")
+    code, data = smoke_mod.run_smoke(req, transport="prespawned", backend="trio")
+    assert code == ExitCode.OK, data
+    report = json.loads(data)
+    assert report["ok"] and report["evidenceLog"]["events"] == 16
+    assert serve_children() == []
