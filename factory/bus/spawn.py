@@ -25,12 +25,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from factory.errors import Failure
 from factory.proc.local import checked_argv, local_env
 
 SERVER_LOG: Final = "bus-serve.log"
 TRANSPORTS: Final = ("prespawned", "sdk-stdio")
 BACKENDS: Final = ("asyncio", "trio")
 STOP_WAIT_S: Final = 10.0
+SERVER_NOT_STARTED = Failure.define(
+    "bus-server-not-started",
+    f"check that this Python can run 'factory bus serve'; see {SERVER_LOG} in the data dir",
+)
 
 
 def server_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -103,16 +108,25 @@ class ServerChild:
 def spawn_server(data_dir: Path, argv: Sequence[str] | None = None) -> ServerChild:
     """Start ``factory bus serve`` on ``data_dir`` (``argv`` replaces it in tests) in a new
     process group, its stdin and stdout piped to us, its stderr appended to the data dir's
-    :data:`SERVER_LOG`."""
+    :data:`SERVER_LOG`.
+
+    Raises:
+        Failure: ``bus-server-not-started`` (exit 4) when the program cannot be started.
+    """
     command = server_argv(data_dir) if argv is None else checked_argv(argv)
     with open(data_dir / SERVER_LOG, "ab") as errlog:
-        process = subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=errlog,
-            env=server_env(),
-            bufsize=0,
-            process_group=0,
-        )
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=errlog,
+                env=server_env(),
+                bufsize=0,
+                process_group=0,
+            )
+        except OSError as exc:
+            raise SERVER_NOT_STARTED(
+                f"the bus server could not be started ({exc.strerror or type(exc).__name__})"
+            ) from None
     return ServerChild(process, data_dir)

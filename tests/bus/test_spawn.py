@@ -173,3 +173,27 @@ def test_the_early_spawned_server_speaks_under_trio_too(tmp_path: Path) -> None:
     report = json.loads(data)
     assert report["ok"] and report["evidenceLog"]["events"] == 16
     assert serve_children() == []
+
+
+def test_a_server_that_cannot_start_is_a_typed_failure_with_a_terminal_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import factory.bus.smoke as smoke_mod
+    import factory.bus.spawn as spawn_mod
+
+    missing = str(tmp_path / "no-such-python")
+    monkeypatch.setattr(spawn_mod, "server_argv", lambda d: [missing, "-m", "factory"])
+    req = smoke_mod.SmokeRequest(tmp_path / "d", REPO / "README.md", tmp_path / "r.json")
+    code, data = smoke_mod.run_smoke(req)
+    assert code == ExitCode.FAILURE
+    report = json.loads(data)
+    assert report["status"] == "failed" and report["error"]["code"] == "bus-server-not-started"
+    assert data == (tmp_path / "r.json").read_bytes()
+
+
+def test_negative_control_the_same_spawn_with_a_real_program_starts(tmp_path: Path) -> None:
+    server = spawn_server(tmp_path, [sys.executable, "-c", "pass"])
+    try:
+        assert server.process.wait(timeout=30) == 0  # it ran
+    finally:
+        server.stop()
