@@ -2,9 +2,11 @@
 
 Two transports reach the same session code:
 
-* ``prespawned`` (default): the server is started *before* the client-side SDK modules are
-  imported, so the two ~0.7 s imports overlap instead of adding up; the SDK session is
-  wired to the child's pipes with MCP's stdio framing (one JSON-RPC message per line).
+* ``prespawned`` (default): the server was started by the tracer right after it claimed
+  the data dir (:mod:`factory.bus.spawn`), before pydantic, anyio or the client-side SDK
+  modules were imported, so the two start-ups overlap instead of adding up; the SDK
+  session is wired to the child's pipes with MCP's stdio framing (one JSON-RPC message per
+  line), read and written without blocking.
 * ``sdk-stdio``: the SDK's own ``mcp.client.stdio.stdio_client`` spawns the server (the
   import happens first, then the spawn). Kept for comparison in ``scripts/bench_bus``.
 
@@ -15,7 +17,6 @@ environment.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -29,10 +30,17 @@ from factory.bus.smoke_report import (
     TraceHandoff,
     TraceMessage,
 )
+from factory.bus.spawn import (
+    BACKENDS,
+    SERVER_LOG,
+    TRANSPORTS,
+    ServerChild,
+    server_argv,
+    server_env,
+    spawn_server,
+)
 from factory.errors import Failure
-from factory.proc.local import checked_argv, local_env
 
-SERVER_LOG: Final = "bus-serve.log"
 SESSION_TIMEOUT_S: Final = 120.0
 
 
@@ -45,113 +53,117 @@ BUS_CALL_FAILED = BusCallFailed.define(
 )
 
 
-def server_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The server child's environment: the local-command allow-list
-    (:func:`factory.proc.local.local_env`), plus unbuffered I/O."""
-    return local_env({"PYTHONUNBUFFERED": "1"}, environ=environ)
-
-
-def server_argv(data_dir: Path) -> list[str]:
-    """argv of the bus server child: this interpreter running ``factory bus serve``."""
-    from factory.selfexec import factory_argv
-
-    serve = factory_argv("bus", "serve", "--data-dir", os.fspath(data_dir), unbuffered=True)
-    return checked_argv(serve)
-
-
 Call = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 
-@asynccontextmanager
-async def _prespawned(data_dir: Path, errlog: Any) -> AsyncIterator[tuple[Any, Any]]:
+async def _read_lines(fd: int) -> AsyncIterator[bytes]:
+    """The non-blank lines the child writes on ``fd`` (non-blocking, cancellable)."""
     import anyio
 
-    process = await anyio.open_process(
-        server_argv(data_dir),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=errlog,
-        env=server_env(),
-    )
-    # Only now the heavy modules (the SDK, the bus schemas the verification needs later):
-    # their import overlaps the server's start-up instead of preceding it.
+    os.set_blocking(fd, False)
+    buffer = b""
+    while True:
+        await anyio.wait_readable(fd)
+        try:
+            chunk = os.read(fd, 65536)
+        except BlockingIOError:
+            continue
+        if not chunk:
+            return
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            if line.strip():
+                yield line
+
+
+async def _write_all(fd: int, data: bytes) -> None:
+    import anyio
+
+    view = memoryview(data)
+    while view:
+        await anyio.wait_writable(fd)
+        try:
+            view = view[os.write(fd, view) :]
+        except BlockingIOError:
+            continue
+
+
+def _preload() -> None:
+    """Import, while the server starts, what the session needs later: the SDK's client side,
+    the validator the session compiles for the first tool result, the bus verification."""
     from factory.bus.sdk import bare_packages
 
     bare_packages()
-    import mcp_types
-    from mcp.shared.message import SessionMessage
+    import jsonschema.validators  # noqa: F401
+    import mcp.client.session  # noqa: F401
 
     import factory.bus.verify  # noqa: F401
 
+
+@asynccontextmanager
+async def _prespawned(server: ServerChild) -> AsyncIterator[tuple[Any, Any]]:
+    """The SDK session's streams over the pipes of ``server`` (started earlier by the
+    tracer, :func:`factory.bus.spawn.spawn_server`): MCP's stdio framing, one JSON-RPC
+    message per line. Closing ends the child's input; :meth:`ServerChild.stop` ends it."""
+    import anyio
+
+    _preload()
+    import mcp_types
+    from mcp.shared.message import SessionMessage
+
     to_session, session_reads = anyio.create_memory_object_stream[Any](0)
     session_writes, from_session = anyio.create_memory_object_stream[Any](0)
-    assert process.stdout is not None and process.stdin is not None
-    stdout, stdin = process.stdout, process.stdin
+    assert server.process.stdout is not None and server.process.stdin is not None
+    stdout, stdin = server.process.stdout.fileno(), server.process.stdin.fileno()
+    os.set_blocking(stdin, False)
 
     async def pump_out() -> None:
-        buffer = b""
         async with to_session:
-            async for chunk in stdout:
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        msg = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                        await to_session.send(SessionMessage(msg))
+            async for line in _read_lines(stdout):
+                msg = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                await to_session.send(SessionMessage(msg))
 
     async def pump_in() -> None:
         async with from_session:
             async for item in from_session:
                 data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await stdin.send(data.encode("utf-8") + b"\n")
+                await _write_all(stdin, data.encode("utf-8") + b"\n")
 
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(pump_out)
-            tg.start_soon(pump_in)
-            try:
-                yield session_reads, session_writes
-            finally:
-                await session_writes.aclose()
-                await stdin.aclose()
-                tg.cancel_scope.cancel()
-    finally:
-        with anyio.CancelScope(shield=True):
-            await _stop(process, data_dir)
-
-
-async def _stop(process: Any, data_dir: Path) -> None:
-    """Stop the server without waiting out its interpreter shutdown.
-
-    Every call already had its response, and a response is sent only after its event was
-    fsync'd; holding the bus lock while signalling proves no commit is in flight, so the
-    SIGTERM cannot tear a line.
-    """
-    if process.returncode is not None:
-        return
-    from factory.bus.log import EventLog
-
-    with EventLog(data_dir).locked():
-        process.terminate()
-        await process.wait()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump_out)
+        tg.start_soon(pump_in)
+        try:
+            yield session_reads, session_writes
+        finally:
+            await session_writes.aclose()
+            server.process.stdin.close()
+            tg.cancel_scope.cancel()
 
 
 @asynccontextmanager
-async def _sdk_stdio(data_dir: Path, errlog: Any) -> AsyncIterator[tuple[Any, Any]]:
+async def _sdk_stdio(data_dir: Path) -> AsyncIterator[tuple[Any, Any]]:
+    from factory.bus.sdk import bare_packages
+
+    bare_packages()
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     argv = server_argv(data_dir)
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=server_env())
-    async with stdio_client(params, errlog=errlog) as (read, write):
-        yield read, write
+    with open(data_dir / SERVER_LOG, "ab") as errlog:
+        stderr: Any = errlog  # the child's stderr: any file with a descriptor
+        async with stdio_client(params, errlog=stderr) as (read, write):
+            yield read, write
 
 
-async def _trace(data_dir: Path, task: str, artifact: Artifact, transport: str) -> Trace:
+async def _trace(
+    data_dir: Path, task: str, artifact: Artifact, server: ServerChild | None
+) -> Trace:
     import anyio
 
-    opener = _prespawned if transport == "prespawned" else _sdk_stdio
-    with open(data_dir / SERVER_LOG, "ab") as errlog, anyio.fail_after(SESSION_TIMEOUT_S):
-        async with opener(data_dir, errlog) as (read, write):
+    opened = _sdk_stdio(data_dir) if server is None else _prespawned(server)
+    with anyio.fail_after(SESSION_TIMEOUT_S):
+        async with opened as (read, write):
             from factory.bus.sdk import bare_packages
 
             bare_packages()
@@ -275,10 +287,6 @@ async def exchange(call: Call, task: str, artifact: Artifact, surface: list[str]
     )
 
 
-TRANSPORTS: Final = ("prespawned", "sdk-stdio")
-BACKENDS: Final = ("asyncio", "trio")
-
-
 def run_trace(
     data_dir: Path,
     *,
@@ -286,19 +294,37 @@ def run_trace(
     artifact: Artifact,
     transport: str = "prespawned",
     backend: str = "asyncio",
+    server: ServerChild | None = None,
 ) -> Trace:
-    """Run :func:`exchange` against a server spawned on ``data_dir`` (anyio; asyncio or trio).
+    """Run :func:`exchange` against a server on ``data_dir`` (anyio; asyncio or trio).
+
+    ``prespawned`` talks to ``server`` (spawned here when not given); either way the server
+    is stopped (:meth:`ServerChild.stop`) before this returns or raises. ``sdk-stdio``
+    lets the SDK spawn and stop it.
 
     Raises:
         BusCallFailed: a call failed or the server went away.
         Failure: any other typed failure from the session (e.g. ``bus-lock-timeout``).
     """
-    import anyio
-
     if transport not in TRANSPORTS or backend not in BACKENDS:
         raise ValueError(f"unknown transport {transport} or backend {backend}")
+    if transport == "prespawned" and server is None:
+        server = spawn_server(data_dir)
+    talk_to = server if transport == "prespawned" else None
     try:
-        result: Trace = anyio.run(_trace, data_dir, task, artifact, transport, backend=backend)
+        return _run(data_dir, task, artifact, backend, talk_to)
+    finally:
+        if server is not None:
+            server.stop()
+
+
+def _run(
+    data_dir: Path, task: str, artifact: Artifact, backend: str, server: ServerChild | None
+) -> Trace:
+    import anyio
+
+    try:
+        result: Trace = anyio.run(_trace, data_dir, task, artifact, server, backend=backend)
     except BaseException as exc:
         leaf = _leaf(exc)
         if isinstance(leaf, Failure | KeyboardInterrupt):

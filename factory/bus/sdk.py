@@ -17,9 +17,12 @@ left for the ordinary import to report.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import importlib.util
 import sys
 import types
+from collections.abc import Iterator
 
 PACKAGES = ("mcp", "mcp.client", "mcp.server")
 
@@ -40,3 +43,24 @@ def bare_packages(names: tuple[str, ...] = PACKAGES) -> None:
         parent, _, child = name.rpartition(".")
         if parent:
             setattr(sys.modules[parent], child, module)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Run an import-heavy start-up without the cyclic garbage collector, then freeze what
+    it built.
+
+    Importing the SDK builds several hundred pydantic models; each allocation burst sets
+    off generation-0/1/2 collections that walk the growing heap and free nearly nothing
+    (the classes and schemas live as long as the process). Paused, they do not run; on
+    exit :func:`gc.freeze` moves everything alive into the permanent generation, so later
+    collections never walk it again, and the collector is restored as it was.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if was_enabled:
+            gc.enable()

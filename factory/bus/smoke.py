@@ -5,32 +5,24 @@ dir, a missing or non-regular artifact (a symlink counts as non-regular), a miss
 folder and an existing data dir. Then, in order: reserve the report (``O_EXCL``), claim the
 data dir (non-recursive ``mkdir``: of two concurrent runs exactly one wins; the loser's
 reserved report gets a terminal ``failed`` record, ``data-dir-claimed``, and exit 4: after the
-reservation nothing is "before any effect"), spawn ``factory bus serve``
-and drive it through the SDK's ``ClientSession`` (:mod:`factory.bus.client`), measure the
-fixed point, verify with evidence claimed, re-measure, and fail (exit 4) unless the evidence
-gate passed and the fixed point did not move. Every path after the reservation leaves a
-terminal record; stdout gets exactly the bytes persisted.
+reservation nothing is "before any effect"), spawn ``factory bus serve`` at once (its
+start-up overlaps the tracer's own imports; :mod:`factory.bus.spawn`, which also guarantees
+that no server process outlives the run, however it ends), drive it through the SDK's
+``ClientSession`` (:mod:`factory.bus.client`), measure the fixed point, verify with
+evidence claimed, re-measure, and fail (exit 4) unless the evidence gate passed and the
+fixed point did not move. Every path after the reservation leaves a terminal record;
+stdout gets exactly the bytes persisted.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from factory.bus.logfile import FixedPoint
-from factory.bus.smoke_report import (
-    Artifact,
-    SmokeReport,
-    SmokeReservation,
-    SmokeTerminal,
-    Trace,
-    VerificationSummary,
-    judge,
-)
-from factory.bus.verify import BusVerification
 from factory.errors import (
     ARGUMENT_NOT_UTF8,
     INTERNAL,
@@ -50,7 +42,12 @@ from factory.fsio import (
     physically_inside,
     reserve,
 )
-from factory.models import ErrorRecord
+
+if TYPE_CHECKING:  # the models load after the server was spawned (issue 25)
+    from factory.bus.logfile import FixedPoint
+    from factory.bus.smoke_report import Artifact, SmokeReport, Trace
+    from factory.bus.spawn import ServerChild
+    from factory.bus.verify import BusVerification
 
 DEFAULT_TASK: Final = "Review the supplied artifact"
 MAX_TASK_CHARS: Final = 16_384  # the bus's message text limit
@@ -90,7 +87,7 @@ class SmokeRequest:
     task: str = DEFAULT_TASK
 
 
-def _artifact(path: Path) -> Artifact:
+def _artifact(path: Path) -> dict[str, Any]:
     try:
         st = os.lstat(path)
     except OSError:
@@ -103,7 +100,7 @@ def _artifact(path: Path) -> Artifact:
         size, sha = digest_file(path)
     except OSError:  # swapped for a symlink or a non-regular entry since the lstat
         raise ARTIFACT_NOT_REGULAR(f"artifact {path} is no longer a regular file") from None
-    return Artifact(path=os.fspath(path), bytes=size, sha256=sha)
+    return {"path": os.fspath(path), "bytes": size, "sha256": sha}
 
 
 def _check_text(req: SmokeRequest) -> None:
@@ -128,8 +125,9 @@ def _check_text(req: SmokeRequest) -> None:
         raise BAD_TASK("--task is blank or too long")
 
 
-def admit(req: SmokeRequest) -> Artifact:
-    """Refuse a bad request before any effect; returns the artifact record."""
+def admit(req: SmokeRequest) -> dict[str, Any]:
+    """Refuse a bad request before any effect; returns the artifact record's JSON value
+    (the model, :class:`~factory.bus.smoke_report.Artifact`, is built after the spawn)."""
     _check_text(req)
     if os.path.lexists(req.out):
         raise OUTPUT_EXISTS(f"report {req.out} already exists")
@@ -156,15 +154,6 @@ def admit(req: SmokeRequest) -> Artifact:
     return artifact
 
 
-def _common(req: SmokeRequest, artifact: Artifact) -> dict[str, Any]:
-    return {
-        "ok": False,
-        "data_dir": os.fspath(req.data_dir),
-        "artifact": artifact,
-        "task": req.task,
-    }
-
-
 def build_report(
     req: SmokeRequest,
     artifact: Artifact,
@@ -174,6 +163,9 @@ def build_report(
     verification: BusVerification,
 ) -> SmokeReport:
     """The completed ``factory.smoke-report/1``: ``ok`` unless :func:`judge` found a problem."""
+    from factory.bus.smoke_report import SmokeReport, VerificationSummary, judge
+    from factory.models import ErrorRecord
+
     problems = judge(before, after, verification, trace)
     error = None
     if problems:
@@ -209,46 +201,83 @@ def run_smoke(
     Raises:
         SmokeRefused: admission refused; nothing was touched.
     """
-    artifact = admit(req)
-    running = SmokeReservation(
-        ok=False, data_dir=os.fspath(req.data_dir), artifact=artifact, task=req.task
-    )
-    reserve(req.out, running.data())
+    from factory.bus.smoke_reserve import reservation_bytes
+
+    facts = admit(req)
+    reserve(req.out, reservation_bytes(os.fspath(req.data_dir), facts, req.task))
     owns_dir = False
+    server: ServerChild | None = None
     try:
         try:
             claim_dir(req.data_dir)
         except OutputExists:
             lost = DATA_DIR_CLAIMED(f"data dir {req.data_dir} was claimed by another run first")
-            return _terminal(req, artifact, "failed", lost, owns_dir=False)
+            return _terminal(req, _artifact_model(facts), "failed", lost, owns_dir=False)
         owns_dir = True
-        # Imported only now: the pydantic schemas and the SDK load while the server starts.
-        from factory.bus.client import run_trace
+        if transport == "prespawned":  # at once: its start-up overlaps everything below
+            from factory.bus.spawn import spawn_server
 
-        trace = run_trace(
-            req.data_dir, task=req.task, artifact=artifact, transport=transport, backend=backend
-        )
-        from factory.bus.log import fixed_point
-        from factory.bus.verify import verify
-
-        before = fixed_point(req.data_dir)
-        verification = verify(req.data_dir, as_evidence=True)
-        after = fixed_point(req.data_dir)
-        report = build_report(req, artifact, trace, before, after, verification)
-        data = report.data()
-        atomic_replace(req.out, data)
-        return (int(ExitCode.OK) if report.ok else int(ExitCode.FAILURE)), data
+            server = spawn_server(req.data_dir)
+        return _trace_and_report(req, _artifact_model(facts), transport, backend, server)
     except BaseException as exc:
-        code, data = _terminal(req, artifact, "failed", exc, owns_dir=owns_dir)
+        _stop(server)
+        code, data = _terminal(req, _artifact_model(facts), "failed", exc, owns_dir=owns_dir)
         if isinstance(exc, FactoryError | KeyboardInterrupt):
             return code, data  # exit 4 or 130; stdout still gets the persisted record
         raise
+    finally:
+        _stop(server)
+
+
+def _artifact_model(facts: dict[str, Any]) -> Artifact:
+    from factory.bus.smoke_report import Artifact
+
+    return Artifact(**facts)
+
+
+def _stop(server: ServerChild | None) -> None:
+    """Stop the server (idempotent); an interrupt meanwhile still leaves its group killed."""
+    if server is not None:
+        with contextlib.suppress(KeyboardInterrupt):
+            server.stop()
+
+
+def _trace_and_report(
+    req: SmokeRequest,
+    artifact: Artifact,
+    transport: str,
+    backend: str,
+    server: ServerChild | None,
+) -> tuple[int, bytes]:
+    from factory.bus.client import run_trace
+
+    trace = run_trace(
+        req.data_dir,
+        task=req.task,
+        artifact=artifact,
+        transport=transport,
+        backend=backend,
+        server=server,
+    )
+    _stop(server)  # run_trace stopped it; the fixed point is measured on a stopped server
+    from factory.bus.log import fixed_point
+    from factory.bus.verify import verify
+
+    before = fixed_point(req.data_dir)
+    verification = verify(req.data_dir, as_evidence=True)
+    after = fixed_point(req.data_dir)
+    report = build_report(req, artifact, trace, before, after, verification)
+    data = report.data()
+    atomic_replace(req.out, data)
+    return (int(ExitCode.OK) if report.ok else int(ExitCode.FAILURE)), data
 
 
 def _terminal(
     req: SmokeRequest, artifact: Artifact, status: str, exc: BaseException, *, owns_dir: bool
 ) -> tuple[int, bytes]:
     from factory.bus.log import fixed_point
+    from factory.bus.smoke_report import SmokeTerminal
+    from factory.models import ErrorRecord
 
     if isinstance(exc, FactoryError):
         error = ErrorRecord(code=exc.code, message=exc.message)

@@ -9,17 +9,16 @@ canonical JSON of the model plus LF.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from factory.bus.logfile import FixedPoint
+from factory.bus.smoke_reserve import COMMAND, EXECUTION, REPORT_FORMAT
 from factory.bus.verify import BusVerification, GateResult
 from factory.models import ErrorRecord, StrictModel
 
-REPORT_FORMAT: Final = "factory.smoke-report/1"
-COMMAND: Final = "factory smoke"
-EXECUTION: Final = "coordination-tracer; no code execution"
+__all__ = ["COMMAND", "EXECUTION", "REPORT_FORMAT"]  # defined stdlib-only (smoke_reserve.py)
 
 
 class Artifact(StrictModel):

@@ -248,7 +248,10 @@ def register(sub: Any) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from factory.bus.server import serve
+    from factory.bus.sdk import collector_paused
+
+    with collector_paused():  # the start-up's imports (issue 25); serve() pauses it again
+        from factory.bus.server import serve
     from factory.errors import ExitCode
 
     _require_stdio()

@@ -40,11 +40,20 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from factory.bus.sdk import collector_paused
+
+    # A short run that is mostly imports (pydantic, the SDK's client side): no cycle
+    # collections until it is done (issue 25; the bus server pauses its own start-up too).
+    with collector_paused():
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     import os
     from pathlib import Path
 
-    from factory.bus.client import BACKENDS, TRANSPORTS
     from factory.bus.smoke import DEFAULT_TASK, SmokeRequest, run_smoke
+    from factory.bus.spawn import BACKENDS, TRANSPORTS
 
     transport = os.environ.get("FACTORY_SMOKE_TRANSPORT") or "prespawned"
     backend = os.environ.get("FACTORY_SMOKE_BACKEND") or "asyncio"

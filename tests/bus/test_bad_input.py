@@ -22,9 +22,9 @@ from typing import Any
 
 import pytest
 
-from factory.bus.client import server_argv, server_env
 from factory.bus.log import LOG_NAME, EventLog, fixed_point
 from factory.bus.server import handle_call
+from factory.bus.spawn import server_argv, server_env
 from factory.errors import ExitCode, FactoryError
 from tests.bus.helpers import bus as new_log
 from tests.bus.helpers import call, lines

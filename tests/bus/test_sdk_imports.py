@@ -39,3 +39,25 @@ def test_an_sdk_already_imported_is_left_as_it_is() -> None:
     code = "import mcp, sys\n" + BARE + "\nprint(hasattr(sys.modules['mcp'], 'CallToolRequest'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True"  # the package's own __init__ ran and was kept
+
+
+@pytest.mark.parametrize("enabled_before", [True, False])
+def test_collector_paused_pauses_then_restores_the_collector(enabled_before: bool) -> None:
+    import gc
+
+    from factory.bus.sdk import collector_paused
+
+    was = gc.isenabled()
+    (gc.enable if enabled_before else gc.disable)()
+    try:
+        frozen = gc.get_freeze_count()
+        kept: list[object] = [[]]  # an object alive across the pause ends up frozen
+        with pytest.raises(ValueError), collector_paused():
+            assert not gc.isenabled()
+            kept.append([kept])
+            raise ValueError("a start-up that fails still restores the collector")
+        assert gc.isenabled() is enabled_before
+        assert gc.get_freeze_count() > frozen
+    finally:
+        gc.unfreeze()
+        (gc.enable if was else gc.disable)()

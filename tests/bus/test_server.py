@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from factory.bus.client import server_argv, server_env
 from factory.bus.log import EventLog
 from factory.bus.model import VERBS
 from factory.bus.server import handle_call, tool_schemas
+from factory.bus.spawn import server_argv, server_env
 from tests.bus.helpers import bus, lines, rich_log
 from tests.support.bus_serve import INIT
 

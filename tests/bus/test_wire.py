@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from factory.bus.client import server_argv, server_env
+from factory.bus.spawn import server_argv, server_env
 from factory.bus.wire import MALFORMED_KEY, WireRefusal, screen_line
 from tests.bus.helpers import lines
 

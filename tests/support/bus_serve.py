@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from factory.bus.client import server_argv, server_env
+from factory.bus.spawn import server_argv, server_env
 
 INIT: dict[str, Any] = {
     "jsonrpc": "2.0",
