@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 #: (module, the words after factory_argv's call) that may build factory's own argv.
 ARGV_CALLS = {
-    ("factory/bus/client.py", ("bus", "serve")),
+    ("factory/bus/spawn.py", ("bus", "serve")),
     ("factory/usercmd.py", ()),
 }
 #: The modules a child may be started with ``-m`` (exact names).
@@ -118,7 +118,7 @@ PLANTS = [
         "factory/gate/x.py",
         "from factory.selfexec import factory_argv\nrun(factory_argv('review'))\n",
     ),
-    ("factory/bus/client.py", "factory_argv('bus', 'other')\n"),  # allowed module, other words
+    ("factory/bus/spawn.py", "factory_argv('bus', 'other')\n"),  # allowed module, other words
     ("factory/x.py", "import sys\nargv = [sys.executable, '-I', '-m', 'factory', 'agent']\n"),
     ("factory/x.py", "CHILD = 'factory.cli.main'\nargv = ['python', '-m', CHILD]\n"),
     ("factory/x.py", "import subprocess\nsubprocess.run(['factory', 'review', 'validate'])\n"),
