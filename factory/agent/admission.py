@@ -40,13 +40,17 @@ from pathlib import Path
 
 from factory.errors import Refused
 from factory.fsio import physically_inside
-from factory.gitio.gitdata import special_files, status_and_ignored, submodules_dirty
+from factory.gitio.gitdata import (
+    index_flags,
+    special_files,
+    status_and_ignored,
+    submodules_dirty,
+)
 from factory.gitio.state import Lock, common_lock_files, in_progress, lock_files
 from factory.gitio.worktree import (
     Worktree,
     commit_tree,
     head_commit,
-    hidden_entries,
     locate,
 )
 
@@ -223,8 +227,9 @@ def admit(request: AgentRequest, *, receipt_reserved: bool = False) -> Admitted:
     base = head_commit(wt)
     if base is None:
         raise NO_BASE_COMMIT("the worktree's branch has no commit yet")
+    flags = index_flags(wt.root)  # one index listing for the gitlinks and hidden entries
     status, ignored = status_and_ignored(wt.root)
-    if status or submodules_dirty(wt.root):
+    if status or submodules_dirty(wt.root, flags.gitlinks):
         raise WORKTREE_NOT_CLEAN(
             "the worktree has staged, unstaged or untracked changes (factory runs no "
             "repository filter: if git status shows nothing, run it once to refresh the index)"
@@ -233,7 +238,7 @@ def admit(request: AgentRequest, *, receipt_reserved: bool = False) -> Admitted:
         raise WORKTREE_HAS_SPECIAL_FILE(
             "the worktree holds a FIFO, socket or device that git does not ignore"
         )
-    if hidden_entries(wt):
+    if flags.hidden:
         raise WORKTREE_HIDES_CHANGES(
             "the worktree's index marks files assume-unchanged or skip-worktree, which hides "
             "their changes from git status and the candidate"

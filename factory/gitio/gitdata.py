@@ -229,15 +229,37 @@ def repo_head(root: Path) -> str | None:
     return out.decode("ascii", "replace").strip() or None
 
 
+class IndexFlags(NamedTuple):
+    """What one listing of the index says beyond its paths (:func:`index_flags`)."""
+
+    gitlinks: dict[bytes, str]  # submodule path -> the commit the index records
+    hidden: int  # entries marked assume-unchanged or skip-worktree
+
+
+def index_flags(root: Path) -> IndexFlags:
+    """The index's gitlinks and its hidden entries, from one ``git ls-files -s -v`` pass.
+
+    Tags per ``git ls-files -v``: lower case = assume-unchanged, ``S`` = skip-worktree; git
+    status, ``git add -A`` and the clean check all skip such entries, so a change to one
+    would be in the worktree but in no status, tree or patch."""
+    out = run_git(root, ["ls-files", "-s", "-v", "-z"], what="git ls-files -s -v")
+    links: dict[bytes, str] = {}
+    hidden = 0
+    for rec in out.split(b"\0"):
+        tag, _, entry = rec.partition(b" ")
+        if not entry:
+            continue
+        if tag.islower() or tag == b"S":
+            hidden += 1
+        if entry.startswith(GITLINK.encode() + b" "):
+            meta, _, path = entry.partition(b"\t")
+            links[path] = meta.split(b" ")[1].decode("ascii")
+    return IndexFlags(links, hidden)
+
+
 def gitlinks(root: Path) -> dict[bytes, str]:
     """Submodule paths of the index at ``root`` and the commit each records."""
-    out = run_git(root, ["ls-files", "-s", "-z"], what="git ls-files -s")
-    links: dict[bytes, str] = {}
-    for rec in out.split(b"\0"):
-        if rec.startswith(GITLINK.encode() + b" "):
-            meta, _, path = rec.partition(b"\t")
-            links[path] = meta.split(b" ")[1].decode("ascii")
-    return links
+    return index_flags(root).gitlinks
 
 
 def repo_dirty(root: Path) -> bool:
@@ -246,9 +268,10 @@ def repo_dirty(root: Path) -> bool:
     return bool(status_bytes(root)) or submodules_dirty(root)
 
 
-def submodules_dirty(root: Path) -> bool:
-    """Whether a checked-out submodule of ``root`` has a change inside it (recursively)."""
-    for path, commit in gitlinks(root).items():
+def submodules_dirty(root: Path, links: Mapping[bytes, str] | None = None) -> bool:
+    """Whether a checked-out submodule of ``root`` has a change inside it (recursively);
+    ``links``: the index's gitlinks when the caller already listed them."""
+    for path, commit in (gitlinks(root) if links is None else links).items():
         sub = Path(os.fsdecode(os.path.join(os.fsencode(root), path)))
         if os.path.lexists(sub / ".git") and (repo_head(sub) != commit or repo_dirty(sub)):
             return True

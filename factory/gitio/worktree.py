@@ -80,8 +80,9 @@ def hidden_entries(wt: Worktree) -> int:
     entries: a change to one would be in the worktree but in no status, tree or patch.
     Tags per ``git ls-files -v``: lower case = assume-unchanged, ``S`` = skip-worktree.
     """
-    out = run_git(wt.root, ["ls-files", "-v", "-z"], what="git ls-files -v")
-    return sum(1 for rec in out.split(b"\0") if rec and (rec[:1].islower() or rec[:1] == b"S"))
+    from factory.gitio.gitdata import index_flags
+
+    return index_flags(wt.root).hidden
 
 
 def head_commit(wt: Worktree) -> str | None:

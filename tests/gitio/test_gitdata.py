@@ -54,3 +54,19 @@ def test_one_diff_tree_gives_the_entries_and_the_plain_patch(tmp_path: Path) -> 
     assert patch == plain and b"GIT binary patch" in patch
     assert entries == diff_entries(repo, base, tree) and len(entries) == 4
     assert diff_with_patch(repo, base, base) == ({}, b"")  # twin: no change, no patch
+
+
+def test_one_index_listing_gives_the_gitlinks_and_the_hidden_entries(tmp_path: Path) -> None:
+    """``index_flags`` reads ``ls-files -s -v`` once and answers what ``ls-files -s`` (the
+    gitlinks) and ``ls-files -v`` (the hidden entries) answered apart."""
+    from factory.gitio.gitdata import index_flags
+
+    files = {"a.txt": "a\n", "b.txt": "b\n", "c d.txt": "c\n", "S x.txt": "s\n"}
+    repo = init_repo(tmp_path / "r", files)
+    sub = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{sub},vendor/lib")
+    assert index_flags(repo) == ({b"vendor/lib": sub}, 0)  # twin: nothing hidden
+    git(repo, "update-index", "--assume-unchanged", "a.txt")
+    git(repo, "update-index", "--skip-worktree", "c d.txt")
+    git(repo, "update-index", "--skip-worktree", "--assume-unchanged", "S x.txt")
+    assert index_flags(repo) == ({b"vendor/lib": sub}, 3)
