@@ -215,19 +215,21 @@ def _read(path: str, what: str, limit: int) -> bytes:
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    from factory.gate.errors import EvidenceRefused
+    from factory.gate.errors import EVIDENCE_REFUSED, EvidenceRefused
     from factory.gate.evidence import MAX_EVIDENCE_BYTES, parse_signature
 
     if (args.signature is None) != (args.key_id is None):
-        raise EvidenceRefused("--signature and --key-id go together")
+        raise EVIDENCE_REFUSED("--signature and --key-id go together")
     signature = None
     if args.signature is not None:
         try:
             signature = parse_signature(
                 args.key_id, _read(args.signature, "--signature", 4096).decode("ascii")
             )
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise EvidenceRefused(f"--signature: {exc}") from None
+        except EvidenceRefused as exc:
+            raise EVIDENCE_REFUSED(f"--signature: {exc.fact}") from None
+        except UnicodeDecodeError as exc:
+            raise EVIDENCE_REFUSED(f"--signature: {exc}") from None
     payload = _read(args.file, "the evidence file", MAX_EVIDENCE_BYTES)
     gate = _gate(args)
     run = _load(gate, args.run)

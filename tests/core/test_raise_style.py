@@ -38,3 +38,45 @@ def test_the_scan_catches_a_planted_long_form() -> None:
     assert long_form("raise ReviewRefused('x', code=LENS_HAS_RESULT)\n") == [1]
     assert long_form("raise LENS_HAS_RESULT('x')\n") == []
     assert long_form("raise ReviewRefused('x', code=C, next=('a',))\n") == []
+
+
+# The decision gate's refusals are typed (``raise SCENARIO_INVALID(fact)``,
+# ``raise EVIDENCE_REFUSED(fact)``); a bare ``ValueError`` is left only where pydantic asks
+# for one (a validator inside a model) or where the function catches it itself.
+GATE_VALUE_ERRORS = {
+    ("factory/gate/observation.py", "_known"),  # FailureBody's model validator
+    ("factory/gate/observation.py", "_one_of"),  # the observation body's validator
+    ("factory/gate/observation.py", "_instant"),  # observed_at's validator
+    ("factory/gate/reports.py", "_text"),  # the Text field's validator
+    ("factory/gate/values.py", "parse_instant"),  # caught three lines below
+}
+
+
+def bare_value_errors(source: str) -> list[str]:
+    """Names of the functions in ``source`` that ``raise ValueError(...)``."""
+    names = []
+    for func in ast.walk(ast.parse(source)):
+        if isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(func):
+                if (
+                    isinstance(node, ast.Raise)
+                    and isinstance(node.exc, ast.Call)
+                    and isinstance(node.exc.func, ast.Name)
+                    and node.exc.func.id == "ValueError"
+                ):
+                    names.append(func.name)
+    return names
+
+
+def test_the_decision_gate_raises_no_bare_value_error() -> None:
+    found = {
+        (str(path.relative_to(ROOT)), name)
+        for path in sorted((ROOT / "factory" / "gate").rglob("*.py"))
+        for name in bare_value_errors(path.read_text(encoding="utf-8"))
+    }
+    assert found <= GATE_VALUE_ERRORS, "raise a registered code: raise CODE(fact)"
+
+
+def test_the_gate_scan_catches_a_planted_value_error() -> None:
+    assert bare_value_errors("def f():\n    raise ValueError('x')\n") == ["f"]
+    assert bare_value_errors("def f():\n    raise SCENARIO_INVALID('x')\n") == []
