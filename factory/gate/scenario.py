@@ -27,7 +27,7 @@ from typing import Any
 
 from factory.documents.reading import JsonRefused, read_json
 from factory.gate import logic
-from factory.gate.errors import SCENARIO_INVALID, ScenarioInvalid, UnknownScenario
+from factory.gate.errors import SCENARIO_INVALID, SCENARIO_UNKNOWN, ScenarioInvalid
 from factory.gate.predicates import Predicate
 from factory.gate.values import Domain
 
@@ -153,7 +153,7 @@ def builtin_source(name: str) -> bytes:
     """The bytes of a shipped scenario; :class:`UnknownScenario` when there is none."""
     if name not in builtin_names():
         known = ", ".join(builtin_names()) or "none"
-        raise UnknownScenario(f"no built-in scenario {name!r} (built-in: {known})")
+        raise SCENARIO_UNKNOWN(f"no built-in scenario {name!r} (built-in: {known})")
     return (resources.files("factory.gate") / "scenarios" / f"{name}.toml").read_bytes()
 
 
