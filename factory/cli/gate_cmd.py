@@ -244,7 +244,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     import trio
 
-    from factory.canonical import sha256_hex
+    from factory.documents.canonical import sha256_hex
     from factory.gate.acquire import acquire
     from factory.gate.evidence import MAX_EVIDENCE_BYTES
 
@@ -286,7 +286,7 @@ def _check_request(args: argparse.Namespace) -> None:
 
 def _asked(args: argparse.Namespace, payloads: list[bytes]) -> Ask | None:
     """The ask of an acceptance under ``--request`` (its identity for a retry), else None."""
-    from factory.canonical import sha256_hex
+    from factory.documents.canonical import sha256_hex
     from factory.gate.service import Ask
 
     if args.request is None:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
-from factory.canonical import canonical_bytes_plain, digest, tagged_sha256
+from factory.documents.canonical import canonical_bytes_plain, digest, tagged_sha256
 from factory.gate import logic
 from factory.gate.errors import OPEN_REFUSED
 from factory.gate.evaluation import EVALUATION_SCHEMA, Base, Delta, EvaluationRecord, IntentRecord

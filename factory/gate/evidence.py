@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.documents.reading import JsonRefused, read_json
 from factory.gate.errors import EVIDENCE_REFUSED, EvidenceRefused
 from factory.gate.observation import (

@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from factory.canonical import canonical_bytes, digest, sha256_hex
+from factory.documents.canonical import canonical_bytes, digest, sha256_hex
 from factory.documents.reading import read_own
 from factory.fsio import claim_dir, fsync_dir, write_exclusive
 from factory.gate.errors import EXPORT_FAILED, STORE_CORRUPT

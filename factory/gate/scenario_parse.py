@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from factory.canonical import digest
+from factory.documents.canonical import digest
 from factory.gate import logic
 from factory.gate.acquire_args import check_binding
 from factory.gate.errors import SCENARIO_INVALID, ScenarioInvalid

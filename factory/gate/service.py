@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from factory.canonical import tagged_sha256
+from factory.documents.canonical import tagged_sha256
 from factory.documents.reading import read_own
 from factory.gate import state as history
 from factory.gate.errors import (

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from factory.canonical import digest
+from factory.documents.canonical import digest
 from factory.gate import logic
 from factory.gate.errors import STORE_CORRUPT
 from factory.gate.reports import ENTRY_SCHEMA, GateEntry

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from factory.canonical import canonical_bytes, sha256_hex
+from factory.documents.canonical import canonical_bytes, sha256_hex
 from factory.documents.reading import read_own
 from factory.errors import FactoryError
 from factory.fsio import atomic_replace

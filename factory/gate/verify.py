@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from factory.agent.evidence import read_nofollow
-from factory.canonical import canonical_bytes_plain, sha256_hex, tagged_sha256
+from factory.documents.canonical import canonical_bytes_plain, sha256_hex, tagged_sha256
 from factory.documents.reading import read_own
 from factory.errors import FactoryError
 from factory.gate import state as history
