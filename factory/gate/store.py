@@ -39,7 +39,6 @@ from factory.gate.errors import (
     STORE_CORRUPT,
     STORE_FAILED,
     RequestConflict,
-    StoreFailure,
 )
 from factory.gate.evidence import Evidence, Signature, load
 from factory.gate.state import Entry
@@ -153,11 +152,10 @@ class SqliteStore:
         except sqlite3.OperationalError as exc:
             with contextlib.suppress(sqlite3.Error):
                 self._db.execute("ROLLBACK")
-            raise self._unwritten(exc) from exc
+            raise STORE_FAILED(self._unwritten(exc)) from exc
 
-    def _unwritten(self, exc: sqlite3.Error) -> StoreFailure:
-        return StoreFailure(f"the gate store {self.path} could not be written ({exc}); "
-                            "nothing was recorded")  # fmt: skip
+    def _unwritten(self, exc: sqlite3.Error) -> str:
+        return f"the gate store {self.path} could not be written ({exc}); nothing was recorded"
 
     def close(self) -> None:
         self._db.close()
@@ -280,7 +278,7 @@ class SqliteStore:
         except sqlite3.OperationalError as exc:  # a full disk: rolled back, nothing recorded
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
-            raise self._unwritten(exc) from exc
+            raise STORE_FAILED(self._unwritten(exc)) from exc
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
