@@ -17,7 +17,7 @@ from pydantic import (
     model_serializer,
 )
 
-from factory.canonical import canonical_bytes, digest
+from factory.documents.canonical import canonical_bytes, digest
 from factory.documents.surrogates import holds_lone_surrogate
 from factory.errors import INTERNAL, Code
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from factory.canonical import DuplicateKey, unique_keys
+from factory.documents.canonical import DuplicateKey, unique_keys
 from factory.models import StrictModel
 from factory.provider_api import (
     PROVIDER_AUTH_REQUIRED,

@@ -40,7 +40,7 @@ from factory.bus.log import LOG_NAME, EventLog  # noqa: E402
 from factory.bus.model import VERB_INPUTS  # noqa: E402
 from factory.bus.reducer import State, apply  # noqa: E402
 from factory.bus.server import handle_call  # noqa: E402
-from factory.canonical import canonical_bytes  # noqa: E402
+from factory.documents.canonical import canonical_bytes  # noqa: E402
 
 AT = "2026-01-01T00:00:00.000Z"
 

@@ -29,7 +29,7 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from factory.canonical import tagged_sha256
+from factory.documents.canonical import tagged_sha256
 from factory.filehash import hasher
 
 TREE_TAG = "factory.worktree-tree/1"

@@ -20,7 +20,7 @@ import stat
 from pathlib import Path
 
 from factory.agent.receipt import EVIDENCE_POLICY, EvidenceRef
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.errors import IntegrityFailure
 from factory.filehash import digest_file
 from factory.fsio import OutputExists, claim_dir, fsync_dir, write_exclusive

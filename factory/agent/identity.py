@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from factory.agent.receipt import CandidateBody, ChangedPath
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.gitio.candidate import DerivedCandidate
 
 

@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer
 
-from factory.canonical import digest
+from factory.documents.canonical import digest
 from factory.models import ErrorRecord as ErrorRecord  # defined once, embedded here
 from factory.models import StrictModel
 

@@ -38,7 +38,7 @@ from pydantic import Field
 
 from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, CandidateRecord
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.errors import FactoryError, Failure, Refused
 from factory.gitio import apply as gitapply
 from factory.gitio.apply import Checkout

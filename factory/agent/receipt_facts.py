@@ -29,7 +29,7 @@ from factory.agent.evidence import read_nofollow, resolve_evidence_path
 from factory.agent.receipt import AgentReceipt, EvidenceRef
 from factory.agent.representation import RepresentationNote, describe
 from factory.agent.verify import failed_checks
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 
 #: The most bytes read from one evidence file for display (a patch or a verdict).
 TEXT_LIMIT: Final = 4 << 20

@@ -75,9 +75,9 @@ ENDPOINT_REFUSED = EndpointRefused.define(
 )
 
 
-def _refuse(reason: str) -> EndpointRefused:
+def _refusal(reason: str) -> str:
     # The URL itself is never echoed: it may carry userinfo or other secrets.
-    return ENDPOINT_REFUSED(f"--otel-endpoint refused ({reason})")
+    return f"--otel-endpoint refused ({reason})"
 
 
 def parse_endpoint(url: str) -> str:
@@ -93,42 +93,42 @@ def parse_endpoint(url: str) -> str:
             zero port; whitespace, backslashes, control or non-ASCII characters.
     """
     if not isinstance(url, str) or not url:
-        raise _refuse("empty")
+        raise ENDPOINT_REFUSED(_refusal("empty"))
     if not url.isascii() or any(c.isspace() or ord(c) < 0x20 or c == "\x7f" for c in url):
-        raise _refuse("non-ASCII, whitespace or control characters")
+        raise ENDPOINT_REFUSED(_refusal("non-ASCII, whitespace or control characters"))
     if "\\" in url:
-        raise _refuse("backslash")
+        raise ENDPOINT_REFUSED(_refusal("backslash"))
     if "?" in url:
-        raise _refuse("query")
+        raise ENDPOINT_REFUSED(_refusal("query"))
     if "#" in url:
-        raise _refuse("fragment")
+        raise ENDPOINT_REFUSED(_refusal("fragment"))
     try:
         parts = urlsplit(url)
     except ValueError:
-        raise _refuse("malformed") from None
+        raise ENDPOINT_REFUSED(_refusal("malformed")) from None
     if parts.scheme != "http" or url[:7].lower() != "http://":
-        raise _refuse("scheme must be http")
+        raise ENDPOINT_REFUSED(_refusal("scheme must be http"))
     if "@" in parts.netloc:
-        raise _refuse("userinfo")
+        raise ENDPOINT_REFUSED(_refusal("userinfo"))
     host = parts.hostname
     if not host:
-        raise _refuse("no host")
+        raise ENDPOINT_REFUSED(_refusal("no host"))
     if "%" in parts.netloc:
-        raise _refuse("scope id")
+        raise ENDPOINT_REFUSED(_refusal("scope id"))
     try:
         ip = ipaddress.ip_address(host)
     except ValueError:
-        raise _refuse("host is a name, not a literal loopback IP") from None
+        raise ENDPOINT_REFUSED(_refusal("host is a name, not a literal loopback IP")) from None
     if not ip.is_loopback:
-        raise _refuse("host is not loopback")
+        raise ENDPOINT_REFUSED(_refusal("host is not loopback"))
     if ip.version == 4 and "[" in parts.netloc:
-        raise _refuse("IPv4 in brackets")
+        raise ENDPOINT_REFUSED(_refusal("IPv4 in brackets"))
     try:
         port = parts.port
     except ValueError:
-        raise _refuse("bad port") from None
+        raise ENDPOINT_REFUSED(_refusal("bad port")) from None
     if port == 0:
-        raise _refuse("port 0")
+        raise ENDPOINT_REFUSED(_refusal("port 0"))
     rendered = f"[{ip.compressed}]" if ip.version == 6 else ip.compressed
     netloc = rendered if port is None else f"{rendered}:{port}"
     path = parts.path if parts.path not in ("", "/") else TRACES_PATH

@@ -16,7 +16,7 @@ from typing import Final, Literal
 
 from pydantic import Field, ValidationError
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.errors import UsageError
 from factory.models import StrictModel
 
@@ -73,7 +73,7 @@ def _from_toml(data: bytes) -> list[BatchTask]:
 
 
 def _from_jsonl(data: bytes) -> list[BatchTask]:
-    from factory.canonical import unique_keys
+    from factory.documents.canonical import unique_keys
 
     tasks: list[BatchTask] = []
     for number, line in enumerate(data.split(b"\n"), start=1):

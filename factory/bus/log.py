@@ -51,7 +51,7 @@ from factory.bus.logfile import (
 )
 from factory.bus.model import Event
 from factory.bus.reducer import ReplayError, State, apply, check
-from factory.canonical import canonical_bytes
+from factory.documents.canonical import canonical_bytes
 from factory.errors import FactoryError, Failure
 from factory.fsio import fsync_dir
 

@@ -23,7 +23,7 @@ from pydantic import Field, ValidationError
 
 from factory.bus.model import EVENT_ADAPTER, EVENT_TYPES, Event
 from factory.bus.reducer import HANDOFF_AUTHORITY, NEVER_REPAIRED, ReplayError, State, apply
-from factory.canonical import canonical_bytes
+from factory.documents.canonical import canonical_bytes
 from factory.errors import Code, CorruptLog, Refused
 from factory.models import StrictModel
 

@@ -26,7 +26,7 @@ from typing import Any
 import tomlkit
 from tomlkit.items import InlineTable
 
-from factory.canonical import unique_keys
+from factory.documents.canonical import unique_keys
 from factory.errors import FactoryError, Refused
 
 SERVER_KEY = "factory"

@@ -29,7 +29,8 @@ def _run(args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
     from factory.batch.child_request import AgentChildRequest
-    from factory.cli.agent_exec import SIGNALS, AgentCall, _scenario, execute
+    from factory.cli.agent_exec import AgentCall, _scenario, execute
+    from factory.cli.agent_signals import SIGNALS
     from factory.errors import ExitCode
     from factory.models import describe_validation_error
 

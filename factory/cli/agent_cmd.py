@@ -149,7 +149,8 @@ def run(args: argparse.Namespace) -> int:
     # Human progress of a rehearsal reads exactly like a real run: say which it is, first
     # and last, so a scripted APPROVE is never mistaken for a model's; and say why a run
     # failed, not only "finished: failed". With --progress jsonl, stderr stays JSON lines.
-    from factory.cli.agent_exec import SIGNALS, AgentCall, execute
+    from factory.cli.agent_exec import AgentCall, execute
+    from factory.cli.agent_signals import SIGNALS
 
     SIGNALS.install()
     human = args.progress == "human"

@@ -149,7 +149,7 @@ def _load(gate: Gate, run_id: str) -> LoadedRun:
 def resolve_scenario(name: str) -> Scenario:
     """A scenario file (``.toml``/``.json``) or a built-in scenario's name."""
     from factory.agent.evidence import read_nofollow
-    from factory.gate.errors import UnknownScenario
+    from factory.gate.errors import SCENARIO_UNKNOWN
     from factory.gate.scenario import MAX_SCENARIO_BYTES, load_builtin, load_bytes
 
     path = Path(name)
@@ -157,31 +157,31 @@ def resolve_scenario(name: str) -> Scenario:
         try:
             data = read_nofollow(path, limit=MAX_SCENARIO_BYTES + 1)
         except OSError as exc:
-            raise UnknownScenario("the scenario is not a readable regular file") from exc
+            raise SCENARIO_UNKNOWN("the scenario is not a readable regular file") from exc
         return load_bytes(data, path.suffix[1:])
     if path.suffix in (".toml", ".json") or "/" in name:
-        raise UnknownScenario(
+        raise SCENARIO_UNKNOWN(
             f"no scenario file {name}; give a .toml/.json path or a built-in name"
         )
     return load_builtin(name)
 
 
 def _params(items: list[str]) -> dict[str, str]:
-    from factory.gate.errors import ParamsInvalid
+    from factory.gate.errors import PARAMS_INVALID
 
     out: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name:
-            raise ParamsInvalid(f"--param {item!r}: write NAME=VALUE")
+            raise PARAMS_INVALID(f"--param {item!r}: write NAME=VALUE")
         if name in out:
-            raise ParamsInvalid(f"--param {name} is given twice; give it once")
+            raise PARAMS_INVALID(f"--param {name} is given twice; give it once")
         out[name] = value
     return out
 
 
 def _instant(text: str | None, flag: str) -> int | None:
-    from factory.gate.errors import ParamsInvalid
+    from factory.gate.errors import PARAMS_INVALID
     from factory.gate.values import OutsideDomain, parse_instant
 
     if text is None:
@@ -189,7 +189,7 @@ def _instant(text: str | None, flag: str) -> int | None:
     try:
         return parse_instant(text)
     except OutsideDomain as exc:
-        raise ParamsInvalid(f"{flag}: {exc}") from None
+        raise PARAMS_INVALID(f"{flag}: {exc}") from None
 
 
 def run_start(args: argparse.Namespace) -> int:
@@ -203,31 +203,33 @@ def run_start(args: argparse.Namespace) -> int:
 
 def _read(path: str, what: str, limit: int) -> bytes:
     from factory.agent.evidence import read_nofollow
-    from factory.gate.errors import EvidenceRefused
+    from factory.gate.errors import EVIDENCE_REFUSED
 
     try:
         data = read_nofollow(Path(path), limit=limit + 1)
     except OSError as exc:
-        raise EvidenceRefused(f"{what} is not a readable regular file (symlinks refused)") from exc
+        raise EVIDENCE_REFUSED(f"{what} is not a readable regular file (symlinks refused)") from exc
     if len(data) > limit:
-        raise EvidenceRefused(f"{what} is larger than {limit} bytes")
+        raise EVIDENCE_REFUSED(f"{what} is larger than {limit} bytes")
     return data
 
 
 def run_submit(args: argparse.Namespace) -> int:
-    from factory.gate.errors import EvidenceRefused
+    from factory.gate.errors import EVIDENCE_REFUSED, EvidenceRefused
     from factory.gate.evidence import MAX_EVIDENCE_BYTES, parse_signature
 
     if (args.signature is None) != (args.key_id is None):
-        raise EvidenceRefused("--signature and --key-id go together")
+        raise EVIDENCE_REFUSED("--signature and --key-id go together")
     signature = None
     if args.signature is not None:
         try:
             signature = parse_signature(
                 args.key_id, _read(args.signature, "--signature", 4096).decode("ascii")
             )
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise EvidenceRefused(f"--signature: {exc}") from None
+        except EvidenceRefused as exc:
+            raise EVIDENCE_REFUSED(f"--signature: {exc.fact}") from None
+        except UnicodeDecodeError as exc:
+            raise EVIDENCE_REFUSED(f"--signature: {exc}") from None
     payload = _read(args.file, "the evidence file", MAX_EVIDENCE_BYTES)
     gate = _gate(args)
     run = _load(gate, args.run)
@@ -242,7 +244,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
     import trio
 
-    from factory.canonical import sha256_hex
+    from factory.documents.canonical import sha256_hex
     from factory.gate.acquire import acquire
     from factory.gate.evidence import MAX_EVIDENCE_BYTES
 
@@ -273,18 +275,18 @@ def run_evaluate(args: argparse.Namespace) -> int:
 
 
 def _check_request(args: argparse.Namespace) -> None:
-    from factory.gate.errors import ParamsInvalid
+    from factory.gate.errors import PARAMS_INVALID
     from factory.gate.scenario import ID
 
     if args.request is not None and not args.accept:
-        raise ParamsInvalid("--request names an acceptance; give it with --accept")
+        raise PARAMS_INVALID("--request names an acceptance; give it with --accept")
     if args.request is not None and not ID.fullmatch(args.request):
-        raise ParamsInvalid("--request: a request id is 1-128 letters, digits, '_', '.', '-'")
+        raise PARAMS_INVALID("--request: a request id is 1-128 letters, digits, '_', '.', '-'")
 
 
 def _asked(args: argparse.Namespace, payloads: list[bytes]) -> Ask | None:
     """The ask of an acceptance under ``--request`` (its identity for a retry), else None."""
-    from factory.canonical import sha256_hex
+    from factory.documents.canonical import sha256_hex
     from factory.gate.service import Ask
 
     if args.request is None:

@@ -66,7 +66,7 @@ def print_json(value: object, *, kept_in: str | None = None) -> None:
     itself, in its file or through a pipe, is whole)."""
     import sys
 
-    from factory.canonical import canonical_bytes
+    from factory.documents.canonical import canonical_bytes
     from factory.documents.emit import inert_bytes
 
     if sys.stdout is None or not sys.stdout.isatty():

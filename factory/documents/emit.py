@@ -8,7 +8,7 @@ display sanitiser (:mod:`factory.display`) would escape as JSON ``\\uXXXX`` esca
 only touches string contents: the result is valid JSON that parses to the same strings.
 Ordinary non-ASCII text ("é", "日本") stays readable.
 
-Hash-bound canonical bytes (RFC 8785, :mod:`factory.canonical`) are not rewritten where
+Hash-bound canonical bytes (RFC 8785, :mod:`factory.documents.canonical`) are not rewritten where
 they are stored: the files keep their exact bytes. What goes to stdout for a person is
 the escaped form, which parses to the same value. Stdlib only, so the hook path stays
 free of pydantic.

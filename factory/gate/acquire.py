@@ -16,8 +16,7 @@ from typing import Any
 
 from factory.agent.receipt_once import Reader, read_and_verify
 from factory.agent.verify import read_receipt
-from factory.canonical import sha256_hex
-from factory.documents.canonical import exact_bytes
+from factory.documents.canonical import exact_bytes, sha256_hex
 from factory.gate.acquire_args import expand, select
 from factory.gate.evidence import ACQUIRED_PREFIX, Evidence, admit
 from factory.gate.observation import SCHEMA

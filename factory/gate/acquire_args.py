@@ -15,6 +15,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from factory.gate.errors import SCENARIO_INVALID
+
 PLACEHOLDER = re.compile(r"\$\{([A-Za-z0-9_.-]+)\}")
 GATES = ("pre-commit", "pre-push", "pre-pr", "release")
 
@@ -32,34 +34,34 @@ PROVIDERS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
 def check_binding(
     provider: str, args: Mapping[str, Any], params: tuple[str, ...], where: str
 ) -> None:
-    """Raise ``ValueError`` unless ``args`` are what ``provider`` takes."""
+    """Raise :data:`SCENARIO_INVALID` unless ``args`` are what ``provider`` takes."""
     if provider not in PROVIDERS:
-        raise ValueError(f"{where}.provider: one of {', '.join(PROVIDERS)}")
+        raise SCENARIO_INVALID(f"{where}.provider: one of {', '.join(PROVIDERS)}")
     required, optional = PROVIDERS[provider]
     missing = sorted(required - set(args))
     stray = sorted(set(args) - required - optional)
     if missing or stray:
         what = f"lacks {missing[0]!r}" if missing else f"has unknown argument {stray[0]!r}"
-        raise ValueError(f"{where}: provider {provider} {what}")
+        raise SCENARIO_INVALID(f"{where}: provider {provider} {what}")
     for name, value in args.items():
         _check_value(name, value, params, f"{where}.{name}")
     if provider == "review-gate" and args["gate"] not in GATES:
-        raise ValueError(f"{where}.gate: one of {', '.join(GATES)}")
+        raise SCENARIO_INVALID(f"{where}.gate: one of {', '.join(GATES)}")
     if "timeout_s" in args and not (
         type(args["timeout_s"]) is int and 0 < args["timeout_s"] <= 86_400
     ):
-        raise ValueError(f"{where}.timeout_s: an integer from 1 to 86400")
+        raise SCENARIO_INVALID(f"{where}.timeout_s: an integer from 1 to 86400")
     if "max_bytes" in args and not (
         type(args["max_bytes"]) is int and 0 < args["max_bytes"] <= 1 << 26
     ):
-        raise ValueError(f"{where}.max_bytes: an integer from 1 to {1 << 26}")
+        raise SCENARIO_INVALID(f"{where}.max_bytes: an integer from 1 to {1 << 26}")
     for pointer in ("pointer", "select"):
         if pointer in args and not _is_pointer(args[pointer]):
-            raise ValueError(f"{where}.{pointer}: a JSON pointer ('' or /a/b)")
+            raise SCENARIO_INVALID(f"{where}.{pointer}: a JSON pointer ('' or /a/b)")
     if provider == "command" and ("argv" in args) == ("argv_json" in args):
-        raise ValueError(f"{where}: provider command takes exactly one of argv or argv_json")
+        raise SCENARIO_INVALID(f"{where}: provider command takes exactly one of argv or argv_json")
     if provider == "command" and "argv" in args and not args["argv"]:
-        raise ValueError(f"{where}.argv: a non-empty list of strings")
+        raise SCENARIO_INVALID(f"{where}.argv: a non-empty list of strings")
 
 
 def _check_value(name: str, value: Any, params: tuple[str, ...], where: str) -> None:
@@ -67,13 +69,13 @@ def _check_value(name: str, value: Any, params: tuple[str, ...], where: str) -> 
         return
     items = value if name in ("argv", "env") else [value]
     if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
-        raise ValueError(
+        raise SCENARIO_INVALID(
             f"{where}: {'a list of strings' if name in ('argv', 'env') else 'a string'}"
         )
     for item in items:
         for placeholder in PLACEHOLDER.findall(item):
             if placeholder not in params:
-                raise ValueError(f"{where}: ${{{placeholder}}} is not a declared param")
+                raise SCENARIO_INVALID(f"{where}: ${{{placeholder}}} is not a declared param")
 
 
 def _is_pointer(value: Any) -> bool:

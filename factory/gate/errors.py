@@ -3,7 +3,7 @@
 Condition-level operational and integrity failures are *data* in an evaluation (see
 :mod:`factory.gate.evidence`), not exceptions: an evaluation that meets them still ends
 and names them. The exceptions here are about the command itself. Each class carries one
-default code, so ``raise ScenarioInvalid("what happened")`` is enough.
+default code; raise it as ``raise SCENARIO_INVALID("what happened")`` (one style).
 """
 
 from __future__ import annotations

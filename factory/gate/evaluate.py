@@ -22,9 +22,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from functools import cached_property
 from typing import Any
 
-from factory.canonical import canonical_bytes_plain, digest, tagged_sha256
+from factory.documents.canonical import canonical_bytes_plain, digest, tagged_sha256
 from factory.gate import logic
-from factory.gate.errors import OpenRefused
+from factory.gate.errors import OPEN_REFUSED
 from factory.gate.evaluation import EVALUATION_SCHEMA, Base, Delta, EvaluationRecord, IntentRecord
 from factory.gate.evidence import Evidence
 from factory.gate.resolve import Context, Outcome, resolve
@@ -166,13 +166,13 @@ def _evaluate(
 
 def _check_opens(scenario: Scenario, state: RunState, opens: Sequence[str]) -> None:
     if len(set(opens)) != len(opens):
-        raise OpenRefused("a stage is named twice in --open")
+        raise OPEN_REFUSED("a stage is named twice in --open")
     for stage_id in opens:
         if stage_id not in scenario.stages:
-            raise OpenRefused(f"stage {stage_id!r} is not in the scenario")
+            raise OPEN_REFUSED(f"stage {stage_id!r} is not in the scenario")
         current = state.stage_state(scenario, stage_id)
         if current != "ready":
-            raise OpenRefused(f"stage {stage_id!r} is {current}, not ready")
+            raise OPEN_REFUSED(f"stage {stage_id!r} is {current}, not ready")
 
 
 def _stage(

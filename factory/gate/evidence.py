@@ -33,9 +33,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.documents.reading import JsonRefused, read_json
-from factory.gate.errors import EvidenceRefused
+from factory.gate.errors import EVIDENCE_REFUSED, EvidenceRefused
 from factory.gate.observation import (
     EVIDENCE_ID_PATTERN,
     SCHEMA,
@@ -118,21 +118,21 @@ def admit(
 ) -> Evidence:
     """Admit new evidence or raise :class:`EvidenceRefused` (nothing is stored here)."""
     if not isinstance(evidence_id, str) or not EVIDENCE_ID.fullmatch(evidence_id):
-        raise EvidenceRefused("an evidence id is 1-128 letters, digits, '_', '.', ':', '-'")
+        raise EVIDENCE_REFUSED("an evidence id is 1-128 letters, digits, '_', '.', ':', '-'")
     if ingress == "submitted" and evidence_id.startswith(ACQUIRED_PREFIX):
-        raise EvidenceRefused(f"evidence ids starting {ACQUIRED_PREFIX!r} are for acquisitions")
+        raise EVIDENCE_REFUSED(f"evidence ids starting {ACQUIRED_PREFIX!r} are for acquisitions")
     digest = sha256_hex(payload)
     try:
         record = _parse(evidence_id, payload, digest, digest, signature)
-    except ValueError as exc:
-        raise EvidenceRefused(f"evidence {evidence_id} refused: {exc}") from None
+    except EvidenceRefused as exc:
+        raise EVIDENCE_REFUSED(f"evidence {evidence_id} refused: {exc.fact}") from None
     if record.condition not in conditions:
-        raise EvidenceRefused(
+        raise EVIDENCE_REFUSED(
             f"evidence {evidence_id} names condition {record.condition!r}, which the "
             "scenario does not declare"
         )
     if record.ingress != ingress:
-        raise EvidenceRefused(
+        raise EVIDENCE_REFUSED(
             f"evidence {evidence_id} claims ingress {record.ingress!r}; this path admits "
             f"only {ingress!r}"
         )
@@ -151,8 +151,8 @@ def load(
         return Evidence(evidence_id, payload, actual, declared_sha256, signature, problem=problem)
     try:
         return _parse(evidence_id, payload, actual, declared_sha256, signature)
-    except ValueError as exc:
-        problem = Failure("operational", "observation-unparsable", str(exc))
+    except EvidenceRefused as exc:
+        problem = Failure("operational", "observation-unparsable", exc.fact)
         return Evidence(evidence_id, payload, actual, declared_sha256, signature, problem=problem)
 
 
@@ -162,7 +162,7 @@ def _parse(
     try:
         doc = read_json(payload, limit=MAX_EVIDENCE_BYTES, decimals=True, lone_surrogates=True)
     except JsonRefused as exc:
-        raise ValueError(f"not a {SCHEMA} document: {exc}") from None
+        raise EVIDENCE_REFUSED(f"not a {SCHEMA} document: {exc}") from None
     obs = parse_observation(doc)
     body = obs.observation
     kind, value, universe, complete, failure = "value", None, None, False, None
@@ -185,15 +185,16 @@ def _parse(
 
 
 def parse_signature(key_id: str, text: str) -> Signature:
-    """A detached signature from its key id and base64 text; ``ValueError`` otherwise."""
+    """A detached signature from its key id and base64 text; :data:`EVIDENCE_REFUSED`
+    otherwise."""
     if not EVIDENCE_ID.fullmatch(key_id):
-        raise ValueError("a key id is 1-128 letters, digits, '_', '.', ':', '-'")
+        raise EVIDENCE_REFUSED("a key id is 1-128 letters, digits, '_', '.', ':', '-'")
     try:
         value = base64.b64decode(text.strip(), validate=True)
     except binascii.Error as exc:
-        raise ValueError("the signature is not base64") from exc
+        raise EVIDENCE_REFUSED("the signature is not base64") from exc
     if len(value) != 64:
-        raise ValueError("an Ed25519 signature is 64 bytes")
+        raise EVIDENCE_REFUSED("an Ed25519 signature is 64 bytes")
     return Signature(key_id, value)
 
 

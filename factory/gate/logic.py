@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Union
 
+from factory.gate.errors import SCENARIO_INVALID
+
 TRUE, FALSE, UNKNOWN = "true", "false", "unknown"
 FAILED = "failed"
 Truth = Literal["true", "false", "unknown"]
@@ -105,41 +107,43 @@ Node = Union[Ref, All, AnyOf, Quorum, Not]  # noqa: UP007 - a runtime alias
 
 
 def parse(raw: Any, where: str, *, allow_not: bool, depth: int = 1) -> Node:
-    """Build a requirement from its scenario form; ``ValueError`` names ``where``.
+    """Build a requirement from its scenario form; :data:`SCENARIO_INVALID` names ``where``.
 
     Forms: ``"id"``, ``{all = [...]}``, ``{any = [...]}``, ``{not = ...}``,
     ``{quorum = {k = 2, of = [...]}}``.
     """
     if depth > MAX_DEPTH:
-        raise ValueError(f"{where}: requirements nest at most {MAX_DEPTH} deep")
+        raise SCENARIO_INVALID(f"{where}: requirements nest at most {MAX_DEPTH} deep")
     if isinstance(raw, str):
         return Ref(raw)
     if not isinstance(raw, Mapping) or len(raw) != 1:
-        raise ValueError(f"{where}: a requirement is an id or one of all/any/quorum/not")
+        raise SCENARIO_INVALID(f"{where}: a requirement is an id or one of all/any/quorum/not")
     ((op, body),) = raw.items()
     if op in ("all", "any"):
         items = _items(body, f"{where}.{op}", allow_not, depth)
         return All(items) if op == "all" else AnyOf(items)
     if op == "not":
         if not allow_not:
-            raise ValueError(f"{where}: NOT is not allowed here (this law must be monotone)")
+            raise SCENARIO_INVALID(f"{where}: NOT is not allowed here (this law must be monotone)")
         return Not(parse(body, f"{where}.not", allow_not=True, depth=depth + 1))
     if op == "quorum":
         if not isinstance(body, Mapping) or set(body) != {"k", "of"}:
-            raise ValueError(f"{where}.quorum: needs exactly k and of")
+            raise SCENARIO_INVALID(f"{where}.quorum: needs exactly k and of")
         items = _items(body["of"], f"{where}.quorum.of", allow_not, depth)
         k = body["k"]
         if len({repr(describe(i)) for i in items}) != len(items):
-            raise ValueError(f"{where}.quorum.of: an item is listed twice (it would count twice)")
+            raise SCENARIO_INVALID(
+                f"{where}.quorum.of: an item is listed twice (it would count twice)"
+            )
         if type(k) is not int or not 0 <= k <= len(items):
-            raise ValueError(f"{where}.quorum.k: an integer from 0 to {len(items)}")
+            raise SCENARIO_INVALID(f"{where}.quorum.k: an integer from 0 to {len(items)}")
         return Quorum(k, items)
-    raise ValueError(f"{where}: unknown operator {op!r} (all, any, quorum, not)")
+    raise SCENARIO_INVALID(f"{where}: unknown operator {op!r} (all, any, quorum, not)")
 
 
 def _items(body: Any, where: str, allow_not: bool, depth: int) -> tuple[Node, ...]:
     if not isinstance(body, list) or not body:
-        raise ValueError(f"{where}: a non-empty list (a vacuous law is refused)")
+        raise SCENARIO_INVALID(f"{where}: a non-empty list (a vacuous law is refused)")
     return tuple(
         parse(item, f"{where}[{i}]", allow_not=allow_not, depth=depth + 1)
         for i, item in enumerate(body)

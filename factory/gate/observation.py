@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from factory.gate.errors import EVIDENCE_REFUSED
 from factory.gate.values import OutsideDomain, parse_instant
 from factory.models import StrictModel
 
@@ -148,14 +149,14 @@ _SHAPE = {"missing", "extra_forbidden", "model_type", "model_attributes_type", "
 
 
 def parse_observation(doc: Any) -> Observation:
-    """The observation in ``doc`` (a decoded JSON value); ``ValueError`` naming the first
-    problem otherwise, in the gate's words."""
+    """The observation in ``doc`` (a decoded JSON value); :data:`EVIDENCE_REFUSED` naming
+    the first problem otherwise, in the gate's words."""
     if not isinstance(doc, dict):
-        raise ValueError("the document is not an object")
+        raise EVIDENCE_REFUSED("the document is not an object")
     try:
         return Observation.model_validate(doc)
     except ValidationError as exc:
-        raise ValueError(_sentence(exc.errors(), doc)) from None
+        raise EVIDENCE_REFUSED(_sentence(exc.errors(), doc)) from None
 
 
 def _sentence(errors: list[Any], doc: dict[str, Any]) -> str:

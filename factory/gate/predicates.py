@@ -18,7 +18,7 @@ predicate          domains                     operand
 =================  ==========================  ===========================================
 
 :func:`check` compiles (predicate, domain, raw operand) into a :class:`Predicate` or raises
-``ValueError``; :meth:`Predicate.test` then answers ``True``/``False`` for a present
+:data:`SCENARIO_INVALID`; :meth:`Predicate.test` then answers ``True``/``False`` for a present
 value, or ``None`` (unknown) when a null meets an ordering.
 """
 
@@ -29,6 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from factory.gate.errors import SCENARIO_INVALID
 from factory.gate.values import SCALAR_KINDS, Domain, OutsideDomain, coerce, encode
 
 PRESENCE = frozenset({"exists", "not_exists"})
@@ -99,22 +100,22 @@ class Predicate:
 
 
 def check(name: Any, domain: Domain, operand: Any, *, has_operand: bool) -> Predicate:
-    """Compile a predicate for ``domain`` or raise ``ValueError`` saying what is illegal."""
+    """Compile a predicate for ``domain``; :data:`SCENARIO_INVALID` says what is illegal."""
     if name not in NAMES:
-        raise ValueError(f"predicate must be one of {', '.join(NAMES)}")
+        raise SCENARIO_INVALID(f"predicate must be one of {', '.join(NAMES)}")
     if name in PRESENCE:
         if has_operand:
-            raise ValueError(f"{name} takes no operand")
+            raise SCENARIO_INVALID(f"{name} takes no operand")
         return Predicate(name, domain)
     if not has_operand:
-        raise ValueError(f"{name} needs an operand")
+        raise SCENARIO_INVALID(f"{name} needs an operand")
     kind = domain.kind
     try:
         if name in ("equals", "not_equals"):
             return Predicate(name, domain, coerce(domain, operand))
         if name in ORDERING:
             if not domain.ordered:
-                raise ValueError(f"{name} needs an ordered domain; {kind} has no order")
+                raise SCENARIO_INVALID(f"{name} needs an ordered domain; {kind} has no order")
             return Predicate(name, domain, coerce(_not_null(domain), operand))
         if name == "in":
             return _in(domain, operand)
@@ -124,14 +125,14 @@ def check(name: Any, domain: Domain, operand: Any, *, has_operand: bool) -> Pred
             if kind == "set":
                 assert domain.of is not None
                 return Predicate(name, domain, coerce(domain.of, operand))
-            raise ValueError(
+            raise SCENARIO_INVALID(
                 f"contains applies to string (substring) or set (membership), not {kind}"
             )
         if kind != "set":
-            raise ValueError(f"contains_all applies to sets, not {kind}")
+            raise SCENARIO_INVALID(f"contains_all applies to sets, not {kind}")
         return Predicate(name, domain, coerce(_not_null(domain), operand))
     except OutsideDomain as exc:
-        raise ValueError(f"operand is not a {kind}: {exc}") from None
+        raise SCENARIO_INVALID(f"operand is not a {kind}: {exc}") from None
 
 
 def _not_null(domain: Domain) -> Domain:
@@ -150,7 +151,7 @@ def _not_null(domain: Domain) -> Domain:
 
 def _in(domain: Domain, operand: Any) -> Predicate:
     if domain.kind not in SCALAR_KINDS:
-        raise ValueError(f"in applies to scalar domains, not {domain.kind}")
+        raise SCENARIO_INVALID(f"in applies to scalar domains, not {domain.kind}")
     if not isinstance(operand, list) or not operand:
-        raise ValueError("in needs a non-empty array of members (an empty set is never met)")
+        raise SCENARIO_INVALID("in needs a non-empty array of members (an empty set is never met)")
     return Predicate("in", domain, frozenset(coerce(domain, item) for item in operand))

@@ -22,10 +22,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from factory.canonical import canonical_bytes, digest, sha256_hex
+from factory.documents.canonical import canonical_bytes, digest, sha256_hex
 from factory.documents.reading import read_own
 from factory.fsio import claim_dir, fsync_dir, write_exclusive
-from factory.gate.errors import EXPORT_FAILED, StoreCorrupt
+from factory.gate.errors import EXPORT_FAILED, STORE_CORRUPT
 from factory.gate.reports import (
     ExportFailure,
     FileRow,
@@ -54,7 +54,7 @@ def export(gate: Gate, run: LoadedRun, out: Path) -> dict[str, Any]:
     for entry in entries[1:]:
         record = gate.store.evaluation(run.run, str(entry.body["evaluation"]))
         if record is None:
-            raise StoreCorrupt(f"run {run.run} entry {entry.seq}: its evaluation is not stored")
+            raise STORE_CORRUPT(f"run {run.run} entry {entry.seq}: its evaluation is not stored")
         lines.append(record + b"\n")
     files["evaluations.jsonl"] = b"".join(lines)
     _add_evidence(gate, run, files)

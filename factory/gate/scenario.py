@@ -27,7 +27,7 @@ from typing import Any
 
 from factory.documents.reading import JsonRefused, read_json
 from factory.gate import logic
-from factory.gate.errors import ScenarioInvalid, UnknownScenario
+from factory.gate.errors import SCENARIO_INVALID, SCENARIO_UNKNOWN, ScenarioInvalid
 from factory.gate.predicates import Predicate
 from factory.gate.values import Domain
 
@@ -121,7 +121,7 @@ class Scenario:
 def load_bytes(data: bytes, fmt: str) -> Scenario:
     """Parse and validate a scenario document (``fmt`` is ``toml`` or ``json``)."""
     if len(data) > MAX_SCENARIO_BYTES:
-        raise ScenarioInvalid(f"the scenario is larger than {MAX_SCENARIO_BYTES} bytes")
+        raise SCENARIO_INVALID(f"the scenario is larger than {MAX_SCENARIO_BYTES} bytes")
     try:
         if fmt == "toml":
             raw = tomllib.loads(data.decode("utf-8"), parse_float=Decimal)
@@ -130,15 +130,17 @@ def load_bytes(data: bytes, fmt: str) -> Scenario:
                 data, limit=MAX_SCENARIO_BYTES, max_depth=64, decimals=True, lone_surrogates=True
             )
         else:
-            raise ScenarioInvalid(f"unknown scenario format {fmt!r}; use .toml or .json")
+            raise SCENARIO_INVALID(f"unknown scenario format {fmt!r}; use .toml or .json")
     except (UnicodeDecodeError, tomllib.TOMLDecodeError, JsonRefused) as exc:
-        raise ScenarioInvalid(f"the scenario does not parse as {fmt}: {exc}") from exc
+        raise SCENARIO_INVALID(f"the scenario does not parse as {fmt}: {exc}") from exc
     from factory.gate.scenario_parse import build  # it builds this module's types
 
     try:
         return build(raw, data, fmt)
-    except ValueError as exc:
-        raise ScenarioInvalid(f"the scenario is invalid: {exc}") from exc
+    except ScenarioInvalid as exc:
+        raise SCENARIO_INVALID(f"the scenario is invalid: {exc.fact}") from exc
+    except ValueError as exc:  # one no check foresaw still names the scenario
+        raise SCENARIO_INVALID(f"the scenario is invalid: {exc}") from exc
 
 
 def builtin_names() -> list[str]:
@@ -151,7 +153,7 @@ def builtin_source(name: str) -> bytes:
     """The bytes of a shipped scenario; :class:`UnknownScenario` when there is none."""
     if name not in builtin_names():
         known = ", ".join(builtin_names()) or "none"
-        raise UnknownScenario(f"no built-in scenario {name!r} (built-in: {known})")
+        raise SCENARIO_UNKNOWN(f"no built-in scenario {name!r} (built-in: {known})")
     return (resources.files("factory.gate") / "scenarios" / f"{name}.toml").read_bytes()
 
 

@@ -32,6 +32,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from factory.gate.errors import SCENARIO_INVALID
 from factory.gate.predicates import NAMES
 from factory.gate.scenario import SCHEMA, SCOPE_KINDS
 from factory.models import StrictModel
@@ -156,14 +157,14 @@ class ScenarioDoc(StrictModel):
 
 
 def parse_scenario_doc(raw: Any) -> ScenarioDoc:
-    """The model of a decoded scenario document; ``ValueError`` naming the first problem
-    in the gate's words otherwise."""
+    """The model of a decoded scenario document; :data:`SCENARIO_INVALID` naming the first
+    problem in the gate's words otherwise."""
     if not isinstance(raw, dict):
-        raise ValueError("the document is not a table/object")
+        raise SCENARIO_INVALID("the document is not a table/object")
     try:
         return ScenarioDoc.model_validate(raw)
     except ValidationError as exc:
-        raise ValueError(_sentence(exc.errors(), raw)) from None
+        raise SCENARIO_INVALID(_sentence(exc.errors(), raw)) from None
 
 
 def _sentence(errors: list[Any], raw: dict[str, Any]) -> str:

@@ -7,9 +7,9 @@ acyclic stage graph, monotone laws, declared parameters and keys, legal domains,
 predicates, operands and bindings — and the normalised ``spec`` whose digest is the
 scenario's ``spec_hash``.
 
-A check of this module raises ``scenario-invalid`` itself; the model and the parsers of
-laws, domains, predicates and bindings raise ``ValueError`` naming where, which
-:func:`factory.gate.scenario.load_bytes` turns into ``scenario-invalid``.
+Every check here, in the model's reader and in the parsers of laws, domains, predicates
+and bindings raises ``SCENARIO_INVALID(fact)`` naming where;
+:func:`factory.gate.scenario.load_bytes` says once that the scenario is invalid.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
 
-from factory.canonical import digest
+from factory.documents.canonical import digest
 from factory.gate import logic
 from factory.gate.acquire_args import check_binding
-from factory.gate.errors import ScenarioInvalid
+from factory.gate.errors import SCENARIO_INVALID, ScenarioInvalid
 from factory.gate.predicates import check
 from factory.gate.scenario import (
     SCHEMA,
@@ -48,19 +48,19 @@ def build(raw: Any, source: bytes, fmt: str) -> Scenario:
     """The validated scenario of a decoded document.
 
     Raises:
-        ValueError: the document's shape (:func:`parse_scenario_doc`) or a law, domain,
-            predicate or binding is wrong (their parsers say so).
-        ScenarioInvalid: a check over the whole document fails.
+        ScenarioInvalid: the document's shape (:func:`parse_scenario_doc`), a law, domain,
+            predicate or binding, or a check over the whole document is wrong; the fact
+            names where.
     """
     doc = parse_scenario_doc(raw)
     params = tuple(doc.params)
     if len(set(params)) != len(params):
-        raise _invalid("params: a name is listed twice")
+        raise SCENARIO_INVALID("params: a name is listed twice")
     keys = {key_id: base64.b64decode(key.ed25519) for key_id, key in doc.keys.items()}
     conditions: dict[str, Condition] = {}
     for index, item in enumerate(doc.conditions):
         if item.id in conditions:
-            raise _invalid(f"conditions[{index}].id: {item.id!r} is declared twice")
+            raise SCENARIO_INVALID(f"conditions[{index}].id: {item.id!r} is declared twice")
         conditions[item.id] = _condition(item, params, keys)
     stages = _stages(doc.stages, conditions)
     order = _topological(stages)
@@ -77,18 +77,14 @@ def build(raw: Any, source: bytes, fmt: str) -> Scenario:
 _OPEN = PolicyDoc()
 
 
-def _invalid(fact: str) -> ScenarioInvalid:
-    return ScenarioInvalid(f"the scenario is invalid: {fact}")
-
-
 def _condition(item: ConditionDoc, params: tuple[str, ...], keys: Mapping[str, bytes]) -> Condition:
     where = f"condition {item.id}"
     domain = parse_domain(item.domain, f"{where}.domain")
     has_operand = "operand" in item.model_fields_set
     try:
         predicate = check(item.predicate, domain, item.operand, has_operand=has_operand)
-    except ValueError as exc:
-        raise ValueError(f"{where}.predicate: {exc}") from None
+    except ScenarioInvalid as exc:
+        raise SCENARIO_INVALID(f"{where}.predicate: {exc.fact}") from None
     policy = _policy(item.policy or _OPEN, f"{where}.policy", params, keys)
     binding = None
     if item.acquire is not None:
@@ -103,11 +99,11 @@ def _policy(
 ) -> Policy:
     scope = doc.scope
     if scope is not None and scope.param is not None and scope.param not in params:
-        raise _invalid(f"{where}.scope.param: {scope.param!r} is not declared in params")
+        raise SCENARIO_INVALID(f"{where}.scope.param: {scope.param!r} is not declared in params")
     if doc.independent and "actor" not in params:
-        raise _invalid(f"{where}.independent: the scenario must declare the param 'actor'")
+        raise SCENARIO_INVALID(f"{where}.independent: the scenario must declare the param 'actor'")
     if not set(doc.signed_by) <= set(keys):
-        raise _invalid(f"{where}.signed_by: key ids declared under [keys]")
+        raise SCENARIO_INVALID(f"{where}.signed_by: key ids declared under [keys]")
     max_age = None if doc.max_age_s is None else doc.max_age_s * 1_000_000_000
     return Policy(
         frozenset(doc.ingress), tuple(doc.producers),
@@ -121,7 +117,7 @@ def _stages(items: list[StageDoc], conditions: Mapping[str, Condition]) -> dict[
     for index, item in enumerate(items):
         sid = item.id
         if sid in out:
-            raise _invalid(f"stages[{index}].id: {sid!r} is declared twice")
+            raise SCENARIO_INVALID(f"stages[{index}].id: {sid!r} is declared twice")
         after = None
         if "after" in item.model_fields_set:
             after = logic.parse(item.after, f"stage {sid}.after", allow_not=False)
@@ -132,14 +128,14 @@ def _stages(items: list[StageDoc], conditions: Mapping[str, Condition]) -> dict[
         if stage.after is not None:
             _resolve(stage.after, out, f"stage {stage.id}.after", "stage")
             if stage.id in logic.refs(stage.after):
-                raise _invalid(f"stage {stage.id}.after: a stage cannot wait for itself")
+                raise SCENARIO_INVALID(f"stage {stage.id}.after: a stage cannot wait for itself")
     return out
 
 
 def _resolve(node: logic.Node, known: Mapping[str, Any], where: str, what: str) -> None:
     for ref in logic.refs(node):
         if ref not in known:
-            raise _invalid(f"{where}: {ref!r} is not a declared {what}")
+            raise SCENARIO_INVALID(f"{where}: {ref!r} is not a declared {what}")
 
 
 def _intents(items: list[IntentDoc]) -> tuple[Intent, ...]:
@@ -155,7 +151,9 @@ def _topological(stages: Mapping[str, Stage]) -> tuple[str, ...]:
     while remaining:
         ready = [sid for sid in remaining if deps[sid] <= placed]
         if not ready:
-            raise _invalid(f"stages: the prerequisite graph has a cycle through {remaining[0]!r}")
+            raise SCENARIO_INVALID(
+                f"stages: the prerequisite graph has a cycle through {remaining[0]!r}"
+            )
         order.extend(ready)
         placed.update(ready)
         remaining = [sid for sid in remaining if sid not in placed]

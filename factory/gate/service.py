@@ -22,16 +22,16 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from factory.canonical import tagged_sha256
+from factory.documents.canonical import tagged_sha256
 from factory.documents.reading import read_own
 from factory.gate import state as history
 from factory.gate.errors import (
-    ParamsInvalid,
-    RequestConflict,
-    RunConflict,
-    RunMissing,
+    PARAMS_INVALID,
+    REQUEST_CONFLICT,
+    RUN_CONFLICT,
+    RUN_MISSING,
+    STORE_CORRUPT,
     ScenarioInvalid,
-    StoreCorrupt,
 )
 from factory.gate.evaluate import EVALUATION_SCHEMA, Evaluation, evaluate
 from factory.gate.evidence import Evidence, Signature, admit
@@ -116,7 +116,7 @@ class Gate:
             RunConflict: the id is taken by another scenario or other params.
         """
         if not isinstance(run, str) or not ID.fullmatch(run):
-            raise ParamsInvalid("a run id is 1-128 letters, digits, '_', '.', '-'")
+            raise PARAMS_INVALID("a run id is 1-128 letters, digits, '_', '.', '-'")
         _check_params(scenario, params)
         entry = history.make_entry(
             run, 0, history.GENESIS_PREV, history.start_body(scenario, params)
@@ -127,23 +127,25 @@ class Gate:
         if not created:
             stored = self.store.entries(run)
             if not stored or stored[0].hash != entry.hash:
-                raise RunConflict(f"run {run} already exists with another scenario or other params")
+                raise RUN_CONFLICT(
+                    f"run {run} already exists with another scenario or other params"
+                )
         return self.load(run), created
 
     def load(self, run: str) -> LoadedRun:
         """Load and re-validate ``run``; settle any acceptance whose outcome was unknown."""
         source = self.store.run_source(run)
         if source is None:
-            raise RunMissing(f"no gate run {run!r} in this store")
+            raise RUN_MISSING(f"no gate run {run!r} in this store")
         data, fmt, spec_hash = source
         try:
             scenario = load_bytes(data, fmt)
         except ScenarioInvalid as exc:
-            raise StoreCorrupt(
+            raise STORE_CORRUPT(
                 f"run {run}: its stored scenario no longer loads ({exc.fact})"
             ) from exc
         if scenario.spec_hash != spec_hash:
-            raise StoreCorrupt(f"run {run}: the stored scenario does not match its spec hash")
+            raise STORE_CORRUPT(f"run {run}: the stored scenario does not match its spec hash")
         state = history.replay(scenario, self.store.entries(run))
         settled = []
         for doubt in self.store.in_doubt(run):
@@ -195,7 +197,7 @@ class Gate:
         """
         key = candidate.candidate if request is None else request
         if not ID.fullmatch(key) and key != candidate.candidate:
-            raise ParamsInvalid("a request id is 1-128 letters, digits, '_', '.', '-'")
+            raise PARAMS_INVALID("a request id is 1-128 letters, digits, '_', '.', '-'")
         base = candidate.record["base"]
         body = {"kind": "accept", "request": key, "candidate": candidate.candidate,
                 "evaluation": candidate.digest, "delta": candidate.delta}  # fmt: skip
@@ -230,7 +232,7 @@ class Gate:
         done = self.committed(run, request)
         stored = done.entry.body.get("asked")
         if not same_ask(stored, asked.to_json_value()):
-            raise RequestConflict(
+            raise REQUEST_CONFLICT(
                 f"request {request} already accepted {_what_differs(stored, asked)} in run "
                 f"{run.run} (seq {done.entry.seq}); an identical retry would replay it"
             )
@@ -248,7 +250,7 @@ class Gate:
         named = str(entry.body.get("evaluation"))
         raw = self.store.evaluation(run.run, named)
         if raw is None or tagged_sha256(EVALUATION_SCHEMA, raw) != named:
-            raise StoreCorrupt(f"run {run.run} entry {seq}: its evaluation is not stored intact")
+            raise STORE_CORRUPT(f"run {run.run} entry {seq}: its evaluation is not stored intact")
         state = history.replay(run.scenario, entries[: seq + 1])
         return Committed(entry, read_own(raw), LoadedRun(run.scenario, state))
 
@@ -279,10 +281,10 @@ def _check_params(scenario: Scenario, params: Mapping[str, str]) -> None:
         what = (
             f"lacks --param {missing[0]}=…" if missing else f"does not declare param {extra[0]!r}"
         )
-        raise ParamsInvalid(f"scenario {scenario.id} {what}")
+        raise PARAMS_INVALID(f"scenario {scenario.id} {what}")
     for name, value in params.items():
         if not isinstance(value, str) or not value or len(value) > MAX_PARAM or "\0" in value:
-            raise ParamsInvalid(
+            raise PARAMS_INVALID(
                 f"param {name}: a non-empty string of at most {MAX_PARAM} characters"
             )
 

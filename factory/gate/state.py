@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from factory.canonical import digest
+from factory.documents.canonical import digest
 from factory.gate import logic
-from factory.gate.errors import StoreCorrupt
+from factory.gate.errors import STORE_CORRUPT
 from factory.gate.reports import ENTRY_SCHEMA, GateEntry
 from factory.gate.scenario import Intent, Scenario
 
@@ -105,9 +105,11 @@ def intent_records(
 def genesis(scenario: Scenario, entry: Entry) -> RunState:
     body = entry.body
     if entry.seq != 0 or entry.prev != GENESIS_PREV or body.get("kind") != "start":
-        raise StoreCorrupt(f"run {entry.run}: entry 0 is not a start entry")
+        raise STORE_CORRUPT(f"run {entry.run}: entry 0 is not a start entry")
     if body.get("scenario") != scenario.spec_hash:
-        raise StoreCorrupt(f"run {entry.run}: the stored scenario does not hash to its start entry")
+        raise STORE_CORRUPT(
+            f"run {entry.run}: the stored scenario does not hash to its start entry"
+        )
     return RunState(entry.run, scenario.spec_hash, dict(body.get("params", {})), entry.hash, 0)
 
 
@@ -115,32 +117,32 @@ def apply(scenario: Scenario, state: RunState, entry: Entry) -> RunState:
     """Apply one accept entry after checking the chain and the laws."""
     where = f"run {state.run} entry {entry.seq}"
     if entry.seq != state.seq + 1 or entry.prev != state.head or entry.run != state.run:
-        raise StoreCorrupt(f"{where}: breaks the head chain")
+        raise STORE_CORRUPT(f"{where}: breaks the head chain")
     body = entry.body
     delta = body.get("delta")
     if body.get("kind") != "accept" or not isinstance(delta, dict):
-        raise StoreCorrupt(f"{where}: not an accept entry")
+        raise STORE_CORRUPT(f"{where}: not an accept entry")
     completed, opened = set(state.completed), set(state.opened)
     for stage_id in delta.get("open", []):
         if stage_id not in scenario.stages or state.stage_state(scenario, stage_id) != "ready":
-            raise StoreCorrupt(f"{where}: opens a stage that was not ready")
+            raise STORE_CORRUPT(f"{where}: opens a stage that was not ready")
         opened.add(stage_id)
     for stage_id in delta.get("complete", []):
         stage = scenario.stages.get(stage_id)
         if stage is None or stage_id in completed:
-            raise StoreCorrupt(f"{where}: completes an unknown or completed stage")
+            raise STORE_CORRUPT(f"{where}: completes an unknown or completed stage")
         if stage.after is not None and not logic.holds(stage.after, completed):
-            raise StoreCorrupt(f"{where}: completes a stage whose prerequisites were not met")
+            raise STORE_CORRUPT(f"{where}: completes a stage whose prerequisites were not met")
         completed.add(stage_id)
     done = bool(delta.get("scenario_complete"))
     if done and (state.scenario_completed or not logic.holds(scenario.completion, completed)):
-        raise StoreCorrupt(f"{where}: completes the scenario against its completion law")
+        raise STORE_CORRUPT(f"{where}: completes the scenario against its completion law")
     intents = intent_records(scenario, delta.get("complete", []), done, entry.seq)
     if delta.get("intents", []) != intents:
-        raise StoreCorrupt(f"{where}: carries intents the scenario does not declare")
+        raise STORE_CORRUPT(f"{where}: carries intents the scenario does not declare")
     request = body.get("request")
     if not isinstance(request, str) or request in state.requests:
-        raise StoreCorrupt(f"{where}: reuses request id")
+        raise STORE_CORRUPT(f"{where}: reuses request id")
     # Shared, not copied: a history is replayed forward only, and copying would make a
     # long replay quadratic.
     requests = state.requests
@@ -159,7 +161,7 @@ def apply(scenario: Scenario, state: RunState, entry: Entry) -> RunState:
 
 def check_hash(entry: Entry) -> None:
     if entry_hash(entry.run, entry.seq, entry.prev, entry.body) != entry.hash:
-        raise StoreCorrupt(f"run {entry.run} entry {entry.seq}: its hash does not match")
+        raise STORE_CORRUPT(f"run {entry.run} entry {entry.seq}: its hash does not match")
 
 
 def replay(scenario: Scenario, entries: Iterable[Entry]) -> RunState:
@@ -169,5 +171,5 @@ def replay(scenario: Scenario, entries: Iterable[Entry]) -> RunState:
         check_hash(entry)
         state = genesis(scenario, entry) if state is None else apply(scenario, state, entry)
     if state is None:
-        raise StoreCorrupt("the run has no entries")
+        raise STORE_CORRUPT("the run has no entries")
     return state

@@ -29,11 +29,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from factory.canonical import canonical_bytes, sha256_hex
+from factory.documents.canonical import canonical_bytes, sha256_hex
 from factory.documents.reading import read_own
 from factory.errors import FactoryError
 from factory.fsio import atomic_replace
-from factory.gate.errors import EvidenceConflict, RequestConflict, StoreCorrupt, StoreFailure
+from factory.gate.errors import (
+    EVIDENCE_CONFLICT,
+    REQUEST_CONFLICT,
+    STORE_CORRUPT,
+    STORE_FAILED,
+    RequestConflict,
+)
 from factory.gate.evidence import Evidence, Signature, load
 from factory.gate.state import Entry
 
@@ -112,7 +118,7 @@ class SqliteStore:
             with self._tx():
                 self._ddl()
         except sqlite3.DatabaseError as exc:
-            raise StoreFailure(f"the gate store {path} cannot be opened ({exc})") from exc
+            raise STORE_FAILED(f"the gate store {path} cannot be opened ({exc})") from exc
 
     def _ddl(self) -> None:
         for statement in _DDL.split(";"):
@@ -128,7 +134,7 @@ class SqliteStore:
         if row is None:
             self._db.execute("INSERT INTO meta(key, value) VALUES('schema', ?)", (SCHEMA_VERSION,))
         elif row[0] != SCHEMA_VERSION:
-            raise StoreCorrupt(f"the store's schema is {row[0]!r}, not {SCHEMA_VERSION!r}")
+            raise STORE_CORRUPT(f"the store's schema is {row[0]!r}, not {SCHEMA_VERSION!r}")
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[None]:
@@ -146,11 +152,10 @@ class SqliteStore:
         except sqlite3.OperationalError as exc:
             with contextlib.suppress(sqlite3.Error):
                 self._db.execute("ROLLBACK")
-            raise self._unwritten(exc) from exc
+            raise STORE_FAILED(self._unwritten(exc)) from exc
 
-    def _unwritten(self, exc: sqlite3.Error) -> StoreFailure:
-        return StoreFailure(f"the gate store {self.path} could not be written ({exc}); "
-                            "nothing was recorded")  # fmt: skip
+    def _unwritten(self, exc: sqlite3.Error) -> str:
+        return f"the gate store {self.path} could not be written ({exc}); nothing was recorded"
 
     def close(self) -> None:
         self._db.close()
@@ -191,7 +196,7 @@ class SqliteStore:
             try:
                 parsed = read_own(bytes(body))
             except ValueError as exc:
-                raise StoreCorrupt(f"run {run} entry {seq} does not parse") from exc
+                raise STORE_CORRUPT(f"run {run} entry {seq} does not parse") from exc
             out.append(Entry(run, int(seq), str(prev), parsed, str(digest)))
         return out
 
@@ -209,7 +214,7 @@ class SqliteStore:
             if row is not None:
                 if row[0] == record.sha256 and row[1] == sig:
                     return False
-                raise EvidenceConflict(
+                raise EVIDENCE_CONFLICT(
                     f"evidence id {record.id} already holds other bytes in run {run}"
                 )
             self._db.execute(
@@ -255,7 +260,7 @@ class SqliteStore:
             if row is not None:
                 db.execute("ROLLBACK")
                 if row[2] != candidate and not _same_request(bytes(row[3]), entry.body):
-                    raise RequestConflict(
+                    raise REQUEST_CONFLICT(
                         f"request {request} already accepted another candidate in run {run}"
                     )
                 return AppendResult("replayed", int(row[0]), str(row[1]))
@@ -273,7 +278,7 @@ class SqliteStore:
         except sqlite3.OperationalError as exc:  # a full disk: rolled back, nothing recorded
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
-            raise self._unwritten(exc) from exc
+            raise STORE_FAILED(self._unwritten(exc)) from exc
         except BaseException:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from decimal import Context, Decimal
 from typing import Any
 
+from factory.gate.errors import SCENARIO_INVALID
+
 MAX_DIGITS = 100  # significant digits of an integer or decimal
 MAX_EXPONENT = 1000  # |exponent| of a decimal
 MAX_SET_ITEMS = 10_000
@@ -117,31 +119,31 @@ class Domain:
 
 
 def parse_domain(raw: Any, where: str, depth: int = 0) -> Domain:
-    """Build a :class:`Domain` from its scenario form; raise ``ValueError`` naming ``where``."""
+    """Build a :class:`Domain` from its scenario form; :data:`SCENARIO_INVALID` names ``where``."""
     if depth > 8:
-        raise ValueError(f"{where}: domains nest at most 8 deep")
+        raise SCENARIO_INVALID(f"{where}: domains nest at most 8 deep")
     if not isinstance(raw, Mapping):
-        raise ValueError(f'{where}: a domain is a table such as {{ kind = "integer" }}')
+        raise SCENARIO_INVALID(f'{where}: a domain is a table such as {{ kind = "integer" }}')
     allowed = {"kind", "nullable", "max", "of", "fields", "optional"}
     extra = sorted(set(raw) - allowed)
     if extra:
-        raise ValueError(f"{where}: unknown domain key {extra[0]!r}")
+        raise SCENARIO_INVALID(f"{where}: unknown domain key {extra[0]!r}")
     kind = raw.get("kind")
     if kind not in KINDS:
-        raise ValueError(f"{where}: kind must be one of {', '.join(KINDS)}")
+        raise SCENARIO_INVALID(f"{where}: kind must be one of {', '.join(KINDS)}")
     nullable = raw.get("nullable", False)
     if not isinstance(nullable, bool):
-        raise ValueError(f"{where}: nullable must be true or false")
+        raise SCENARIO_INVALID(f"{where}: nullable must be true or false")
     _only(raw, kind, where)
     if kind == "string":
         limit = raw.get("max", DEFAULT_STRING_MAX)
         if type(limit) is not int or not 1 <= limit <= STRING_MAX_LIMIT:
-            raise ValueError(f"{where}: max must be an integer from 1 to {STRING_MAX_LIMIT}")
+            raise SCENARIO_INVALID(f"{where}: max must be an integer from 1 to {STRING_MAX_LIMIT}")
         return Domain("string", nullable, max_length=limit)
     if kind == "set":
         elem = parse_domain(raw.get("of"), f"{where}.of", depth + 1)
         if elem.kind not in SCALAR_KINDS or elem.nullable:
-            raise ValueError(f"{where}.of: a set holds a non-nullable scalar kind")
+            raise SCENARIO_INVALID(f"{where}.of: a set holds a non-nullable scalar kind")
         return Domain("set", nullable, of=elem)
     if kind == "record":
         return _parse_record(raw, nullable, where, depth)
@@ -152,25 +154,25 @@ def _only(raw: Mapping[str, Any], kind: str, where: str) -> None:
     own = {"string": {"max"}, "set": {"of"}, "record": {"fields", "optional"}}.get(kind, set())
     stray = sorted(k for k in ("max", "of", "fields", "optional") if k in raw and k not in own)
     if stray:
-        raise ValueError(f"{where}: {stray[0]!r} does not apply to kind {kind!r}")
+        raise SCENARIO_INVALID(f"{where}: {stray[0]!r} does not apply to kind {kind!r}")
 
 
 def _parse_record(raw: Mapping[str, Any], nullable: bool, where: str, depth: int) -> Domain:
     fields = raw.get("fields")
     if not isinstance(fields, Mapping) or not fields:
-        raise ValueError(f"{where}.fields: a record declares at least one field")
+        raise SCENARIO_INVALID(f"{where}.fields: a record declares at least one field")
     if len(fields) > MAX_RECORD_FIELDS:
-        raise ValueError(f"{where}.fields: at most {MAX_RECORD_FIELDS} fields")
+        raise SCENARIO_INVALID(f"{where}.fields: at most {MAX_RECORD_FIELDS} fields")
     parsed = tuple(
         (str(name), parse_domain(dom, f"{where}.fields.{name}", depth + 1))
         for name, dom in sorted(fields.items())
     )
     optional = raw.get("optional", [])
     if not isinstance(optional, list) or not all(isinstance(o, str) for o in optional):
-        raise ValueError(f"{where}.optional: a list of field names")
+        raise SCENARIO_INVALID(f"{where}.optional: a list of field names")
     unknown = sorted(set(optional) - {name for name, _ in parsed})
     if unknown:
-        raise ValueError(f"{where}.optional: {unknown[0]!r} is not a field")
+        raise SCENARIO_INVALID(f"{where}.optional: {unknown[0]!r} is not a field")
     return Domain("record", nullable, fields=parsed, optional=frozenset(optional))
 
 

@@ -28,10 +28,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from factory.agent.evidence import read_nofollow
-from factory.canonical import canonical_bytes_plain, sha256_hex, tagged_sha256
+from factory.documents.canonical import canonical_bytes_plain, sha256_hex, tagged_sha256
 from factory.documents.reading import read_own
 from factory.errors import FactoryError
 from factory.gate import state as history
+from factory.gate.errors import EvidenceRefused
 from factory.gate.evaluate import EVALUATION_SCHEMA, candidate_id, evaluate
 from factory.gate.evidence import Evidence, load, parse_signature
 from factory.gate.reports import (
@@ -214,7 +215,7 @@ def _evidence(pack: _Pack, problems: list[str]) -> dict[str, Evidence]:
             sig = row["signature"]
             signature = None if sig is None else parse_signature(sig["key_id"], sig["ed25519"])
             payload = pack.data.get(f"evidence/{row['sha256']}")
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, EvidenceRefused):
             problems.append("an evidence index line does not parse")
             continue
         if payload is None:

@@ -36,7 +36,6 @@ from factory.gitio.snapshot import (
     Change,
     Problem,
     State,
-    UnsupportedChangedPath,
     snapshot,
     unsupported,
 )
@@ -85,15 +84,15 @@ class DerivedCandidate:
     cache: StatCache = field(default_factory=StatCache)
 
 
-def _unsupported(why: str) -> UnsupportedChangedPath:
-    return UNSUPPORTED_CHANGED_PATH(f"a changed path {why}")
+def _changed_path(why: str) -> str:
+    return f"a changed path {why}"
 
 
 def _changed_file(c: Change) -> ChangedFile:
     try:
         path = c.path.decode("utf-8")
     except UnicodeDecodeError:
-        raise _unsupported("has a name that is not UTF-8") from None
+        raise UNSUPPORTED_CHANGED_PATH(_changed_path("has a name that is not UTF-8")) from None
     return ChangedFile(path, c.state, c.mode, c.size, c.sha256)
 
 

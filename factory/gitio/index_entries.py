@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from factory.canonical import tagged_sha256
+from factory.documents.canonical import tagged_sha256
 from factory.gitio.run import run_git
 
 INDEX_ENTRIES_TAG = "factory.index-entries/1"

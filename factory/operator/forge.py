@@ -224,19 +224,19 @@ class PullRequest:
     base_ref: str
 
 
-def _protocol(what: str) -> ForgeFailure:
-    return FORGE_PROTOCOL(f"the forge's answer to {what} is not what GitHub's API returns")
+def _not_github(what: str) -> str:
+    return f"the forge's answer to {what} is not what GitHub's API returns"
 
 
 def _str(value: Any, what: str) -> str:
     if not isinstance(value, str):
-        raise _protocol(what)
+        raise FORGE_PROTOCOL(_not_github(what))
     return value
 
 
 def _int(value: Any, what: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise _protocol(what)
+        raise FORGE_PROTOCOL(_not_github(what))
     return value
 
 
@@ -244,7 +244,7 @@ def issue_record(item: Any) -> IssueRecord:
     """One element of the issues list, validated and reduced."""
     what = "the issues list"
     if not isinstance(item, dict) or not isinstance(item.get("labels"), list):
-        raise _protocol(what)
+        raise FORGE_PROTOCOL(_not_github(what))
     labels = []
     for label in item["labels"]:
         labels.append(_str(label.get("name") if isinstance(label, dict) else label, what))
@@ -265,15 +265,15 @@ def pull_request(item: Any) -> PullRequest:
     """One pull request object, validated."""
     what = "a pull request"
     if not isinstance(item, dict):
-        raise _protocol(what)
+        raise FORGE_PROTOCOL(_not_github(what))
     head, base = item.get("head"), item.get("base")
     if not isinstance(head, dict) or not isinstance(base, dict):
-        raise _protocol(what)
+        raise FORGE_PROTOCOL(_not_github(what))
     repo = head.get("repo")
     full = repo.get("full_name") if isinstance(repo, dict) else None
     url = _str(item.get("html_url"), what)
     if urlsplit(url).scheme not in ("https", "http") or any(ord(c) < 0x21 for c in url):
-        raise _protocol(what)
+        raise FORGE_PROTOCOL(_not_github(what))
     body = item.get("body")
     return PullRequest(
         number=_int(item.get("number"), what),
@@ -385,7 +385,7 @@ class Forge:
         try:
             return response.json()
         except ValueError:
-            raise _protocol(what) from None
+            raise FORGE_PROTOCOL(_not_github(what)) from None
 
     def _pages(self, path: str, params: dict[str, str], what: str) -> list[Any]:
         url = f"{self.base_url}{path}"
@@ -395,7 +395,7 @@ class Forge:
             response = self._send("GET", url, what, params=query)
             page = self._json(response, what)
             if not isinstance(page, list):
-                raise _protocol(what)
+                raise FORGE_PROTOCOL(_not_github(what))
             items.extend(page)
             nxt = response.links.get("next", {}).get("url")
             if not nxt:
@@ -427,7 +427,7 @@ class Forge:
         url = f"{self.base_url}{self._repo_path(repository)}"
         value = self._json(self._send("GET", url, what), what)
         if not isinstance(value, dict):
-            raise _protocol(what)
+            raise FORGE_PROTOCOL(_not_github(what))
         return _str(value.get("default_branch"), what)
 
     def pulls_for_head(self, repository: str, branch: str) -> list[PullRequest]:

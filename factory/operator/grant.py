@@ -31,7 +31,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pydantic import Field
 
-from factory.canonical import canonical_bytes
+from factory.documents.canonical import canonical_bytes
 from factory.errors import Refused
 from factory.models import StrictModel, parse_model
 from factory.operator.intent import PublishIntent, RunIntent

@@ -27,7 +27,7 @@ from typing import Any, Final, Literal, TypeVar
 
 from pydantic import Field
 
-from factory.canonical import digest
+from factory.documents.canonical import digest
 from factory.errors import Refused
 from factory.models import StrictModel
 from factory.operator.gateref import GateRef

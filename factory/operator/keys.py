@@ -32,7 +32,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.pbkdf2 import PBKDF2HMAC
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.errors import Refused
 from factory.fsio import OutputExists, write_exclusive
 

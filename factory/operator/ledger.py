@@ -20,7 +20,7 @@ from typing import Any, Final, Literal
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from pydantic import Field
 
-from factory.canonical import canonical_bytes, digest, sha256_hex
+from factory.documents.canonical import canonical_bytes, digest, sha256_hex
 from factory.errors import Refused
 from factory.fsio import OutputExists, write_exclusive
 from factory.models import StrictModel, parse_model

@@ -33,8 +33,8 @@ from factory.agent.verify import (
     read_receipt,
     verify_loaded,
 )
-from factory.canonical import sha256_hex
 from factory.display import inert
+from factory.documents.canonical import sha256_hex
 from factory.errors import Code, FactoryError, Refused
 from factory.operator import adapter, dialog
 from factory.operator.forge import Forge

@@ -29,7 +29,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field
 
-from factory.canonical import digest
+from factory.documents.canonical import digest
 from factory.models import StrictModel
 from factory.operator.gateref import GateRun
 from factory.operator.grant import SignedGrant

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.agent.admission import AgentRequest, admit
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.errors import Code, ExitCode
 from factory.gitio.create import WorktreeSpec
 from factory.operator import dialog

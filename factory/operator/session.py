@@ -33,8 +33,8 @@ from typing import Protocol
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from factory import __version__
-from factory.canonical import sha256_hex
 from factory.display import inert
+from factory.documents.canonical import sha256_hex
 from factory.errors import Code, ExitCode, FactoryError, Refused
 from factory.fsio import atomic_replace, reserve
 from factory.operator import dialog

@@ -60,8 +60,8 @@ class Terminal(Protocol):
     def read_secret(self, prompt: str) -> bytes: ...
 
 
-def _refuse(why: str) -> TerminalRefused:
-    return TTY_REQUIRED(
+def _refusal(why: str) -> str:
+    return (
         f"{why}; run this command yourself in an interactive terminal — authority cannot "
         "come from a pipe, a flag, a variable or a file"
     )
@@ -136,13 +136,13 @@ def open_terminal(stdin_fd: int = 0) -> ControllingTerminal:
         TerminalRefused: ``tty-required``.
     """
     if sys.stdin is None or not os.isatty(stdin_fd):
-        raise _refuse("standard input is not a terminal")
+        raise TTY_REQUIRED(_refusal("standard input is not a terminal"))
     try:
         fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError:
-        raise _refuse("the process has no controlling terminal") from None
+        raise TTY_REQUIRED(_refusal("the process has no controlling terminal")) from None
     controlling = _controlling_tty_number()
     if controlling is not None and controlling != os.fstat(stdin_fd).st_rdev:
         os.close(fd)
-        raise _refuse("standard input is not the controlling terminal")
+        raise TTY_REQUIRED(_refusal("standard input is not the controlling terminal"))
     return ControllingTerminal(fd)

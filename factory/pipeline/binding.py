@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from factory.canonical import digest, sha256_hex
+from factory.documents.canonical import digest, sha256_hex
 from factory.errors import FactoryError
 from factory.gate.runpack import MANIFEST, export
 from factory.gate.scenario import Scenario

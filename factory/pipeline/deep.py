@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from factory.canonical import digest, sha256_hex
+from factory.documents.canonical import digest, sha256_hex
 from factory.errors import FactoryError
 from factory.gate import state as history
 from factory.gate.runpack import MANIFEST

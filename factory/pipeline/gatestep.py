@@ -37,8 +37,8 @@ from typing import Any
 
 import trio
 
-from factory.canonical import digest
 from factory.display import inert
+from factory.documents.canonical import digest
 from factory.errors import Failure, Refused
 from factory.gate import logic
 from factory.gate.acquire import ProviderFn, acquire, default_providers

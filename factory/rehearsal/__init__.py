@@ -23,7 +23,7 @@ from typing import Literal
 import trio
 from pydantic import Field
 
-from factory.canonical import digest
+from factory.documents.canonical import digest
 from factory.errors import Failure, Refused
 from factory.models import StrictModel
 from factory.provider_api import RehearsalRoute

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.errors import Refused
 from factory.rehearsal import wire
 from factory.rehearsal.book import Api, RehearsalRequest, ScriptBook, ScriptViolation

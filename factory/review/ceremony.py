@@ -41,8 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from factory.canonical import sha256_hex
-from factory.documents.canonical import canonical_bytes_plain, digest_plain
+from factory.documents.canonical import canonical_bytes_plain, digest_plain, sha256_hex
 from factory.fsio import fsync_dir, write_exclusive
 from factory.review.errors import ReviewRecordCorrupt, ReviewRefused
 from factory.review.graph import LineageGraph, build_graph

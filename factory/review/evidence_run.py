@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 import trio
 
-from factory.canonical import sha256_hex, tagged_sha256
-from factory.documents.canonical import canonical_bytes_plain
+from factory.documents.canonical import canonical_bytes_plain, sha256_hex, tagged_sha256
 from factory.gitio.worktree import Worktree
 from factory.proc import MIB, ProcessFailure, RunSpec, pick, run
 from factory.review.documents import EVIDENCE_TAG

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.errors import ExitCode
 from factory.review import machine
 from factory.review.errors import (

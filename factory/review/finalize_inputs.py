@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from factory.canonical import sha256_hex, tagged_sha256
+from factory.documents.canonical import sha256_hex, tagged_sha256
 from factory.review.documents import EVIDENCE_TAG
 from factory.review.errors import VALUE_INVALID
 from factory.review.judgement import RefuterInput, ReviewerInput, ValidatorInput, parse_input

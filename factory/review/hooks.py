@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 from typing import Any, Final
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.fsio import atomic_replace, write_exclusive
 from factory.gitio.run import run_git
 from factory.gitio.worktree import Worktree

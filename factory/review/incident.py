@@ -20,8 +20,7 @@ from typing import Final, Literal
 
 from pydantic import Field, ValidationError
 
-from factory.canonical import sha256_hex
-from factory.documents.canonical import canonical_bytes_plain
+from factory.documents.canonical import canonical_bytes_plain, sha256_hex
 from factory.documents.files import TooLarge, read_document
 from factory.fsio import OutputExists, write_exclusive
 from factory.models import StrictModel, describe_validation_error

@@ -13,8 +13,12 @@ passing evidence; an escalation's reason must hold).
 
 from __future__ import annotations
 
-from factory.canonical import is_digest, tagged_sha256
-from factory.documents.canonical import canonical_bytes_plain, digest_plain
+from factory.documents.canonical import (
+    canonical_bytes_plain,
+    digest_plain,
+    is_digest,
+    tagged_sha256,
+)
 from factory.review.admission import FollowUp, rederives
 from factory.review.documents import CHECK_TAG, EMPTY_HASH, EVIDENCE_TAG, VALIDATION_TAG
 from factory.review.memo import ByIdentity

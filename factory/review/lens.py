@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.errors import FactoryError
 from factory.provider_api import ProviderResult, RehearsalRoute, Route
 from factory.review import machine

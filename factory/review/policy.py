@@ -14,8 +14,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import AfterValidator, Field, ValidationError
 
-from factory.canonical import tagged_sha256
-from factory.documents.canonical import canonical_bytes_plain
+from factory.documents.canonical import canonical_bytes_plain, tagged_sha256
 from factory.documents.files import TooLarge, read_document
 from factory.models import StrictModel, describe_validation_error
 from factory.review.documents import POLICY_TAG, strict_json

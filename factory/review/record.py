@@ -14,8 +14,7 @@ from typing import Final, Literal
 
 from pydantic import Field, ValidationError
 
-from factory.canonical import tagged_sha256
-from factory.documents.canonical import canonical_bytes_plain, digest_plain
+from factory.documents.canonical import canonical_bytes_plain, digest_plain, tagged_sha256
 from factory.errors import FactoryError
 from factory.models import StrictModel, describe_validation_error
 from factory.review.documents import STATE_TAG, strict_json_plain

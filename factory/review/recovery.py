@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.review import machine, nextcmd
 from factory.review.authorization import binding_text, field_problem, require_authorization
 from factory.review.bases import ancestor_with_tree, head_commit, head_tree, start_command

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.fsio import OutputExists, atomic_replace, fsync_dir, write_exclusive
 from factory.review.errors import (
     LINEAGE_SYMLINK,

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from factory.agent import run_state
 from factory.agent.observer import FanOut, NullObserver, Outcome, RunObserver
-from factory.cli import agent_cmd, agent_exec
+from factory.cli import agent_cmd, agent_cycle, agent_exec
 from factory.cli.main import main
 from factory.fsio import atomic_replace
 from tests.agent.fake_factory import FIX, HoldingAgent
@@ -93,7 +93,7 @@ if __name__ == "__main__":
 
         def with_signal(
             call: agent_exec.AgentCall,
-        ) -> tuple[RunObserver, list[agent_exec.Task], str | None]:
+        ) -> tuple[RunObserver, list[agent_cycle.Task], str | None]:
             fan, tasks, trace_id = observer(call)  # the observer, then what the CLI wires
             return FanOut(fan, SignalOnClose(signal.SIGINT)), tasks, trace_id
 

@@ -131,7 +131,7 @@ def test_verify_catches_an_edited_receipt_field(completed: Layout) -> None:
     value = json.loads(completed.receipt.read_bytes())
     value["status"] = "completed"
     value["exit_code"] = 0
-    from factory.canonical import canonical_bytes
+    from factory.documents.canonical import canonical_bytes
 
     completed.receipt.write_bytes(canonical_bytes(value) + b"\n")
     rc, report = verify(completed)

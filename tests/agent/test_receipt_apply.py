@@ -172,7 +172,7 @@ def test_a_consistent_forgery_whose_patch_misses_the_tree_is_refused(tmp_path: P
     assert cand is not None
     old = run.receipt.parent / cand.patch_evidence.path
     data = old.read_bytes().replace(b"+    return a + b", b"+    return a ^ b")
-    from factory.canonical import sha256_hex
+    from factory.documents.canonical import sha256_hex
 
     sha = sha256_hex(data)
     new = old.with_name(f"{cand.patch_evidence.role}-{sha}")

@@ -161,8 +161,8 @@ async def test_the_hook_is_called_once_even_when_interrupted(
 
 
 async def test_the_cli_wires_the_rehearsal_log_and_its_consumption(tmp_path: Path) -> None:
-    """``agent_exec.rehearsal_report`` over a real scripted server (HTTP, no CLIs)."""
-    from factory.cli.agent_exec import rehearsal_report
+    """``agent_cycle.rehearsal_report`` over a real scripted server (HTTP, no CLIs)."""
+    from factory.cli.agent_cycle import rehearsal_report
     from factory.rehearsal import open_rehearsal, parse_scenario
     from tests.rehearsal.http_client import call, claude_body
 

@@ -61,7 +61,7 @@ def lines(data_dir: Path) -> list[dict[str, Any]]:
 
 def write_lines(data_dir: Path, events: list[dict[str, Any]]) -> None:
     """Write events as canonical lines (for tampered-log fixtures)."""
-    from factory.canonical import canonical_bytes
+    from factory.documents.canonical import canonical_bytes
 
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / LOG_NAME).write_bytes(b"".join(canonical_bytes(e) + b"\n" for e in events))

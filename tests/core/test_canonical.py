@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from factory.canonical import (
+from factory.documents.canonical import (
     canonical_bytes,
     canonical_bytes_plain,
     digest,
@@ -122,7 +122,7 @@ def test_schema_id_convention() -> None:
 def test_unique_keys_refuses_a_repeated_key_and_names_it() -> None:
     import json
 
-    from factory.canonical import DuplicateKey, unique_keys
+    from factory.documents.canonical import DuplicateKey, unique_keys
 
     with pytest.raises(DuplicateKey, match="duplicate key 'a'") as caught:
         json.loads('{"b": 1, "a": 1, "a": 2}', object_pairs_hook=unique_keys)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from factory.canonical import canonical_bytes
+from factory.documents.canonical import canonical_bytes
 from factory.documents.emit import inert_bytes, json_line
 
 HOSTILE = [

@@ -211,7 +211,7 @@ def test_a_signature_by_an_undeclared_key_proves_nothing_but_is_no_forgery() -> 
 def test_an_unparsable_stored_record_is_not_silently_used() -> None:
     sc = sc_with({})
     junk = b"not json"
-    from factory.canonical import sha256_hex
+    from factory.documents.canonical import sha256_hex
 
     rec = load("j", junk, sha256_hex(junk), None)
     assert rec.problem is not None and rec.problem.family == "operational"

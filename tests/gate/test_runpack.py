@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from factory.canonical import canonical_bytes, sha256_hex, tagged_sha256
+from factory.documents.canonical import canonical_bytes, sha256_hex, tagged_sha256
 from factory.gate.evaluate import EVALUATION_SCHEMA, candidate_id
 from factory.gate.runpack import export, root_hash
 from factory.gate.state import entry_hash

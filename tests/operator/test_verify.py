@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from factory.canonical import canonical_bytes
+from factory.documents.canonical import canonical_bytes
 from factory.operator.publish_flow import PublishFlow
 from factory.operator.session import operate
 from factory.operator.verify import verify_operator_receipt

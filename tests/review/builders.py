@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any
 
-from factory.canonical import sha256_hex, tagged_sha256
+from factory.documents.canonical import sha256_hex, tagged_sha256
 from factory.review import machine
 from factory.review.documents import EVIDENCE_TAG
 from factory.review.judgement import ReviewerInput, ValidatorInput

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.errors import FactoryError
 from factory.gate.providers import Observed, operational
 from factory.gitio.worktree import candidate_tree, head_commit, locate

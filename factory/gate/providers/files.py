@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.agent.evidence import read_nofollow
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.documents.reading import JsonRefused, read_json
 from factory.gate.acquire_args import select
 from factory.gate.providers import Observed, operational

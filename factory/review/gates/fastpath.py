@@ -35,7 +35,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from factory.canonical import sha256_hex
+from factory.documents.canonical import sha256_hex
 from factory.gitio.attributes import FALSE_WORDS, index_converting, outside_attribute_files
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.run import run_git

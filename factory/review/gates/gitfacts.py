@@ -15,8 +15,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from factory.canonical import sha256_hex
 from factory.display import inert
+from factory.documents.canonical import sha256_hex
 from factory.gitio.difftree import changed_names
 from factory.gitio.run import run_git, try_git
 from factory.gitio.worktree import EMPTY_TREE

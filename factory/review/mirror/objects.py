@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from factory.canonical import sha256_hex, tagged_sha256
+from factory.documents.canonical import sha256_hex, tagged_sha256
 from factory.gitio.gitdata import null_oid, object_format
 from factory.gitio.run import run_git, try_git
 from factory.review.documents import POLICY_TAG
