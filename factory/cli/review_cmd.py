@@ -262,6 +262,7 @@ def run_status(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from factory.cli.framework import GuardedStdout
     from factory.review.errors import ReviewRecordCorrupt
     from factory.review.exits import exits_for
     from factory.review.render import render
@@ -278,7 +279,9 @@ def run_show(args: argparse.Namespace) -> int:
             raise
         item = Corrupt(named, exc)
     exits = exits_for(ctx.store, [item.lineage_id]) if isinstance(item, Corrupt) else ()
-    render(item, Console(soft_wrap=False), exits)
+    out = GuardedStdout()  # a reader gone (| head) is not a failure; a full device is exit 4
+    render(item, Console(soft_wrap=False, file=out), exits)  # type: ignore[arg-type]
+    out.check()
     return 0
 
 
