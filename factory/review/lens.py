@@ -238,18 +238,16 @@ def _capture_failed(
     lineage_id: str, lens: str, code: str, reason: str, path: Path, *, invalid: bool
 ) -> ReviewCaptureFailed:
     if invalid:
-        hint = (
-            f"the answer is not a valid reviewer result, so the lens may run again: "
-            f"factory review lens --lineage {lineage_id} --lens {lens}"
-        )
+        hint = "the answer is not a valid reviewer result, so the lens may run again"
+        command = f"factory review lens --lineage {lineage_id} --lens {lens}"
     else:
-        hint = (
-            f"replay it: factory review finalize --lineage {lineage_id} --replay-preserved {path}"
-        )
+        hint = "replay it"
+        command = f"factory review finalize --lineage {lineage_id} --replay-preserved {path}"
     return ReviewCaptureFailed(
         f"lens {lens} answered but its result was not captured ({code}: {reason[:200]}); "
         f"the raw answer is preserved at {path}; {hint}",
         preserved=str(path),
+        next=(command,),
     )
 
 

@@ -140,6 +140,9 @@ def test_an_invalid_answer_is_preserved_and_the_lens_may_run_again(
     (fakes.bin / "canned.txt").write_text(answer)
     out = lens(started, env)
     assert out.code == 4 and out.doc["error"]["code"] == "review-capture-failed"
+    rerun = next(n for n in out.doc["next"] if n.startswith("factory review lens --lineage "))
+    assert rerun.endswith(" --lens reliability")  # the command is in next, not only in prose
+    assert f"(next: {rerun});" in out.stderr  # and kept whole on stderr after a capped fact
     preserved = Path(out.doc["preserved"])
     doc, payload = load_preserved(preserved)
     assert payload == answer.encode() and doc.reason_code == "review-input-invalid"
@@ -212,6 +215,10 @@ def test_a_capture_lost_to_a_busy_store_is_preserved_then_replayed(
         doc["error"]["code"] == "review-capture-failed"
         and "--replay-preserved" in doc["error"]["message"]
     )
+    assert doc["next"] == [  # the twin of the rerun case: here the answer is replayed
+        f"factory review finalize --lineage {doc['preserved'].split('/')[-3]} "
+        f"--replay-preserved {doc['preserved']}"
+    ]
     again = lens(started, env)  # paying twice for an answer that exists is refused
     assert again.code == 2 and again.doc["error"]["code"] == "review-lens-preserved"
     replay = review(
