@@ -111,7 +111,13 @@ def test_preflight_refuses_before_anything_is_spent(
     (repo / "README.md").write_text("moved after start\n")
     moved = lens(repo, env)
     assert moved.code == 2 and moved.doc["error"]["code"] == "review-candidate-changed"
-    assert fakes.records("run") == []
+    # following next never leads back to the lens that was just refused (no cycle)
+    assert not any(n.startswith("factory review lens ") for n in moved.doc["next"])
+    assert moved.doc["next"][0].endswith(" --failed"), moved.doc["next"]
+    assert f"(next: {moved.doc['next'][0]})" in moved.stderr
+    (repo / "README.md").write_text("sample\n")  # the twin: the candidate restored
+    assert lens(repo, env).code == 0
+    assert len(fakes.records("run")) == 1  # only the restored candidate's lens was spent
 
 
 def test_a_failed_provider_run_captures_nothing_and_the_lens_may_run_again(
