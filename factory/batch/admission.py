@@ -35,8 +35,9 @@ ENGINE_FLAGS = BatchRefused.define(
 )
 REVIEW_BOUNDARY = BatchRefused.define(
     "batch-review-boundary",
-    "give the repository the remote its review is measured against (git remote add origin "
-    "URL; git fetch origin), or run without --review",
+    "give the repository the remote its review is measured against, with its default "
+    "branch fetched here (git remote add origin URL; git fetch origin), or run without "
+    "--review",
 )
 TASKS_SOURCE = BatchRefused.define(
     "batch-tasks-source", "give either a TASKS file or --from-forge OWNER/NAME"

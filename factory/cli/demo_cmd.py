@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from factory.cli.framework import default_state_dir, emit_stdout, say
+from factory.cli.framework import GuardedStdout, default_state_dir, emit_stdout, say
 from factory.display import inert
 from factory.usercmd import shown_path
 
@@ -178,10 +178,12 @@ def _finish_pipeline(
         if model is not None
         else f"the agent run did not complete (exit {exit_code}); nothing else ran"
     )
-    console = Console(soft_wrap=False)
+    out = GuardedStdout()  # a reader gone (| head) is not a failure; a full device is exit 4
+    console = Console(soft_wrap=False, file=out)  # type: ignore[arg-type]
     console.print()
     for line in pipeline_lines(walk, agent):
         console.print(line, soft_wrap=line.style == COMMAND_STYLE)
+    out.check(kept_in=str(root))
     if exit_code != 0:
         return exit_code
     return int(ExitCode.OK if pipeline.expected_end(walk) else ExitCode.FAILURE)
@@ -220,7 +222,10 @@ def _finish(args: argparse.Namespace, root: Path, receipt: Path, exit_code: int)
     )
     data = out.data()
     fsio.write_exclusive(paths.report, data, mode=0o644)
-    console = Console(stderr=args.json, soft_wrap=False)
+    screen = GuardedStdout()  # a reader gone (| head) is not a failure; a full device: exit 4
+    console = Console(soft_wrap=False, file=screen)  # type: ignore[arg-type]
+    if args.json:
+        console = Console(stderr=True, soft_wrap=False)
     if model is not None and report is not None:
         try:
             render_verified(model, report, console, receipt_path=receipt)
@@ -231,6 +236,7 @@ def _finish(args: argparse.Namespace, root: Path, receipt: Path, exit_code: int)
         # Prose wraps at words; a command (COMMAND_STYLE) is left for the terminal to wrap,
         # so a long one still pastes whole.
         console.print(line, soft_wrap=line.style == COMMAND_STYLE)
+    screen.check(kept_in=str(paths.report))
     if args.json:
         emit_stdout(data)
     if exit_code != 0:

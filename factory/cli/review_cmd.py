@@ -114,7 +114,11 @@ def register(sub: Any) -> None:
     _add_cwd(lens)
     lens.add_argument("--lineage", metavar="ID", help="the lineage (default: the open one)")
     lens.add_argument("--timeout-ms", type=int, default=600_000, metavar="N", help="1000..1800000")
-    lens.add_argument("--rehearsal", metavar="SCENARIO", help="scripted loopback model scenario")
+    lens.add_argument(
+        "--rehearsal",
+        metavar="SCENARIO",
+        help="scripted loopback model scenario (a file; demo: an answer that finds nothing)",
+    )
     lens.set_defaults(handler=run_lens)
     f = rsub.add_parser(
         "finalize", help="apply every transition the inputs allow", description=FINALIZE_HELP
@@ -262,6 +266,7 @@ def run_status(args: argparse.Namespace) -> int:
 def run_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from factory.cli.framework import GuardedStdout
     from factory.review.errors import ReviewRecordCorrupt
     from factory.review.exits import exits_for
     from factory.review.render import render
@@ -278,7 +283,9 @@ def run_show(args: argparse.Namespace) -> int:
             raise
         item = Corrupt(named, exc)
     exits = exits_for(ctx.store, [item.lineage_id]) if isinstance(item, Corrupt) else ()
-    render(item, Console(soft_wrap=False), exits)
+    out = GuardedStdout()  # a reader gone (| head) is not a failure; a full device is exit 4
+    render(item, Console(soft_wrap=False, file=out), exits)  # type: ignore[arg-type]
+    out.check()
     return 0
 
 
@@ -313,9 +320,15 @@ def run_lens(args: argparse.Namespace) -> int:
         scenario = None
         if args.rehearsal is not None:
             from factory.rehearsal import load_scenario
-            from factory.rehearsal.scenario import scenario_path
+            from factory.rehearsal.scenario import BUILTIN_DIR, scenario_path
 
-            scenario = load_scenario(scenario_path(args.rehearsal))
+            path = scenario_path(args.rehearsal)
+            if path.parent == BUILTIN_DIR:  # 'demo' scripts the agent cycle, not a lens:
+                from factory.batch.reviewing import scripted_lens  # the batch's lens answer
+
+                scenario = scripted_lens(args.lens)
+            else:
+                scenario = load_scenario(path)
         view = run_one_lens(
             Path(args.cwd), args.lens, load_reviewer(), lineage=args.lineage,
             timeout_ms=args.timeout_ms, scenario=scenario,

@@ -255,11 +255,14 @@ def load_scenario(path: Path) -> Scenario:
 BUILTIN_SCENARIOS = ("demo",)
 
 
+BUILTIN_DIR = Path(__file__).with_name("scenarios")
+
+
 def scenario_path(value: str) -> Path:
     """The scenario file ``--rehearsal VALUE`` names: a path that exists is that path (a
     file of yours named ``demo`` wins); otherwise a built-in name is the packaged scenario;
     anything else is returned as given, for :func:`load_scenario` to refuse by name."""
     path = Path(value)
     if value in BUILTIN_SCENARIOS and not os.path.lexists(path):
-        return Path(__file__).with_name("scenarios") / f"{value}.json"
+        return BUILTIN_DIR / f"{value}.json"
     return path

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from factory.errors import Code, Failure, IntegrityFailure, Refused, UsageError
+from factory.errors import Code, FactoryError, Failure, IntegrityFailure, Refused, UsageError
 
 
 def naming_next(fact: str, next: Sequence[str]) -> str:
@@ -36,12 +36,15 @@ class ReviewRefused(Refused):
     def shown(self) -> str:
         """As :meth:`FactoryError.shown`, with the next command kept whole after a capped
         fact: an instruction is never broken off where it begins."""
-        if self.hint is None:
-            return super().shown()
-        from factory.display import error_line
+        return _shown_keeping_next(self, self.base_fact, self.hint)
 
-        kept = f" (next: {self.hint})"
-        return error_line(self.code, self.base_fact, self.spec.next_step, kept=kept)
+
+def _shown_keeping_next(err: FactoryError, base_fact: str, hint: str | None) -> str:
+    from factory.display import error_line
+
+    if hint is None:
+        return FactoryError.shown(err)
+    return error_line(err.code, base_fact, err.spec.next_step, kept=f" (next: {hint})")
 
 
 class ReviewInputInvalid(UsageError):
@@ -95,10 +98,22 @@ class ReviewCaptureFailed(Failure):
     as an incident artifact (exit 4)."""
 
     def __init__(
-        self, fact: str, *, code: Code[Any] | None = None, preserved: str | None = None
+        self,
+        fact: str,
+        *,
+        code: Code[Any] | None = None,
+        preserved: str | None = None,
+        next: Sequence[str] = (),
     ) -> None:
-        super().__init__(fact, code=code)
+        self.base_fact = fact
+        self.hint = next[0] if next and next[0] not in fact else None
+        super().__init__(naming_next(fact, next), code=code)
         self.preserved = preserved
+        self.next = tuple(next)
+
+    def shown(self) -> str:
+        """The replay or rerun command is kept whole after a capped fact."""
+        return _shown_keeping_next(self, self.base_fact, self.hint)
 
 
 class EvidenceRunFailed(Failure):

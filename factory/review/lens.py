@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -73,6 +74,13 @@ def _route_name(route: Route) -> Literal["subscription", "rehearsal"]:
     return "rehearsal" if isinstance(route, RehearsalRoute) else "subscription"
 
 
+def _away_from_lens(nxt: Sequence[str]) -> list[str]:
+    """The next commands once a lens was refused for a moved candidate: never the lens
+    again (it would be refused the same way), stopping the lineage first."""
+    rest = [n for n in nxt if not n.startswith("factory review lens ")]
+    return sorted(rest, key=lambda n: " --failed" not in n)
+
+
 def preflight(ctx: Context, lineage: str | None, lens: LensName, profile: LensProfile) -> Loaded:
     """Every check that can fail before the lens is spent (see the module docstring).
 
@@ -118,7 +126,7 @@ def preflight(ctx: Context, lineage: str | None, lens: LensName, profile: LensPr
             f"the checkout no longer holds the candidate lineage {s.lineage_id} froze, so a "
             "lens would judge something else",
             code=CANDIDATE_CHANGED,
-            next=nxt,
+            next=_away_from_lens(nxt),
         )
     profile.resolve()
     return loaded
@@ -238,18 +246,16 @@ def _capture_failed(
     lineage_id: str, lens: str, code: str, reason: str, path: Path, *, invalid: bool
 ) -> ReviewCaptureFailed:
     if invalid:
-        hint = (
-            f"the answer is not a valid reviewer result, so the lens may run again: "
-            f"factory review lens --lineage {lineage_id} --lens {lens}"
-        )
+        hint = "the answer is not a valid reviewer result, so the lens may run again"
+        command = f"factory review lens --lineage {lineage_id} --lens {lens}"
     else:
-        hint = (
-            f"replay it: factory review finalize --lineage {lineage_id} --replay-preserved {path}"
-        )
+        hint = "replay it"
+        command = f"factory review finalize --lineage {lineage_id} --replay-preserved {path}"
     return ReviewCaptureFailed(
         f"lens {lens} answered but its result was not captured ({code}: {reason[:200]}); "
         f"the raw answer is preserved at {path}; {hint}",
         preserved=str(path),
+        next=(command,),
     )
 
 

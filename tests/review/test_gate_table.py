@@ -314,12 +314,12 @@ ROWS = {
         "factory review recover",
     ),
     "pre-push/approved/committed": Row("pre-push", _r_committed, "allow", None, "git push"),
-    "pre-push/approved/uncommitted": Row(
+    "pre-push/approved/uncommitted": Row(  # recover would be refused: commit first
         "pre-push",
         _r_clean,
         "scope-changed",
         "receipt-discovery/scope-changed",
-        "factory review recover",
+        "factory review validate --gate pre-commit",
     ),
     "pre-push/approved/amended": Row(
         "pre-push",

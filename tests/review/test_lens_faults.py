@@ -111,7 +111,13 @@ def test_preflight_refuses_before_anything_is_spent(
     (repo / "README.md").write_text("moved after start\n")
     moved = lens(repo, env)
     assert moved.code == 2 and moved.doc["error"]["code"] == "review-candidate-changed"
-    assert fakes.records("run") == []
+    # following next never leads back to the lens that was just refused (no cycle)
+    assert not any(n.startswith("factory review lens ") for n in moved.doc["next"])
+    assert moved.doc["next"][0].endswith(" --failed"), moved.doc["next"]
+    assert f"(next: {moved.doc['next'][0]})" in moved.stderr
+    (repo / "README.md").write_text("sample\n")  # the twin: the candidate restored
+    assert lens(repo, env).code == 0
+    assert len(fakes.records("run")) == 1  # only the restored candidate's lens was spent
 
 
 def test_a_failed_provider_run_captures_nothing_and_the_lens_may_run_again(
@@ -140,6 +146,9 @@ def test_an_invalid_answer_is_preserved_and_the_lens_may_run_again(
     (fakes.bin / "canned.txt").write_text(answer)
     out = lens(started, env)
     assert out.code == 4 and out.doc["error"]["code"] == "review-capture-failed"
+    rerun = next(n for n in out.doc["next"] if n.startswith("factory review lens --lineage "))
+    assert rerun.endswith(" --lens reliability")  # the command is in next, not only in prose
+    assert f"(next: {rerun});" in out.stderr  # and kept whole on stderr after a capped fact
     preserved = Path(out.doc["preserved"])
     doc, payload = load_preserved(preserved)
     assert payload == answer.encode() and doc.reason_code == "review-input-invalid"
@@ -212,6 +221,10 @@ def test_a_capture_lost_to_a_busy_store_is_preserved_then_replayed(
         doc["error"]["code"] == "review-capture-failed"
         and "--replay-preserved" in doc["error"]["message"]
     )
+    assert doc["next"] == [  # the twin of the rerun case: here the answer is replayed
+        f"factory review finalize --lineage {doc['preserved'].split('/')[-3]} "
+        f"--replay-preserved {doc['preserved']}"
+    ]
     again = lens(started, env)  # paying twice for an answer that exists is refused
     assert again.code == 2 and again.doc["error"]["code"] == "review-lens-preserved"
     replay = review(

@@ -117,7 +117,9 @@ def select_boundary(wt: Worktree, base_ref: str | None) -> tuple[BoundaryView, V
             sha = line.split("\t", 1)[0]
     if ref is None or sha is None:
         return _unavailable(
-            f"remote {inert(remote)} has no default branch (no symbolic HEAD)", view
+            f"remote {inert(remote)} has no default branch (its HEAD names no branch it "
+            "has: push that branch to it, or point its HEAD at a branch it has)",
+            view,
         )
     view = view.model_copy(update={"ref": ref})
     commit = gitfacts.commit_of(wt.root, sha)

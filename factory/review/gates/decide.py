@@ -175,6 +175,9 @@ def _discover(
     overlap = [x for x in receipted if touched & set(x.genesis_paths)]
     if overlap:
         first = overlap[0]
+        uncommitted = _uncommitted(overlap, live)
+        if uncommitted is not None:
+            return uncommitted, considered
         return deny(
             "receipt-discovery/scope-changed",
             f"the live change touches paths reviewed by {', '.join(x.lineage_id for x in overlap)}"
@@ -194,6 +197,25 @@ def _discover(
         "no terminal review receipt exists for this repository",
         *(more or ("factory review start",)),
     ), considered
+
+
+def _uncommitted(overlap: list[LineageFacts], live: Live) -> Verdict | None:
+    """A gate that judges HEAD's commit (pre-push, release) while an approved change still
+    sits uncommitted on HEAD: recovering would be refused (the approval holds), so the
+    next step is the commit, not a new lineage."""
+    if live.gate not in ("pre-push", "release"):
+        return None
+    on_head = [x for x in overlap if x.state == "approved" and x.final_base == live.head_tree]
+    if not on_head:
+        return None
+    return deny(
+        "receipt-discovery/scope-changed",
+        f"HEAD is the base lineage {on_head[0].lineage_id} approved a change on: that change "
+        "is not committed yet, so HEAD's commit is not what was reviewed",
+        nextcmd.validate("pre-commit"),
+        "git commit",
+        nextcmd.validate(live.gate),
+    )
 
 
 def _scope_next(x: LineageFacts) -> tuple[str, ...]:
