@@ -19,7 +19,13 @@ from pathlib import Path
 import trio
 
 from factory.agent import phases
-from factory.agent.admission import Admitted, AgentRequest, admit, hold_worktree
+from factory.agent.admission import (
+    Admitted,
+    AgentRequest,
+    admit,
+    check_task_and_timeout,
+    hold_worktree,
+)
 from factory.agent.binding import Bound, bind_tree, changed_paths
 from factory.agent.control import bind_control, editor_ignores
 from factory.agent.creating import Prelude
@@ -218,19 +224,22 @@ async def run_agent(
     *,
     prelude: Prelude | None = None,
     admitted: Admitted | None = None,
+    held: bool = False,
 ) -> RunOutcome:
     """Admit, reserve, run the cycle and write the terminal receipt (SPEC A-1…A-8).
 
     With ``prelude`` (``factory agent --repo``, :mod:`factory.agent.creating`) the receipt
     is reserved first, then the worktree is created, then admitted as usual; a refusal of
     that admission is then a failure (4) whose receipt names the worktree. ``admitted``: the
-    caller's admission of ``request`` (``factory agent`` admits before importing any
-    provider), passed on instead of admitting again.
+    caller's admission of ``request``; ``held``: the caller made it while holding the
+    worktree's lock (:func:`factory.agent.admission.hold_worktree`), which it keeps for the
+    whole run (``factory agent`` locks and admits before importing any provider).
 
-    One admission per run, plus one re-check: the worktree form admits again once it holds
-    the worktree's lock — a time-of-check/time-of-use guard (a run that ended between the
-    first admission and the lock may have left changes). The creating form takes the lock
-    first (the worktree it just created is located, not admitted) and admits once under it.
+    One admission per run, made under the worktree's lock, so no run can leave changes
+    between the check and the lock (time-of-check/time-of-use): without ``admitted`` the
+    lock is taken first; an admission made without the lock is made again under it. The
+    creating form takes the lock first too (the worktree it just created is located, not
+    admitted) and admits once under it.
 
     Returns:
         the outcome: exit 0 completed, 3 rejected, 4 typed failure (receipt ``failed``).
@@ -244,11 +253,17 @@ async def run_agent(
     safely(partial(observer.stage, "validating", remaining_invocations=phases.MAX_INVOCATIONS))
     if prelude is not None:
         return await _created_run(prelude, deps)
-    first = admitted if admitted is not None else await trio.to_thread.run_sync(admit, request)
-    with hold_worktree(first.worktree):
-        # The TOCTOU re-check under the lock: a run that ended meanwhile may have left changes.
-        held = await trio.to_thread.run_sync(admit, request)
-        return await _admitted_run(held, deps)
+    if admitted is not None and held:
+        return await _admitted_run(admitted, deps)  # admitted under the lock the caller holds
+    if admitted is None:
+        check_task_and_timeout(request)  # what needs no worktree is refused first, as admit does
+        wt = await trio.to_thread.run_sync(locate, request.worktree)
+    else:
+        wt = admitted.worktree
+    with hold_worktree(wt):
+        # Admitted (again, for a caller's admission made without the lock) under the lock: a
+        # run that ended between a check and the lock may have left changes (TOCTOU).
+        return await _admitted_run(await trio.to_thread.run_sync(admit, request), deps)
 
 
 async def _admitted_run(admitted: Admitted, deps: AgentDeps) -> RunOutcome:

@@ -98,7 +98,7 @@ class CycleRun:
     evidence: Path
     trace_id: str | None
     keys: ApiKeys | None = None
-    admitted: Admitted | None = None  # the admission execute made, passed on (issue 25)
+    admitted: Admitted | None = None  # execute's admission, under the lock it holds (issue 25)
 
     async def main(self, prelude: Prelude | None) -> tuple[int, bytes]:
         from factory.agent.faults import interrupted, typed_error
@@ -142,5 +142,7 @@ class CycleRun:
                 route_report=report,
                 trace_id=self.trace_id,
             )
-            outcome = await run_agent(self.request, deps, prelude=prelude, admitted=self.admitted)
+            outcome = await run_agent(
+                self.request, deps, prelude=prelude, admitted=self.admitted, held=True
+            )
         return outcome.exit_code, outcome.data

@@ -12,6 +12,7 @@ when it runs, so ``factory --help`` stays fast; this layer is the only one that 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -132,8 +133,15 @@ def execute(call: AgentCall, *, started: Callable[[], None] | None = None) -> tu
     ``started`` is called once every refusal is behind and the cycle is about to run (a
     rehearsal's banner goes there, never above a refusal: issue 28).
     """
+    with contextlib.ExitStack() as lock:  # the worktree's lock, held for the whole run
+        return _execute(call, lock, started)
+
+
+def _execute(
+    call: AgentCall, lock: contextlib.ExitStack, started: Callable[[], None] | None
+) -> tuple[int, bytes]:
     keys, scenario = _checked_inputs(call)
-    request, prelude, admitted, evidence = _admitted(call)
+    request, prelude, admitted, evidence = _admitted(call, lock)
     agent, reviewer = with_choices(*load_profiles(), call.choices)
     from factory.cli.preflight import preflight
 
@@ -182,11 +190,18 @@ def _checked_inputs(call: AgentCall) -> tuple[ApiKeys | None, Scenario | None]:
 
 
 def _admitted(
-    call: AgentCall,
+    call: AgentCall, lock: contextlib.ExitStack
 ) -> tuple[AgentRequest, Prelude | None, Admitted | None, Path]:
     """The request, admitted: a creation's prelude (``--repo``) or the worktree's admission
-    (exactly one of the two is set), and the evidence folder."""
-    from factory.agent.admission import AgentRequest, admit
+    (exactly one of the two is set), and the evidence folder. The worktree form takes the
+    worktree's lock into ``lock`` first and admits once under it (``worktree-busy`` here)."""
+    from factory.agent.admission import (
+        AgentRequest,
+        admit,
+        check_task_and_timeout,
+        hold_worktree,
+    )
+    from factory.gitio.worktree import locate
 
     where = call.worktree if call.repo is None else call.repo
     assert where is not None  # check_worktree_flags: exactly one of the two
@@ -201,7 +216,9 @@ def _admitted(
         # Every refusal of the creating form happens here, before anything is created.
         prelude = _prepare_creation(call, call.repo, request)
         return prelude.planned.request, prelude, None, prelude.planned.evidence
-    admitted = admit(request)  # refusals exit 2 before any provider is imported
+    check_task_and_timeout(request)  # what needs no worktree is refused first, as admit does
+    lock.enter_context(hold_worktree(locate(request.worktree)))
+    admitted = admit(request)  # under the lock; refusals exit 2 before any provider is imported
     return request, None, admitted, admitted.evidence
 
 

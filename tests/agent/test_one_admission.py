@@ -1,10 +1,11 @@
-"""An agent run admits its worktree once and re-checks it once under the lock (issue 25).
+"""An agent run admits its worktree once, under the worktree's lock (issue 25).
 
-The caller's admission (``factory agent`` admits before importing any provider) is passed
-on to the run instead of being made again; the one further admission is the re-check
-after the worktree's lock is taken — a time-of-check/time-of-use guard, whose twin shows
-it is real: a worktree dirtied between the two is refused. The creating form locks the
-worktree it created first and admits it once."""
+``factory agent`` takes the lock, admits (before importing any provider) and passes both
+on (``held=True``): the run admits no more. Without a caller's admission the run takes the
+lock first and admits once. An admission made *without* the lock is made again under it —
+a time-of-check/time-of-use guard, whose twin shows it is real: a worktree dirtied
+between the two is refused. The creating form locks the worktree it created first and
+admits it once."""
 
 from __future__ import annotations
 
@@ -61,12 +62,37 @@ async def test_the_callers_admission_is_passed_on_and_rechecked_once(
     assert outcome.exit_code in (0, 3) and len(calls) == 1  # the re-check under the lock
 
 
-async def test_without_a_callers_admission_the_run_admits_then_rechecks(
+async def test_without_a_callers_admission_the_run_locks_then_admits_once(
     layout: Layout, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from factory.agent.admission import hold_worktree
+    from factory.gitio.worktree import locate
+
+    held: list[bool] = []
+
+    def busy_probe() -> None:  # is the lock taken when the admission runs?
+        try:
+            with hold_worktree(locate(layout.wt)):
+                held.append(False)
+        except FactoryError as exc:
+            held.append(exc.code == "worktree-busy")
+
+    calls = counted(monkeypatch, before=busy_probe)
+    outcome = await run_agent(request(layout), deps())
+    assert outcome.exit_code in (0, 3) and len(calls) == 1 and held == [True]
+
+
+async def test_an_admission_under_the_callers_lock_is_not_made_again(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from factory.agent.admission import hold_worktree
+
+    req = request(layout)
+    admitted = admit(req)
     calls = counted(monkeypatch)
-    await run_agent(request(layout), deps())
-    assert len(calls) == 2
+    with hold_worktree(admitted.worktree):  # as factory agent holds it
+        outcome = await run_agent(req, deps(), admitted=admitted, held=True)
+    assert outcome.exit_code in (0, 3) and calls == []
 
 
 async def test_the_recheck_is_real_a_worktree_dirtied_before_the_lock_is_refused(
