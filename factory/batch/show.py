@@ -77,10 +77,14 @@ def render_text(folder: Path) -> tuple[str, bool]:
     # Commands that work as typed where the user stands (.venv/bin/factory … when factory
     # is not on PATH), as the demo's and the agent's closing blocks print them.
     lines += ["", "next:", "  " + inert(factory_command("batch", "verify", Path(f["folder"])))]
-    first = next((t for t in f["tasks"] if t["receipt"]), None)
+    # A receipt that does not verify first: 'receipt verify' names what differs and where
+    # the candidate is now (e.g. a file a test command left in the worktree).
+    failing = next((t for t in f["tasks"] if t["receipt"] and not t["ok"]), None)
+    first = failing or next((t for t in f["tasks"] if t["receipt"]), None)
     if first is not None:
         receipt = Path(f["folder"]) / first["receipt"]
-        lines.append("  " + inert(factory_command("receipt", "show", receipt)))
+        verb = "verify" if failing is not None else "show"
+        lines.append("  " + inert(factory_command("receipt", verb, receipt)))
     return "\n".join(lines) + "\n", bool(f["verified"])
 
 

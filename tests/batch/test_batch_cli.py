@@ -47,6 +47,8 @@ def test_twelve_tasks_three_at_a_time_then_verify(tmp_path: Path) -> None:
     assert b"REHEARSAL" in proc.stderr
     verified = run_factory(["batch", "verify", str(out)])
     assert verified.returncode == 0 and json.loads(verified.stdout)["ok"] is True
+    intact = run_factory(["batch", "show", str(out)]).stdout.decode()
+    assert "receipt show " in intact and "receipt verify " not in intact  # twin of below
     again = run_factory(_batch_argv(tasks, repo, out, "--jobs", "3"))  # resume: nothing left
     assert again.returncode == 0 and all(a == 1 for _, a in _rows(out).values())
     # A tampered receipt: verify names the task, exit 4.
@@ -56,6 +58,8 @@ def test_twelve_tasks_three_at_a_time_then_verify(tmp_path: Path) -> None:
     assert tampered.returncode == 4 and b"task t00" in tampered.stderr
     shown = run_factory(["batch", "show", str(out)])
     assert shown.returncode == 4 and b"DOES NOT VERIFY" in shown.stdout
+    # Its next step checks the failing receipt, which names what differs.
+    assert f"receipt verify {receipt}".encode() in shown.stdout
 
 
 def _start(argv: list[str]) -> subprocess.Popen[bytes]:
