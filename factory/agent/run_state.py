@@ -44,7 +44,7 @@ from factory.errors import Code, FactoryError
 from factory.fsio import atomic_replace, physically_inside
 from factory.gitio.candidate import DerivedCandidate, derive
 from factory.gitio.create import WORKTREE_CREATE_MISMATCH
-from factory.gitio.index_entries import index_entries_digest
+from factory.gitio.index_entries import IndexEntries, read_index_entries
 from factory.gitio.rawfs import StatCache
 from factory.gitio.snapshot import Baseline
 from factory.gitio.worktree import head_commit, head_ref
@@ -93,7 +93,9 @@ class RunState:
         self.first_verdict: dict[str, str] | None = None
         self.entry_ref: str | None = None
         self.entry_index: str | None = None  # the index entries' digest at entry
-        self.entry_index_files: tuple[tuple[bytes, bytes], ...] | None = None
+        # the last read of the index entries, with the index files' records it was read
+        # under (the git directories' binding taken just before the read)
+        self.index_read: tuple[tuple[tuple[bytes, bytes], ...], IndexEntries] | None = None
         self.t0 = trio.current_time()
         self.route_problem: tuple[Code[FactoryError], str] | None = None
         self.route_reported = False
@@ -208,29 +210,49 @@ class RunState:
         return (head, ref, index) == (base.commit, self.entry_ref, self.entry_index)
 
     async def bind_entry_index(self) -> None:
-        """At entry: bind the git directories, then read the index entries' digest. In
-        that order, an index written in between shows as changed later, never hidden."""
+        """At entry: bind the git directories, then read the index entries. In that order,
+        an index written in between shows as changed later, never hidden."""
         self.git_state = await in_thread(partial(bind_control, self.wt))
-        self.entry_index_files = own_index_records(self.git_state)
-        self.entry_index = await in_thread(partial(index_entries_digest, self.wt.root))
+        files = own_index_records(self.git_state)
+        read = await in_thread(partial(read_index_entries, self.wt.root))
+        self.entry_index, self.index_read = read.digest, (files, read)
+
+    def index_as_read(self) -> IndexEntries | None:
+        """The last read of the index entries when the git directories' binding just
+        taken holds the index files with the records they had then (the same bytes, so
+        the same entries); ``None`` when they changed since."""
+        state, seen = self.git_state, self.index_read
+        if state is None or seen is None or own_index_records(state) != seen[0]:
+            return None
+        return seen[1]
 
     async def index_entries(self) -> str:
-        """The index entries' digest now (called right after :meth:`git_moved`): the
-        entry digest when the git directories' binding just taken holds the index files
-        with the records they had at entry (the same bytes), else read from git again."""
-        state = self.git_state
-        if state is not None and own_index_records(state) == self.entry_index_files:
-            assert self.entry_index is not None
-            return self.entry_index
-        return await in_thread(partial(index_entries_digest, self.wt.root))
+        """The index entries' digest now (called right after :meth:`git_moved`): the last
+        read's while :meth:`index_as_read` vouches for it, else read from git again (the
+        binding it is checked against was taken before the read)."""
+        seen = self.index_as_read()
+        if seen is not None:
+            return seen.digest
+        read = await in_thread(partial(read_index_entries, self.wt.root))
+        if self.git_state is not None:
+            self.index_read = (own_index_records(self.git_state), read)
+        return read.digest
 
     async def derive(self, *, details: bool = True) -> tuple[DerivedCandidate, str]:
+        """Derive the candidate now (called right after :meth:`index_entries`, so the
+        index listing it reuses is the current one)."""
         base = self.rec.base
         assert base is not None
-        cache = self.derive_cache
         d = await in_thread(
             partial(
-                derive, self.wt, base.commit, base.tree, self.baseline, cache=cache, details=details
+                derive,
+                self.wt,
+                base.commit,
+                base.tree,
+                self.baseline,
+                cache=self.derive_cache,
+                details=details,
+                index=self.index_as_read(),
             )
         )
         self.derive_cache = d.cache

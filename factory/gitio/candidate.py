@@ -28,7 +28,8 @@ from factory.collisions import CollisionGroup, collision_groups
 from factory.errors import Failure
 from factory.gitio.config import read_config
 from factory.gitio.conversions import conversions_differ
-from factory.gitio.gitdata import status_and_ignored
+from factory.gitio.gitdata import listed_from, status_and_ignored
+from factory.gitio.index_entries import IndexEntries
 from factory.gitio.rawfs import StatCache
 from factory.gitio.snapshot import (
     UNSUPPORTED_CHANGED_PATH,
@@ -133,13 +134,17 @@ def derive(
     *,
     cache: StatCache | None = None,
     details: bool = True,
+    index: IndexEntries | None = None,
 ) -> DerivedCandidate:
     """Derive the candidate of ``wt`` against ``base_commit`` (SPEC A-4).
 
     ``baseline`` is the raw state recorded at entry (untouched files whose bytes git's
     checkout converted stay unchanged); ``cache`` the previous derivation's stat cache.
     ``details=False`` skips what is recorded beside the identity (``conversions_differ``,
-    ``collisions``), for a re-derivation that only compares identities.
+    ``collisions``), for a re-derivation that only compares identities. ``index``: the
+    index entries as read while the index files held the bytes they hold now (the caller
+    vouches for that, e.g. by the git directories' binding); the listing then comes from
+    them and this derivation's own ``git status``, with no ``git ls-files`` of its own.
 
     Raises:
         IndexHidesChanges: an index entry is assume-unchanged or skip-worktree.
@@ -149,7 +154,10 @@ def derive(
     """
     cfg = read_config(wt.root)
     status, ignored = status_and_ignored(wt.root, cfg)
-    snap = snapshot(wt.root, base_tree, baseline, cache=cache, ignored_folders=ignored)
+    listed = listed_from(index, status) if index is not None else None
+    snap = snapshot(
+        wt.root, base_tree, baseline, cache=cache, ignored_folders=ignored, listed=listed
+    )
     if snap.hidden:
         raise INDEX_HIDES_CHANGES(
             "the index marks files assume-unchanged or skip-worktree, so their changes "

@@ -18,11 +18,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.difftree import DIFF_FLAGS
 from factory.gitio.run import run_git, try_git
+
+if TYPE_CHECKING:
+    from factory.gitio.index_entries import IndexEntries
 
 GITLINK = "160000"
 STATUS_ARGS = (
@@ -146,6 +149,33 @@ def list_files(root: Path) -> Listed:
             if tag.islower() or tag == b"S":
                 listed.hidden += 1
     return listed
+
+
+def untracked_in_status(status: bytes) -> list[bytes]:
+    """The paths of the ``?`` records of ``git status --porcelain=v2 -z`` output, walked
+    record by record (a renamed entry's original-path field is skipped whole, so a path
+    that itself begins with ``? `` is never mistaken for a record)."""
+    fields = status.split(b"\0")[:-1]
+    found: list[bytes] = []
+    i = 0
+    while i < len(fields):
+        rec = fields[i]
+        if rec.startswith(b"? "):
+            found.append(rec[2:])
+        i += 2 if rec.startswith(b"2 ") else 1
+    return found
+
+
+def listed_from(index: IndexEntries, status: bytes) -> Listed:
+    """What :func:`list_files` would say, from a read of the index entries and a
+    ``git status --porcelain=v2 -z --untracked-files=all`` taken while the index files
+    held the same bytes: the tracked, unmerged and hidden entries are the index's, the
+    untracked paths are the status's ``?`` records (the same exclude rules as
+    ``--exclude-standard``; a nested repository is one path ending in ``/`` in both).
+    Held equal to :func:`list_files` by ``tests/gitio/test_listing_fold.py``."""
+    return Listed(
+        list(index.tracked), untracked_in_status(status), list(index.unmerged), index.hidden
+    )
 
 
 Entries = dict[bytes, tuple[str, str | None]]

@@ -18,6 +18,7 @@ them as a side effect of reads.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from factory.documents.canonical import tagged_sha256
@@ -52,12 +53,59 @@ def entries_record(rows: list[tuple[bytes, bytes, bytes, bytes, int]]) -> bytes:
     return b"".join(b"%s\0%s\0%s\0%s\0%x\0" % row for row in ordered)
 
 
-def index_entries_digest(root: Path) -> str:
-    """``sha256:<hex>`` over the index entries of the checkout at ``root`` (see the module
-    docstring); an empty or missing index digests as no entries.
+@dataclass(frozen=True, slots=True)
+class IndexEntries:
+    """One read of the index: the entries' digest and, from the same bytes, the paths
+    ``git ls-files -v --cached`` would list (:func:`listing`), so a derivation that follows
+    needs no listing of its own while the index files are unchanged."""
+
+    digest: str
+    tracked: tuple[bytes, ...]
+    unmerged: tuple[bytes, ...]
+    hidden: int
+
+
+def listing(
+    rows: list[tuple[bytes, bytes, bytes, bytes, int]],
+) -> tuple[tuple[bytes, ...], tuple[bytes, ...], int]:
+    """``(tracked, unmerged, hidden)`` as ``git ls-files -v --cached`` tags them (pure).
+
+    An entry at a stage other than 0 is tagged ``M`` (unmerged) unless assume-unchanged,
+    which lower-cases the tag (``m``: listed as tracked and hidden, as git prints it); a
+    stage-0 entry is tracked, hidden when assume-unchanged or skip-worktree."""
+    tracked: list[bytes] = []
+    unmerged: list[bytes] = []
+    hidden = 0
+    for path, _mode, _oid, stage, flags in rows:
+        valid = bool(flags & CE_VALID)
+        if stage != b"0" and not valid:
+            if not unmerged or unmerged[-1] != path:
+                unmerged.append(path)
+            continue
+        tracked.append(path)
+        hidden += valid or (stage == b"0" and bool(flags & CE_SKIP_WORKTREE))
+    return tuple(tracked), tuple(unmerged), hidden
+
+
+def read_index_entries(root: Path) -> IndexEntries:
+    """The index entries of the checkout at ``root``: their digest (see the module
+    docstring; an empty or missing index digests as no entries) and their listing.
 
     Raises:
         GitFailure: git could not read the index.
     """
     out = run_git(root, ["ls-files", "-s", "--debug", "-z"], what="git ls-files --debug")
-    return tagged_sha256(INDEX_ENTRIES_TAG, entries_record(parse_entries(out)))
+    rows = parse_entries(out)
+    tracked, unmerged, hidden = listing(rows)
+    digest = tagged_sha256(INDEX_ENTRIES_TAG, entries_record(rows))
+    return IndexEntries(digest, tracked, unmerged, hidden)
+
+
+def index_entries_digest(root: Path) -> str:
+    """``sha256:<hex>`` over the index entries of the checkout at ``root``
+    (:func:`read_index_entries`).
+
+    Raises:
+        GitFailure: git could not read the index.
+    """
+    return read_index_entries(root).digest

@@ -249,6 +249,7 @@ def snapshot(
     cache: StatCache | None = None,
     ignored_folders: set[bytes] | None = None,
     with_patch: bool = True,
+    listed: gitdata.Listed | None = None,
 ) -> Snapshot:
     """The raw-bytes tree of the worktree at ``root`` against ``base_tree``.
 
@@ -262,6 +263,8 @@ def snapshot(
             them (:func:`factory.gitio.gitdata.status_and_ignored`).
         with_patch: ``False`` when the caller has no use for the patch: the cross-check
             of the written tree then reads ``diff-tree --raw`` only (``patch`` is empty).
+        listed: the worktree's listing when the caller has it
+            (:func:`factory.gitio.gitdata.listed_from`), else ``git ls-files`` is asked.
 
     Raises:
         GitFailure: a git query failed.
@@ -269,7 +272,8 @@ def snapshot(
     """
     fmt = gitdata.object_format(root)
     base = gitdata.tree_entries(root, base_tree)
-    listed = gitdata.list_files(root)
+    if listed is None:
+        listed = gitdata.list_files(root)
     previous = cache if cache is not None else (baseline.cache if baseline else None)
     reader = RawReader(root, fmt, previous)
     cmp = _Compare(root, base, baseline)
