@@ -38,14 +38,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from factory.agent.control import IndexFiles, bind_control, own_index_records
 from factory.errors import Refused
 from factory.fsio import physically_inside
 from factory.gitio.gitdata import (
-    index_flags,
     special_files,
     status_and_ignored,
     submodules_dirty,
 )
+from factory.gitio.index_entries import IndexEntries, read_index_entries
 from factory.gitio.state import Lock, common_lock_files, in_progress, lock_files
 from factory.gitio.worktree import (
     Worktree,
@@ -126,7 +127,11 @@ class AgentRequest:
 
 @dataclass(frozen=True, slots=True)
 class Admitted:
-    """An admitted run: absolute receipt/evidence paths, the worktree and its base."""
+    """An admitted run: absolute receipt/evidence paths, the worktree and its base.
+
+    ``index_read``: the index entries the admission read, with the records of the index
+    files in the git directories' binding taken just before that read; the run's entry
+    reuses the read while a later binding shows the same records (the same bytes)."""
 
     request: AgentRequest
     worktree: Worktree
@@ -134,6 +139,7 @@ class Admitted:
     evidence: Path
     base_commit: str
     base_tree: str
+    index_read: tuple[IndexFiles, IndexEntries] | None = None
 
 
 def _outside(path: Path, folders: Sequence[Path], what: str, flag: str) -> None:
@@ -227,9 +233,12 @@ def admit(request: AgentRequest, *, receipt_reserved: bool = False) -> Admitted:
     base = head_commit(wt)
     if base is None:
         raise NO_BASE_COMMIT("the worktree's branch has no commit yet")
-    flags = index_flags(wt.root)  # one index listing for the gitlinks and hidden entries
+    # One read of the index for the gitlinks, the hidden entries and the run's entry digest;
+    # the index files' records are bound first, so a write after them is seen, not reused.
+    files = own_index_records(bind_control(wt))
+    index = read_index_entries(wt.root)
     status, ignored = status_and_ignored(wt.root)
-    if status or submodules_dirty(wt.root, flags.gitlinks):
+    if status or submodules_dirty(wt.root, index.gitlinks):
         raise WORKTREE_NOT_CLEAN(
             "the worktree has staged, unstaged or untracked changes (factory runs no "
             "repository filter: if git status shows nothing, run it once to refresh the index)"
@@ -238,12 +247,13 @@ def admit(request: AgentRequest, *, receipt_reserved: bool = False) -> Admitted:
         raise WORKTREE_HAS_SPECIAL_FILE(
             "the worktree holds a FIFO, socket or device that git does not ignore"
         )
-    if flags.hidden:
+    if index.hidden:
         raise WORKTREE_HIDES_CHANGES(
             "the worktree's index marks files assume-unchanged or skip-worktree, which hides "
             "their changes from git status and the candidate"
         )
-    return Admitted(request, wt, receipt, evidence, base, commit_tree(wt, base))
+    tree = commit_tree(wt, base)
+    return Admitted(request, wt, receipt, evidence, base, tree, index_read=(files, index))
 
 
 @contextlib.contextmanager

@@ -73,7 +73,10 @@ def editor_ignores(label: bytes) -> bool:
     return head == b"git-dir" and (name == b"index" or name.startswith(b"sharedindex."))
 
 
-def own_index_records(bound: Bound) -> tuple[tuple[bytes, bytes], ...]:
+IndexFiles = tuple[tuple[bytes, bytes], ...]  # (label, record) of the own index files
+
+
+def own_index_records(bound: Bound) -> IndexFiles:
     """The binding's records of the worktree's own index files (``index`` and its
     split-index parts), in label order. Two bindings with equal records saw the same
     index bytes — any write changes a file's ctime, so its record — hence the same index

@@ -23,7 +23,7 @@ from factory.agent import evidence as ev
 from factory.agent import phases
 from factory.agent.admission import Admitted
 from factory.agent.binding import Bound, changed_paths
-from factory.agent.control import bind_control, own_index_records
+from factory.agent.control import IndexFiles, bind_control, own_index_records
 from factory.agent.deps import AgentDeps, RunOutcome
 from factory.agent.faults import ROUTE_EVIDENCE_FAILED, SCRATCH_UNAVAILABLE
 from factory.agent.identity import candidate_body
@@ -95,7 +95,7 @@ class RunState:
         self.entry_index: str | None = None  # the index entries' digest at entry
         # the last read of the index entries, with the index files' records it was read
         # under (the git directories' binding taken just before the read)
-        self.index_read: tuple[tuple[tuple[bytes, bytes], ...], IndexEntries] | None = None
+        self.index_read: tuple[IndexFiles, IndexEntries] | None = None
         self.t0 = trio.current_time()
         self.route_problem: tuple[Code[FactoryError], str] | None = None
         self.route_reported = False
@@ -210,12 +210,13 @@ class RunState:
         return (head, ref, index) == (base.commit, self.entry_ref, self.entry_index)
 
     async def bind_entry_index(self) -> None:
-        """At entry: bind the git directories, then read the index entries. In that order,
-        an index written in between shows as changed later, never hidden."""
+        """At entry: bind the git directories, then take the index entries' digest — the
+        admission's read while this binding shows the index files it was read under, else
+        read now. Bound first, an index written in between shows as changed, never hidden."""
         self.git_state = await in_thread(partial(bind_control, self.wt))
-        files = own_index_records(self.git_state)
-        read = await in_thread(partial(read_index_entries, self.wt.root))
-        self.entry_index, self.index_read = read.digest, (files, read)
+        if self.index_read is None:
+            self.index_read = self.a.index_read
+        self.entry_index = await self.index_entries()
 
     def index_as_read(self) -> IndexEntries | None:
         """The last read of the index entries when the git directories' binding just

@@ -18,13 +18,16 @@ them as a side effect of reads.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from factory.documents.canonical import tagged_sha256
 from factory.gitio.run import run_git
 
 INDEX_ENTRIES_TAG = "factory.index-entries/1"
+GITLINK = b"160000"
 CE_STAGEMASK = 0x3000
 CE_VALID = 0x8000  # assume-unchanged
 CE_INTENT_TO_ADD = 1 << 29
@@ -63,6 +66,7 @@ class IndexEntries:
     tracked: tuple[bytes, ...]
     unmerged: tuple[bytes, ...]
     hidden: int
+    gitlinks: Mapping[bytes, str]  # submodule path -> the commit its entry records
 
 
 def listing(
@@ -98,7 +102,8 @@ def read_index_entries(root: Path) -> IndexEntries:
     rows = parse_entries(out)
     tracked, unmerged, hidden = listing(rows)
     digest = tagged_sha256(INDEX_ENTRIES_TAG, entries_record(rows))
-    return IndexEntries(digest, tracked, unmerged, hidden)
+    links = {path: oid.decode("ascii") for path, mode, oid, _, _ in rows if mode == GITLINK}
+    return IndexEntries(digest, tracked, unmerged, hidden, MappingProxyType(links))
 
 
 def index_entries_digest(root: Path) -> str:

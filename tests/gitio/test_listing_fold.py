@@ -4,12 +4,14 @@ An agent run reads the index entries (their digest) and, in each derivation, one
 ``git status``; the listing the snapshot needs (:class:`factory.gitio.gitdata.Listed`)
 is taken from those two instead of a ``git ls-files`` of its own. Over generated
 repositories — tracked, untracked and ignored files, ignored folders holding tracked
-files, a nested repository, intent-to-add, assume-unchanged and skip-worktree entries,
-staged renames whose original path looks like a status record, deletions, an unmerged
-path — the folded listing equals ``git ls-files``'s, and the snapshot built on it equals
-the snapshot that asks git itself. The twin: an index changed after it was read gives a
-folded listing that differs, which is why the agent run reuses a read only while the git
-directories' binding shows the index files unchanged (``tests/agent/test_whole_tree_passes.py``)."""
+files, a nested repository, a gitlink, intent-to-add, assume-unchanged and skip-worktree
+entries, staged renames whose original path looks like a status record, deletions, an
+unmerged path — the folded listing equals ``git ls-files``'s, the snapshot built on it
+equals the snapshot that asks git itself, and the gitlinks and hidden entries the
+admission takes from the same read equal ``git ls-files -s -v``'s. The twin: an index
+changed after it was read gives a folded listing that differs, which is why the agent run
+reuses a read only while the git directories' binding shows the index files unchanged
+(``tests/agent/test_whole_tree_passes.py``)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,10 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
+def _head(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
 def _nested(repo: Path) -> None:
     init_repo(repo / "nested", {"inner.txt": "inner\n"})
 
@@ -57,6 +63,9 @@ CHANGES: dict[str, Callable[[Path], object]] = {
     "assume-unchanged": lambda r: git(r, "update-index", "--assume-unchanged", "d/b.txt"),
     "skip-worktree": lambda r: git(r, "update-index", "--skip-worktree", "d/e/c.txt"),
     "stage-new": lambda r: (r / "staged.txt").write_text("s\n") or git(r, "add", "staged.txt"),
+    "gitlink": lambda r: git(
+        r, "update-index", "--add", "--cacheinfo", f"160000,{_head(r)},vendor/lib"
+    ),
 }
 
 
@@ -97,8 +106,11 @@ def test_the_folded_listing_equals_git_ls_files(
     for name in changes:
         CHANGES[name](repo)
     status, ignored = gitdata.status_and_ignored(repo)
-    folded = gitdata.listed_from(read_index_entries(repo), status)
+    index = read_index_entries(repo)
+    folded = gitdata.listed_from(index, status)
     _same(folded, gitdata.list_files(repo))
+    # the admission's reading of the same entries: gitlinks and hidden ones
+    assert (dict(index.gitlinks), index.hidden) == tuple(gitdata.index_flags(repo))
     if not conflict:
         asked = snapshot(repo, base, ignored_folders=ignored)
         built = snapshot(repo, base, ignored_folders=ignored, listed=folded)
