@@ -8,8 +8,11 @@ A *whole-tree pass* is work that visits every file of the worktree or every inde
   ``diff-files``, ``diff-index``, ``update-index --refresh``;
 * factory's own walk of the worktree's folders (:func:`factory.agent.binding.bind_tree`,
   :func:`factory.gitio.gitdata.special_files`);
-* factory's own ``lstat`` of every listed path (:func:`factory.gitio.snapshot.snapshot`,
-  :func:`factory.gitio.snapshot.take_baseline`).
+* factory's own ``lstat`` of every listed path (:func:`factory.gitio.snapshot.take_baseline`);
+* a snapshot's one walk that both reads the listed paths it meets and finds the special
+  files (:func:`factory.gitio.rawfs.read_worktree`, called by
+  :func:`factory.gitio.snapshot.snapshot`): one pass, where it was an ``lstat`` of every
+  listed path plus a special-files walk before.
 
 Commands bounded by the change (``hash-object`` of changed paths, ``diff-tree`` of two
 trees, ``write-tree`` over a cached tree) and the git directories' binding are not passes.
@@ -78,6 +81,7 @@ def counting_passes() -> Iterator[Counter[str]]:
         (gitdata, "special_files", counted("walk special files", gitdata.special_files)),
         (admission, "special_files", counted("walk special files", gitdata.special_files)),
         (snapshot, "RawReader", counted("lstat listed paths", reader)),
+        (snapshot, "read_worktree", counted("walk and read listed paths", snapshot.read_worktree)),
     ]
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
     try:
