@@ -75,13 +75,14 @@ def counting_passes() -> Iterator[Counter[str]]:
         return call
 
     reader = getattr(snapshot, "RawReader")  # noqa: B009 (not re-exported; patched by name)
+    walk_read = getattr(snapshot, "read_worktree")  # noqa: B009 (the same)
     patches = [
         (gitrun, "run_local", spy_git),
         (binding, "walk", counted("walk worktree", binding.walk)),
         (gitdata, "special_files", counted("walk special files", gitdata.special_files)),
         (admission, "special_files", counted("walk special files", gitdata.special_files)),
         (snapshot, "RawReader", counted("lstat listed paths", reader)),
-        (snapshot, "read_worktree", counted("walk and read listed paths", snapshot.read_worktree)),
+        (snapshot, "read_worktree", counted("walk and read listed paths", walk_read)),
     ]
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
     try:
