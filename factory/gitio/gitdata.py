@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.difftree import DIFF_FLAGS
+from factory.gitio.rawfs import RawReader
 from factory.gitio.run import run_git, try_git
 
 if TYPE_CHECKING:
@@ -308,7 +308,8 @@ def submodules_dirty(root: Path, links: Mapping[bytes, str] | None = None) -> bo
     return False
 
 
-def _ignored_folders(root: Path) -> set[bytes]:
+def list_ignored_folders(root: Path) -> set[bytes]:
+    """The worktree's ignored folders, from one ``git ls-files --ignored --directory``."""
     out = run_git(
         root,
         ["ls-files", "-z", "--others", "--ignored", "--exclude-standard", "--directory"],
@@ -322,31 +323,16 @@ def special_files(root: Path, ignored_folders: set[bytes] | None = None) -> list
 
     git's own listing skips them silently, so a change consisting of one would be in no
     tree. Ignored folders (``ignored_folders`` when the caller has them, e.g. from
-    :func:`status_and_ignored`), nested repositories and submodules are not entered.
+    :func:`status_and_ignored`), nested repositories and submodules are not entered
+    (:meth:`factory.gitio.rawfs.RawReader.walk`, which a snapshot uses to read its paths
+    in the same pass).
     """
-    skip = ignored_folders if ignored_folders is not None else _ignored_folders(root)
-    top = os.fsencode(root)
-    found: list[bytes] = []
-    stack: list[bytes] = [b""]
-    while stack:
-        rel = stack.pop()
-        try:
-            it = os.scandir(os.path.join(top, rel) if rel else top)
-        except OSError:
-            continue
-        with it:
-            for de in it:
-                name = de.name  # bytes: the folder was opened by its bytes path
-                path = rel + b"/" + name if rel else name
-                if not rel and name == b".git":
-                    continue
-                if de.is_dir(follow_symlinks=False):
-                    if path not in skip and not os.path.lexists(os.path.join(de.path, b".git")):
-                        stack.append(path)
-                elif not de.is_file(follow_symlinks=False) and not de.is_symlink():
-                    mode = os.lstat(de.path).st_mode
-                    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-                        found.append(path)
+    skip = ignored_folders if ignored_folders is not None else list_ignored_folders(root)
+    return not_ignored(root, RawReader(root).walk((), skip))
+
+
+def not_ignored(root: Path, found: list[bytes]) -> list[bytes]:
+    """The paths of ``found`` git does not ignore, sorted (one ``git check-ignore``)."""
     if not found:
         return []
     out = run_git(

@@ -10,6 +10,12 @@ symlink — whatever ``core.fileMode`` or ``core.symlinks`` say.
 A path below a symlinked (or otherwise non-folder) parent is reported as ``below-link``:
 the bytes there live outside the worktree's own folders.
 
+:meth:`RawReader.walk` reads a whole worktree in one pass: it visits every folder git looks
+into once, by descriptor, reads there the listed paths it meets (later :meth:`RawReader.read`
+calls answer them from that walk) and notes the FIFOs, sockets and devices it finds, which
+git's own listing skips. A listed path the walk never meets (deleted, below an ignored
+folder, a symlink or a nested repository) is read alone, as before.
+
 A reader may carry a :class:`StatCache` from an earlier read: a regular file whose
 (device, inode, size, mode, mtime, ctime) are unchanged and whose ctime lies
 :data:`RACY_MARGIN_NS` before the earlier read began keeps its earlier ids. Every write
@@ -23,6 +29,7 @@ import hashlib
 import os
 import stat
 import time
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -32,6 +39,7 @@ from factory.errors import Failure
 CHUNK = 1 << 20
 RACY_MARGIN_NS = 2_000_000_000
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 Kind = Literal["file", "symlink", "dir", "special", "missing", "below-link"]
 Stamp = tuple[int, int, int, int, int, int]
@@ -112,6 +120,7 @@ class RawReader:
         self._previous = previous.entries if previous is not None else {}
         self._trust_before = previous.started_ns - RACY_MARGIN_NS if previous else 0
         self._folders: dict[bytes, Kind] = {b"": "dir"}
+        self._walked: dict[bytes, RawEntry] = {}
 
     def _folder(self, rel: bytes) -> Kind:
         """``dir`` when every component of ``rel`` is a real folder."""
@@ -138,7 +147,11 @@ class RawReader:
         ``assume_oid``: the caller knows the bytes of a regular file there are that blob
         unless its stat data changes (e.g. a checkout no conversion applied to); the file
         is then not read, and the entry is remembered for the next read's stat cache.
+        A path :meth:`walk` met is answered from the walk (``assume_oid`` unused).
         """
+        walked = self._walked.get(rel)
+        if walked is not None:
+            return walked
         parent = rel.rpartition(b"/")[0]
         folder = self._folders.get(parent) or self._folder(parent)
         if folder != "dir":
@@ -148,6 +161,18 @@ class RawReader:
             st = os.lstat(full)
         except (FileNotFoundError, NotADirectoryError):
             return RawEntry("missing")
+        return self._entry(rel, full, st, assume_oid)
+
+    def _entry(
+        self,
+        rel: bytes,
+        name: bytes,
+        st: os.stat_result,
+        assume_oid: str | None = None,
+        dir_fd: int | None = None,
+    ) -> RawEntry:
+        """The entry of ``rel`` from its lstat result; ``name`` reaches it from ``dir_fd``
+        (the full path without one)."""
         if stat.S_ISREG(st.st_mode):
             stamp = _stamp(st)
             prev = self._previous.get(rel)
@@ -155,17 +180,81 @@ class RawReader:
                 entry = prev  # the stat cache's common case
             elif assume_oid is not None:
                 entry = RawEntry("file", git_mode(st.st_mode), assume_oid, st.st_size, "", stamp)
+            elif dir_fd is None:
+                entry = self._read_file(name, stamp)
             else:
-                entry = self._read_file(full, stamp)
+                entry = self._read_file(name, stamp, dir_fd=dir_fd)
         else:
-            entry = self._classify(full, st)
+            entry = self._classify(name, st, dir_fd)
         self.cache.entries[rel] = entry
         return entry
 
-    def _classify(self, full: bytes, st: os.stat_result) -> RawEntry:
+    def walk(self, wanted: Iterable[bytes], skip: Collection[bytes]) -> list[bytes]:
+        """Visit the worktree's folders once, reading the ``wanted`` paths met there.
+
+        Not entered: the top ``.git``, the folders in ``skip`` (ignored ones), and any
+        other folder holding a ``.git`` entry (a nested repository or submodule), nor one
+        that cannot be opened. Returns the FIFOs, sockets and devices found, ignored or
+        not, in no particular order.
+        """
+        children: dict[bytes, list[bytes]] = {}
+        for path in wanted:
+            parent, _, name = path.rpartition(b"/")
+            children.setdefault(parent, []).append(name)
+        special: list[bytes] = []
+        stack: list[bytes] = [b""]
+        while stack:
+            rel = stack.pop()
+            try:  # O_NOFOLLOW below the top: a folder swapped for a symlink is not entered
+                fd = os.open(self.root + b"/" + rel, _FOLDER | (os.O_NOFOLLOW if rel else 0))
+            except OSError:
+                continue
+            try:
+                stack += self._visit(rel, fd, children.get(rel, ()), skip, special)
+            finally:
+                os.close(fd)
+        return special
+
+    def _visit(
+        self,
+        rel: bytes,
+        fd: int,
+        wanted: Collection[bytes],
+        skip: Collection[bytes],
+        special: list[bytes],
+    ) -> list[bytes]:
+        """One folder of :meth:`walk`: read its wanted entries, note its special files,
+        and return its subfolders to enter."""
+        with os.scandir(fd) as it:  # names come as str: os.fsencode gives the bytes back
+            listing = [(os.fsencode(de.name), de) for de in it]
+        if rel and any(name == b".git" for name, _ in listing):
+            return []  # a nested repository or submodule
+        prefix = rel + b"/" if rel else b""
+        folders: list[bytes] = []
+        for name, de in listing:
+            if not rel and name == b".git":
+                continue
+            if de.is_dir(follow_symlinks=False):
+                if prefix + name not in skip:
+                    folders.append(prefix + name)
+            elif not de.is_file(follow_symlinks=False) and not de.is_symlink():
+                mode = de.stat(follow_symlinks=False).st_mode
+                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                    special.append(prefix + name)
+        present = {name for name, _ in listing} if wanted else set()
+        for name in wanted:
+            if name in present:
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue  # gone since the listing: read alone later
+                self._walked[prefix + name] = self._entry(prefix + name, name, st, None, fd)
+        return folders
+
+    def _classify(self, full: bytes, st: os.stat_result, dir_fd: int | None = None) -> RawEntry:
         stamp = _stamp(st)
         if stat.S_ISLNK(st.st_mode):
-            target = os.readlink(full)
+            target = os.readlink(full, dir_fd=dir_fd)
             return RawEntry(
                 "symlink",
                 "120000",
@@ -178,10 +267,10 @@ class RawReader:
             return RawEntry("dir", stamp=stamp)
         return RawEntry("special", stamp=stamp)
 
-    def _read_file(self, full: bytes, stamp: Stamp) -> RawEntry:
+    def _read_file(self, full: bytes, stamp: Stamp, *, dir_fd: int | None = None) -> RawEntry:
         for _ in range(3):
             try:
-                fd = os.open(full, _OPEN)
+                fd = os.open(full, _OPEN, dir_fd=dir_fd)
             except OSError:
                 return RawEntry("special", stamp=stamp)  # swapped since lstat
             try:
@@ -203,3 +292,16 @@ class RawReader:
                 digest = sha.hexdigest() if sha is not None else ""
                 return RawEntry("file", mode, oid.hexdigest(), size, digest, _stamp(st))
         raise CHANGED_DURING_SNAPSHOT("a file kept changing while factory read it")
+
+
+def read_worktree(
+    root: Path,
+    object_format: str,
+    previous: StatCache | None,
+    wanted: Iterable[bytes],
+    skip: Collection[bytes],
+) -> tuple[RawReader, list[bytes]]:
+    """A reader that has walked the worktree once (:meth:`RawReader.walk`), and the FIFOs,
+    sockets and devices the walk found (ignored or not)."""
+    reader = RawReader(root, object_format, previous)
+    return reader, reader.walk(wanted, skip)

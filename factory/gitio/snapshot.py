@@ -45,7 +45,7 @@ from factory.gitio import blobstore, gitdata
 from factory.gitio.attributes import autocrlf_converts, converting_paths
 from factory.gitio.config import RepoConfig, read_config
 from factory.gitio.gitdata import TreeEntry
-from factory.gitio.rawfs import RawChanged, RawEntry, RawReader, StatCache
+from factory.gitio.rawfs import RawChanged, RawEntry, RawReader, StatCache, read_worktree
 from factory.gitio.run import GitFailure, run_git
 
 
@@ -275,17 +275,19 @@ def snapshot(
     if listed is None:
         listed = gitdata.list_files(root)
     previous = cache if cache is not None else (baseline.cache if baseline else None)
-    reader = RawReader(root, fmt, previous)
+    paths = sorted(set(base) | set(listed.tracked) | set(listed.untracked))
+    skip = ignored_folders if ignored_folders is not None else gitdata.list_ignored_folders(root)
+    # one walk reads the listed paths it meets and finds the special files git skips
+    wanted = [p for p in paths if not p.endswith(b"/")]
+    reader, found = read_worktree(root, fmt, previous, wanted, skip)
     cmp = _Compare(root, base, baseline)
-    for path in sorted(set(base) | set(listed.tracked) | set(listed.untracked)):
+    for path in paths:
         if path.endswith(b"/"):
             cmp.problems.append(Problem(path.rstrip(b"/"), "nested-repository"))
             continue
         cmp.visit(path, reader.read(path))
     cmp.problems += [Problem(p, "unmerged") for p in listed.unmerged]
-    cmp.problems += [
-        Problem(p, "special-file") for p in gitdata.special_files(root, ignored_folders)
-    ]
+    cmp.problems += [Problem(p, "special-file") for p in gitdata.not_ignored(root, found)]
     changes = tuple(cmp.changes)
     tree, patch = base_tree, b""
     if changes and not cmp.problems:

@@ -8,8 +8,11 @@ A *whole-tree pass* is work that visits every file of the worktree or every inde
   ``diff-files``, ``diff-index``, ``update-index --refresh``;
 * factory's own walk of the worktree's folders (:func:`factory.agent.binding.bind_tree`,
   :func:`factory.gitio.gitdata.special_files`);
-* factory's own ``lstat`` of every listed path (:func:`factory.gitio.snapshot.snapshot`,
-  :func:`factory.gitio.snapshot.take_baseline`).
+* factory's own ``lstat`` of every listed path (:func:`factory.gitio.snapshot.take_baseline`);
+* a snapshot's one walk that both reads the listed paths it meets and finds the special
+  files (:func:`factory.gitio.rawfs.read_worktree`, called by
+  :func:`factory.gitio.snapshot.snapshot`): one pass, where it was an ``lstat`` of every
+  listed path plus a special-files walk before.
 
 Commands bounded by the change (``hash-object`` of changed paths, ``diff-tree`` of two
 trees, ``write-tree`` over a cached tree) and the git directories' binding are not passes.
@@ -72,12 +75,14 @@ def counting_passes() -> Iterator[Counter[str]]:
         return call
 
     reader = getattr(snapshot, "RawReader")  # noqa: B009 (not re-exported; patched by name)
+    walk_read = getattr(snapshot, "read_worktree")  # noqa: B009 (the same)
     patches = [
         (gitrun, "run_local", spy_git),
         (binding, "walk", counted("walk worktree", binding.walk)),
         (gitdata, "special_files", counted("walk special files", gitdata.special_files)),
         (admission, "special_files", counted("walk special files", gitdata.special_files)),
         (snapshot, "RawReader", counted("lstat listed paths", reader)),
+        (snapshot, "read_worktree", counted("walk and read listed paths", walk_read)),
     ]
     saved = [(mod, name, getattr(mod, name)) for mod, name, _ in patches]
     try:
