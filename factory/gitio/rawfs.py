@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ CHUNK = 1 << 20
 RACY_MARGIN_NS = 2_000_000_000
 _OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_FS_CODEC = (sys.getfilesystemencoding(), sys.getfilesystemencodeerrors())  # os.fsencode's
 
 Kind = Literal["file", "symlink", "dir", "special", "missing", "below-link"]
 Stamp = tuple[int, int, int, int, int, int]
@@ -195,12 +197,12 @@ class RawReader:
         Not entered: the top ``.git``, the folders in ``skip`` (ignored ones), and any
         other folder holding a ``.git`` entry (a nested repository or submodule), nor one
         that cannot be opened. Returns the FIFOs, sockets and devices found, ignored or
-        not, in no particular order.
+        not, in no particular order. A wanted path ending in ``/`` is never met.
         """
-        children: dict[bytes, list[bytes]] = {}
+        children: dict[bytes, set[bytes]] = {}
         for path in wanted:
             parent, _, name = path.rpartition(b"/")
-            children.setdefault(parent, []).append(name)
+            children.setdefault(parent, set()).add(name)
         special: list[bytes] = []
         stack: list[bytes] = [b""]
         while stack:
@@ -219,37 +221,47 @@ class RawReader:
         self,
         rel: bytes,
         fd: int,
-        wanted: Collection[bytes],
+        wanted: Collection[bytes],  # names in this folder
         skip: Collection[bytes],
         special: list[bytes],
     ) -> list[bytes]:
         """One folder of :meth:`walk`: read its wanted entries, note its special files,
         and return its subfolders to enter."""
-        with os.scandir(fd) as it:  # names come as str: os.fsencode gives the bytes back
-            listing = [(os.fsencode(de.name), de) for de in it]
-        if rel and any(name == b".git" for name, _ in listing):
+        with os.scandir(fd) as it:
+            listing = list(it)
+        if rel and any(de.name == ".git" for de in listing):
             return []  # a nested repository or submodule
         prefix = rel + b"/" if rel else b""
         folders: list[bytes] = []
-        for name, de in listing:
+        for de in listing:
+            name = de.name.encode(*_FS_CODEC)  # a descriptor's listing names in str
             if not rel and name == b".git":
                 continue
-            if de.is_dir(follow_symlinks=False):
-                if prefix + name not in skip:
-                    folders.append(prefix + name)
-            elif not de.is_file(follow_symlinks=False) and not de.is_symlink():
-                mode = de.stat(follow_symlinks=False).st_mode
-                if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-                    special.append(prefix + name)
-        present = {name for name, _ in listing} if wanted else set()
-        for name in wanted:
-            if name in present:
-                try:
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                except (FileNotFoundError, NotADirectoryError):
-                    continue  # gone since the listing: read alone later
-                self._walked[prefix + name] = self._entry(prefix + name, name, st, None, fd)
+            path = prefix + name
+            mode = self._met(path, name, fd) if name in wanted else None
+            if mode is None:  # not wanted, or gone since the listing: its type as listed
+                if de.is_dir(follow_symlinks=False):
+                    mode = stat.S_IFDIR
+                elif de.is_file(follow_symlinks=False) or de.is_symlink():
+                    continue
+                else:
+                    mode = de.stat(follow_symlinks=False).st_mode
+            if stat.S_ISDIR(mode):
+                if path not in skip:
+                    folders.append(path)
+            elif not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
+                special.append(path)
         return folders
+
+    def _met(self, path: bytes, name: bytes, fd: int) -> int | None:
+        """Read a wanted entry the walk met (by ``name`` in the folder ``fd``); its lstat
+        mode, or ``None`` when it is gone since the listing (it is then read alone)."""
+        try:
+            st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        self._walked[path] = self._entry(path, name, st, None, fd)
+        return st.st_mode
 
     def _classify(self, full: bytes, st: os.stat_result, dir_fd: int | None = None) -> RawEntry:
         stamp = _stamp(st)

@@ -278,8 +278,7 @@ def snapshot(
     paths = sorted(set(base) | set(listed.tracked) | set(listed.untracked))
     skip = ignored_folders if ignored_folders is not None else gitdata.list_ignored_folders(root)
     # one walk reads the listed paths it meets and finds the special files git skips
-    wanted = [p for p in paths if not p.endswith(b"/")]
-    reader, found = read_worktree(root, fmt, previous, wanted, skip)
+    reader, found = read_worktree(root, fmt, previous, paths, skip)
     cmp = _Compare(root, base, baseline)
     for path in paths:
         if path.endswith(b"/"):
