@@ -394,3 +394,25 @@ def test_an_untracked_cache_that_would_hide_a_new_file_does_not(
     assert _files(ran) == ["src/unseen.py"]
     plain = git(wt, "--no-optional-locks", "status", "--porcelain", "-uall")
     assert "unseen.py" not in plain  # the cache was in play: git's own status misses it
+
+
+def test_a_tracked_file_in_an_ignored_folder_derives_as_before(
+    layout: Layout, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``build/`` is ignored but holds a tracked file: the worker edits it, adds an ignored
+    file and a FIFO beside it, and a new ignored folder inside; the reviewer refreshes."""
+    wt = layout.wt
+    write("build/kept.txt", "tracked although ignored\n")(wt)
+    git(wt, "add", "-f", "build/kept.txt")
+    git(wt, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "kept")
+
+    def worker(w: Path) -> None:
+        write("build/kept.txt", "edited\n")(w)
+        write("build/new.txt", "ignored beside it\n")(w)
+        write("build/node_modules/x.js", "ignored below it\n")(w)
+        os.mkfifo(w / "build" / "pipe")
+
+    ran = _run(layout, monkeypatch, [Step(effect=worker)], [Step(effect=_status)])
+    # the FIFO, like the new files, lies under the ignored folder: only the edit counts
+    assert ran.outcome.exit_code == 0, _code(ran)
+    assert _files(ran) == ["build/kept.txt"]
