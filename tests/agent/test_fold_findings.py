@@ -9,6 +9,9 @@ expected failures until the production code is fixed (then they pass and the mar
    is the stale read's too, and the file is in no tree, patch or changed-file list (only
    the status bytes show ``1 A.`` for it). Former commit 8f8e71f: exit 0 with
    ``evil.txt`` and ``src/app.py`` in the candidate; now: exit 0 with ``src/app.py`` only.
+   The reviewer's variant: through the same link it marks ``README.md`` assume-unchanged;
+   8f8e71f's re-derivation listed it hidden and failed the run (``index-hides-changes``),
+   now the stale listing has no hidden entry and the run completes.
 2. Not from the folds (the same on 8f8e71f): a submodule's plain ``git status``
    (:func:`factory.gitio.gitdata.repo_dirty`, no ``--ignored``) answers from an untracked
    cache the worker built in the submodule's index (which no binding holds); with ctime
@@ -56,6 +59,27 @@ def test_a_file_staged_through_a_symlinked_index_is_not_lost(
     files = [f.path for f in initial.body.files] if initial is not None else []
     # refused as a staging, or at least (as before the folds) the file is in the candidate
     assert (error is not None and error.code == "worker-git-mutation") or "evil.txt" in files
+
+
+@pytest.mark.xfail(strict=True, reason="break25 finding 1: a symlinked index is reused stale")
+def test_a_hide_bit_set_through_a_symlinked_index_by_the_reviewer_is_seen(
+    layout: Layout, tmp_path: Path
+) -> None:
+    wt = layout.wt
+    index = Path(git(wt, "rev-parse", "--path-format=absolute", "--git-path", "index").strip())
+    target = tmp_path / "elsewhere" / "index"
+    target.parent.mkdir()
+    os.replace(index, target)
+    index.symlink_to(target)
+
+    def reviewer(w: Path) -> None:
+        env = {**os.environ, "GIT_INDEX_FILE": str(target)}
+        argv = ["git", "update-index", "--assume-unchanged", "README.md"]
+        subprocess.run(argv, cwd=w, env=env, check=True)
+
+    worker = [Step(effect=write("src/app.py", "def add(a, b):\n    return a + b\n"))]
+    ran = trio.run(run, layout, worker, [Step(effect=reviewer)])
+    assert ran.outcome.exit_code != 0  # 8f8e71f: 4, index-hides-changes
 
 
 @pytest.mark.xfail(strict=True, reason="break25 finding 2: a submodule's untracked cache")
