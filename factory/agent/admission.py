@@ -139,7 +139,7 @@ class Admitted:
     evidence: Path
     base_commit: str
     base_tree: str
-    index_read: tuple[IndexFiles, IndexEntries] | None = None
+    index_read: tuple[IndexFiles | None, IndexEntries] | None = None
 
 
 def _outside(path: Path, folders: Sequence[Path], what: str, flag: str) -> None:

@@ -76,14 +76,19 @@ def editor_ignores(label: bytes) -> bool:
 IndexFiles = tuple[tuple[bytes, bytes], ...]  # (label, record) of the own index files
 
 
-def own_index_records(bound: Bound) -> IndexFiles:
+def own_index_records(bound: Bound) -> IndexFiles | None:
     """The binding's records of the worktree's own index files (``index`` and its
     split-index parts), in label order. Two bindings with equal records saw the same
     index bytes — any write changes a file's ctime, so its record — hence the same index
-    entries: a run reuses the entries' digest instead of reading them again."""
-    return tuple(
-        (label, e.rec) for label, e in sorted(bound.entries.items()) if editor_ignores(label)
-    )
+    entries: a run reuses the entries' digest instead of reading them again.
+
+    ``None`` (vouches for nothing) when one of them is not a regular file: a symlink's
+    record is its target path, not the bytes git reads through it, so a write there
+    would leave the records equal."""
+    own = [(label, e) for label, e in sorted(bound.entries.items()) if editor_ignores(label)]
+    if any(e.kind != "f" for _, e in own):
+        return None
+    return tuple((label, e.rec) for label, e in own)
 
 
 def _is_git_dir(path: bytes) -> bool:

@@ -95,7 +95,7 @@ class RunState:
         self.entry_index: str | None = None  # the index entries' digest at entry
         # the last read of the index entries, with the index files' records it was read
         # under (the git directories' binding taken just before the read)
-        self.index_read: tuple[IndexFiles, IndexEntries] | None = None
+        self.index_read: tuple[IndexFiles | None, IndexEntries] | None = None
         self.t0 = trio.current_time()
         self.route_problem: tuple[Code[FactoryError], str] | None = None
         self.route_reported = False
@@ -221,11 +221,12 @@ class RunState:
     def index_as_read(self) -> IndexEntries | None:
         """The last read of the index entries when the git directories' binding just
         taken holds the index files with the records they had then (the same bytes, so
-        the same entries); ``None`` when they changed since."""
+        the same entries); ``None`` when they changed since, or when the records vouch for
+        nothing (:func:`~factory.agent.control.own_index_records`: a symlinked index)."""
         state, seen = self.git_state, self.index_read
-        if state is None or seen is None or own_index_records(state) != seen[0]:
+        if state is None or seen is None or seen[0] is None:
             return None
-        return seen[1]
+        return seen[1] if own_index_records(state) == seen[0] else None
 
     async def index_entries(self) -> str:
         """The index entries' digest now (called right after :meth:`git_moved`): the last
@@ -235,8 +236,8 @@ class RunState:
         if seen is not None:
             return seen.digest
         read = await in_thread(partial(read_index_entries, self.wt.root))
-        if self.git_state is not None:
-            self.index_read = (own_index_records(self.git_state), read)
+        files = own_index_records(self.git_state) if self.git_state is not None else None
+        self.index_read = (files, read)
         return read.digest
 
     async def derive(self, *, details: bool = True) -> tuple[DerivedCandidate, str]:

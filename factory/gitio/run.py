@@ -13,6 +13,9 @@ Programs a repository can name are kept from running under our commands (issue 8
 ``gc``/maintenance (a detached daemon would outlive the command). Filter drivers are named
 per repository, so :mod:`factory.gitio.config` neutralises them in the environment of the
 commands that could run one; diffs always pass ``--no-ext-diff --no-textconv``.
+``-c core.untrackedCache=false``: a status never answers from an untracked cache stored in
+an index (a submodule's, which no binding holds, can be built to hide a new file behind a
+folder whose mtime was put back); git then reads the folders themselves.
 
 Most commands only read. Trees are written into *private* indexes (``read-tree``,
 ``update-index``, ``write-tree``) and blobs with ``hash-object -w``: that adds
@@ -43,6 +46,8 @@ GIT_OPTIONS = (
     "--no-optional-locks",
     "-c",
     "core.fsmonitor=false",
+    "-c",
+    "core.untrackedCache=false",
     "-c",
     "core.hooksPath=/dev/null",
     "-c",
