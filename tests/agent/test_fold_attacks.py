@@ -163,7 +163,6 @@ def test_a_worker_index_trick_derives_as_before(
 ) -> None:
     FORMATS[fmt](layout.wt)
     ran = _run(layout, monkeypatch, [Step(effect=WORKER_EFFECTS[effect])], [Step()])
-    print(fmt, effect, ran.outcome.exit_code, _code(ran))
     if effect == "restore-index-bytes":
         # the staged file is gone from the index again: the file stays, as untracked
         assert ran.outcome.exit_code == 0, _code(ran)
@@ -301,7 +300,10 @@ def test_odd_worktree_shapes_derive_as_before(
         for folder in ("src", "locked"):
             if (layout.wt / folder).is_dir() and not (layout.wt / folder).is_symlink():
                 (layout.wt / folder).chmod(0o755)
-    print(fmt, odd, ran.outcome.exit_code, _code(ran))
+    # the former and the folded derivation agreed (inside _run); the run ended typed: no
+    # internal error, a failure names its code
+    code = ran.outcome.exit_code
+    assert code in (0, 3, 4) and (code != 4 or _code(ran) is not None), _code(ran)
 
 
 # -- the reviewer ---------------------------------------------------------------------------
@@ -344,7 +346,6 @@ def test_a_reviewer_index_trick_is_judged_as_before(
     act, mutation = REVIEWER_EFFECTS[effect]
     worker = [Step(effect=write("new.txt", "n\n"))]
     ran = _run(layout, monkeypatch, worker, [Step(effect=act)])
-    print(fmt, effect, ran.outcome.exit_code, _code(ran))
     if mutation:
         assert ran.outcome.exit_code != 0 and _code(ran) is not None
     else:

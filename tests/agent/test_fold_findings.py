@@ -77,9 +77,9 @@ def test_a_hide_bit_set_through_a_symlinked_index_by_the_reviewer_is_seen(
     assert ran.outcome.exit_code != 0  # 8f8e71f: 4, index-hides-changes
 
 
-def test_a_file_added_in_a_submodule_behind_an_untracked_cache_is_refused(
-    tmp_path: Path,
-) -> None:
+def _with_submodule(tmp_path: Path) -> Layout:
+    """A repository whose linked worktree has the submodule ``mod`` (``s.txt``,
+    ``d/t.txt``) checked out."""
     sub = init_repo(tmp_path / "subsrc", {"s.txt": "s\n", "d/t.txt": "t\n"})
     repo = init_repo(tmp_path / "repo", {"a.txt": "a\n"})
     git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "mod")
@@ -87,6 +87,14 @@ def test_a_file_added_in_a_submodule_behind_an_untracked_cache_is_refused(
     wt = add_linked_worktree(repo, tmp_path / "wt")
     git(wt, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q")
     (tmp_path / "out").mkdir()
+    return Layout(repo, wt, tmp_path / "out")
+
+
+def test_a_file_added_in_a_submodule_behind_an_untracked_cache_is_refused(
+    tmp_path: Path,
+) -> None:
+    layout = _with_submodule(tmp_path)
+    wt = layout.wt
     git(wt / "mod", "config", "core.trustctime", "false")
     cache = ("-c", "core.untrackedCache=true", "-c", "status.showUntrackedFiles=all")
 
@@ -100,7 +108,7 @@ def test_a_file_added_in_a_submodule_behind_an_untracked_cache_is_refused(
         (folder / "unseen.txt").write_text("smuggled into the submodule\n")
         os.utime(folder, ns=(st.st_atime_ns, st.st_mtime_ns))
 
-    ran = trio.run(run, Layout(repo, wt, tmp_path / "out"), [Step(effect=worker)], [Step()])
+    ran = trio.run(run, layout, [Step(effect=worker)], [Step()])
     assert (wt / "mod" / "d" / "unseen.txt").exists()
     error = ran.outcome.receipt.error
     assert error is not None and error.code == "unsupported-changed-path", error
@@ -123,18 +131,12 @@ def test_twin_a_symlinked_index_with_a_worker_that_only_edits_runs(
 
 
 def test_twin_a_file_added_in_a_submodule_without_a_cache_is_refused(tmp_path: Path) -> None:
-    sub = init_repo(tmp_path / "subsrc", {"s.txt": "s\n", "d/t.txt": "t\n"})
-    repo = init_repo(tmp_path / "repo", {"a.txt": "a\n"})
-    git(repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(sub), "mod")
-    git(repo, "commit", "-qm", "add a submodule")
-    wt = add_linked_worktree(repo, tmp_path / "wt")
-    git(wt, "-c", "protocol.file.allow=always", "submodule", "update", "--init", "-q")
-    (tmp_path / "out").mkdir()
+    layout = _with_submodule(tmp_path)
 
     def worker(w: Path) -> None:
         write("a.txt", "A\n")(w)
         (w / "mod" / "d" / "unseen.txt").write_text("added in the submodule\n")
 
-    ran = trio.run(run, Layout(repo, wt, tmp_path / "out"), [Step(effect=worker)], [Step()])
+    ran = trio.run(run, layout, [Step(effect=worker)], [Step()])
     error = ran.outcome.receipt.error
     assert error is not None and error.code == "unsupported-changed-path", error

@@ -7,7 +7,7 @@ folders, executables, symlinks, FIFOs, an untracked nested repository, a gitlink
 ignored folder holding tracked and untracked files and FIFOs, deleted tracked files, a
 file replaced by a folder, a folder replaced by a symlink — the snapshot (with and without
 the ignored folders given, with a stat cache from before) equals the one the former
-composition gives, kept here as :func:`two_passes`, and so does admission's
+composition gives (:func:`tests.support.former.two_passes`), and so does admission's
 :func:`factory.gitio.gitdata.special_files`.
 """
 
@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tempfile
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ import factory.gitio.snapshot as snap_mod
 from factory.gitio import gitdata
 from factory.gitio.rawfs import RawEntry, RawReader, StatCache
 from factory.gitio.snapshot import Snapshot, snapshot
+from tests.support.former import old_special_walk, two_passes
 from tests.support.git import git, init_repo
 
 FOLDERS = ["", "a", "a/b", "a/b/c", "d", "ign", "ign/x"]
@@ -49,46 +49,6 @@ EDITS = [
     "folder-to-symlink",
     "delete-folder",
 ]
-
-
-def old_special_walk(root: Path, skip: Collection[bytes]) -> list[bytes]:
-    """The former special-files walk, verbatim but for the ``git check-ignore`` step
-    (shared: :func:`factory.gitio.gitdata.not_ignored`)."""
-    top = os.fsencode(root)
-    found: list[bytes] = []
-    stack: list[bytes] = [b""]
-    while stack:
-        rel = stack.pop()
-        try:
-            it = os.scandir(os.path.join(top, rel) if rel else top)
-        except OSError:
-            continue
-        with it:
-            for de in it:
-                name = de.name
-                path = rel + b"/" + name if rel else name
-                if not rel and name == b".git":
-                    continue
-                if de.is_dir(follow_symlinks=False):
-                    if path not in skip and not os.path.lexists(os.path.join(de.path, b".git")):
-                        stack.append(path)
-                elif not de.is_file(follow_symlinks=False) and not de.is_symlink():
-                    mode = os.lstat(de.path).st_mode
-                    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-                        found.append(path)
-    return found
-
-
-def two_passes(
-    root: Path,
-    object_format: str,
-    previous: StatCache | None,
-    wanted: Iterable[bytes],
-    skip: Collection[bytes],
-) -> tuple[RawReader, list[bytes]]:
-    """The former composition in :func:`~factory.gitio.rawfs.read_worktree`'s shape: a
-    reader that has walked nothing (every path is read alone) and the former walk."""
-    return RawReader(root, object_format, previous), old_special_walk(root, skip)
 
 
 def outcome(make: Callable[[], Snapshot]) -> tuple[object, ...]:
