@@ -10,12 +10,12 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from factory.cli.framework import default_state_dir, emit_stdout, say
-from factory.documents.emit import json_line
+from factory.cli.framework import emit_stdout, say
+from factory.cli.gate_evaluate import run_evaluate
+from factory.cli.gate_io import load_run, open_gate, parse_instant_flag, print_json, read_file
 
 if TYPE_CHECKING:
     from factory.gate.scenario import Scenario
-    from factory.gate.service import Ask, Committed, Gate, LoadedRun
 
 HELP = """\
 A decision gate: typed conditions over admitted evidence, three-valued requirements, a
@@ -119,33 +119,6 @@ def _store(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--store", help="the SQLite store (default: STATE/gate.sqlite3)")
 
 
-def _gate(args: argparse.Namespace, *, read_only: bool = False) -> Gate:
-    """The gate over ``--store``. A read-only command (``status``, ``export``) refuses a
-    store that does not exist instead of creating it: reading writes nothing."""
-    from factory.gate.errors import RUN_MISSING
-    from factory.gate.service import Gate
-    from factory.gate.store import SqliteStore
-
-    path = Path(args.store) if args.store else default_state_dir() / "gate.sqlite3"
-    if read_only and not path.is_file():
-        raise RUN_MISSING(f"no run {args.run!r}: there is no gate store at {path} (none created)")
-    return Gate(SqliteStore(path))
-
-
-def _print(value: Any) -> None:
-    emit_stdout(json_line(value, sort_keys=True))
-
-
-def _load(gate: Gate, run_id: str) -> LoadedRun:
-    from factory.display import inert
-
-    run = gate.load(run_id)
-    for doubt in run.settled:
-        say(inert(f"factory: settled an acceptance whose outcome was unknown: request "
-                  f"{doubt['request']} was {doubt['outcome']}"))  # fmt: skip
-    return run
-
-
 def resolve_scenario(name: str) -> Scenario:
     """A scenario file (``.toml``/``.json``) or a built-in scenario's name."""
     from factory.agent.evidence import read_nofollow
@@ -180,38 +153,13 @@ def _params(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _instant(text: str | None, flag: str) -> int | None:
-    from factory.gate.errors import PARAMS_INVALID
-    from factory.gate.values import OutsideDomain, parse_instant
-
-    if text is None:
-        return None
-    try:
-        return parse_instant(text)
-    except OutsideDomain as exc:
-        raise PARAMS_INVALID(f"{flag}: {exc}") from None
-
-
 def run_start(args: argparse.Namespace) -> int:
     scenario = resolve_scenario(args.scenario)
     params = _params(args.param)
-    gate = _gate(args)
+    gate = open_gate(args)
     run, created = gate.start(args.run, scenario, params)
-    _print({**gate.status(run), "created": created})
+    print_json({**gate.status(run), "created": created})
     return 0
-
-
-def _read(path: str, what: str, limit: int) -> bytes:
-    from factory.agent.evidence import read_nofollow
-    from factory.gate.errors import EVIDENCE_REFUSED
-
-    try:
-        data = read_nofollow(Path(path), limit=limit + 1)
-    except OSError as exc:
-        raise EVIDENCE_REFUSED(f"{what} is not a readable regular file (symlinks refused)") from exc
-    if len(data) > limit:
-        raise EVIDENCE_REFUSED(f"{what} is larger than {limit} bytes")
-    return data
 
 
 def run_submit(args: argparse.Namespace) -> int:
@@ -224,172 +172,34 @@ def run_submit(args: argparse.Namespace) -> int:
     if args.signature is not None:
         try:
             signature = parse_signature(
-                args.key_id, _read(args.signature, "--signature", 4096).decode("ascii")
+                args.key_id, read_file(args.signature, "--signature", 4096).decode("ascii")
             )
         except EvidenceRefused as exc:
             raise EVIDENCE_REFUSED(f"--signature: {exc.fact}") from None
         except UnicodeDecodeError as exc:
             raise EVIDENCE_REFUSED(f"--signature: {exc}") from None
-    payload = _read(args.file, "the evidence file", MAX_EVIDENCE_BYTES)
-    gate = _gate(args)
-    run = _load(gate, args.run)
+    payload = read_file(args.file, "the evidence file", MAX_EVIDENCE_BYTES)
+    gate = open_gate(args)
+    run = load_run(gate, args.run)
     record, stored = gate.submit(run, args.id, payload, signature)
-    _print({"schema": "factory.gate-submission/1", "run": run.run, **record.ref(),
+    print_json({"schema": "factory.gate-submission/1", "run": run.run, **record.ref(),
             "condition": record.condition, "replayed": not stored})  # fmt: skip
     return 0
 
 
-def run_evaluate(args: argparse.Namespace) -> int:
-    import functools
-
-    import trio
-
-    from factory.documents.canonical import sha256_hex
-    from factory.gate.acquire import acquire
-    from factory.gate.evidence import MAX_EVIDENCE_BYTES
-
-    _check_request(args)
-    now = _instant(args.now, "--now")
-    payloads = [_read(path, f"--submit {path}", MAX_EVIDENCE_BYTES) for path in args.submit]
-    gate = _gate(args)
-    run = _load(gate, args.run)
-    asked = _asked(args, payloads)
-    prior = None if asked is None else gate.prior(run, args.request, asked)
-    if prior is not None:  # an identical retry: before anything is submitted or acquired
-        return _replay(gate, prior, args.trace)
-    for payload in payloads:
-        gate.submit(run, f"sub:{sha256_hex(payload)[:24]}", payload)
-    if not args.no_acquire and not run.state.scenario_completed:
-        trio.run(functools.partial(acquire, gate, run, progress=lambda line: say(f"gate: {line}")))
-    candidate = gate.derive(run, now=now, opens=list(args.open))
-    out = _document(candidate.record, candidate.candidate, candidate.digest, args.trace)
-    code = _verdict_code(candidate.record, run.state.scenario_completed)
-    if args.accept:
-        result = gate.accept(run, candidate, args.request, asked=asked)
-        if result.outcome == "replayed" and result.run is not None:
-            return _replay(gate, gate.committed(result.run, result.request), args.trace)
-        _accepted(gate, out, result.outcome, result.seq, result.head, result.request, result.run)
-        code = _accept_code(result.outcome, code)
-    _print(out)
-    return code
-
-
-def _check_request(args: argparse.Namespace) -> None:
-    from factory.gate.errors import PARAMS_INVALID
-    from factory.gate.scenario import ID
-
-    if args.request is not None and not args.accept:
-        raise PARAMS_INVALID("--request names an acceptance; give it with --accept")
-    if args.request is not None and not ID.fullmatch(args.request):
-        raise PARAMS_INVALID("--request: a request id is 1-128 letters, digits, '_', '.', '-'")
-
-
-def _asked(args: argparse.Namespace, payloads: list[bytes]) -> Ask | None:
-    """The ask of an acceptance under ``--request`` (its identity for a retry), else None."""
-    from factory.documents.canonical import sha256_hex
-    from factory.gate.service import Ask
-
-    if args.request is None:
-        return None
-    submitted = [sha256_hex(payload) for payload in payloads]
-    return Ask.of(submitted=submitted, opens=args.open, acquire=not args.no_acquire)
-
-
-def _document(
-    record: dict[str, Any], candidate: str, evaluation: str, trace: bool
-) -> dict[str, Any]:
-    out = _summary(record)
-    out.update(candidate=candidate, evaluation=evaluation)
-    if trace:
-        out["trace"] = record
-    return out
-
-
-def _accepted(
-    gate: Gate,
-    out: dict[str, Any],
-    outcome: str,
-    seq: int | None,
-    head: str | None,
-    request: str,
-    run: LoadedRun | None,
-) -> None:
-    out["accepted"] = {"outcome": outcome, "seq": seq, "head": head, "request": request}
-    if run is not None:
-        out["status"] = gate.status(run)
-
-
-def _replay(gate: Gate, prior: Committed, trace: bool) -> int:
-    """Print what the first acceptance of this request printed, and exit as it did: the
-    document is rebuilt from the committed entry, its stored evaluation and the run as it
-    stood right after it; nothing is evaluated, submitted, acquired or written."""
-    from factory.display import inert
-
-    entry, record = prior.entry, prior.record
-    request = str(entry.body["request"])
-    say(inert(f"factory: request {request} was accepted at seq {entry.seq} with the same "
-              "ask; replaying that result (nothing new evaluated or stored)"))  # fmt: skip
-    out = _document(record, str(entry.body["candidate"]), str(entry.body["evaluation"]), trace)
-    _accepted(gate, out, "committed", entry.seq, entry.hash, request, prior.run)
-    _print(out)
-    return _verdict_code(record, bool(record["run_completed_before"]))
-
-
-def _summary(record: dict[str, Any]) -> dict[str, Any]:
-    failures = [
-        {"condition": c["condition"], **f} for c in record["conditions"] for f in c["failures"]
-    ]
-    return {
-        "schema": "factory.gate-evaluation-summary/1",
-        "run": record["run"],
-        "base": record["base"],
-        "now": record["now"],
-        "delta": record["delta"],
-        "stages": {s["stage"]: s["after"] for s in record["stages"]},
-        "conditions": {
-            c["condition"]: {"resolution": c["resolution"], "result": c["result"]}
-            for c in record["conditions"]
-        },
-        "failures": failures,
-    }
-
-
-def _verdict_code(record: dict[str, Any], already: bool) -> int:
-    from factory.errors import ExitCode
-
-    if any(c["failures"] for c in record["conditions"]):
-        return int(ExitCode.FAILURE)
-    if already or record["delta"]["scenario_complete"]:
-        return int(ExitCode.OK)
-    return int(ExitCode.REJECTED)
-
-
-def _accept_code(outcome: str, code: int) -> int:
-    from factory.errors import ExitCode
-    from factory.gate.errors import COMMIT_OUTCOME_UNKNOWN, STALE
-
-    if outcome == "stale":
-        say(STALE("the head moved since this candidate was derived").diagnostics())
-        return int(ExitCode.FAILURE)
-    if outcome == "unknown":
-        say(COMMIT_OUTCOME_UNKNOWN("the store may or may not have committed").diagnostics())
-        return int(ExitCode.FAILURE)
-    return code
-
-
 def run_status(args: argparse.Namespace) -> int:
-    gate = _gate(args, read_only=True)
-    _print(gate.status(_load(gate, args.run)))
+    gate = open_gate(args, read_only=True)
+    print_json(gate.status(load_run(gate, args.run)))
     return 0
 
 
 def run_export(args: argparse.Namespace) -> int:
     from factory.gate.runpack import export
 
-    gate = _gate(args, read_only=True)
-    run = _load(gate, args.run)
+    gate = open_gate(args, read_only=True)
+    run = load_run(gate, args.run)
     manifest = export(gate, run, Path(args.out))
-    _print(
+    print_json(
         {k: manifest[k] for k in ("schema", "run", "spec_hash", "head", "root_hash", "exported_at")}
     )
     return 0
@@ -401,11 +211,11 @@ def run_verify(args: argparse.Namespace) -> int:
     from factory.errors import ExitCode
     from factory.gate.verify import verify
 
-    now = _instant(args.now, "--now")
+    now = parse_instant_flag(args.now, "--now")
     report = verify(
         Path(args.dir), now=time.time_ns() if now is None else now, max_age_s=args.max_age_s
     )
-    _print(report)
+    print_json(report)
     if report["ok"]:
         return int(ExitCode.OK)
     from factory.gate.errors import RUNPACK_NOT_VERIFIED
@@ -420,7 +230,7 @@ def run_scenario_show(args: argparse.Namespace) -> int:
 
     if args.json:
         scenario = load_builtin(args.name)
-        _print({"spec_hash": scenario.spec_hash, "spec": scenario.spec})
+        print_json({"spec_hash": scenario.spec_hash, "spec": scenario.spec})
     else:
         emit_stdout(builtin_source(args.name))
     return 0
@@ -429,7 +239,7 @@ def run_scenario_show(args: argparse.Namespace) -> int:
 def run_scenario_list(args: argparse.Namespace) -> int:
     from factory.gate.scenario import builtin_names, load_builtin
 
-    _print(
+    print_json(
         {
             "scenarios": [
                 {"name": n, "spec_hash": load_builtin(n).spec_hash} for n in builtin_names()

@@ -55,11 +55,11 @@ def test_ordinary_text_stays_readable(text: str) -> None:
 
 
 def _printers() -> dict[str, Callable[[Any], None]]:
-    from factory.cli import gate_cmd, operator_wiring, review_cmd
+    from factory.cli import gate_io, operator_wiring, review_cmd
 
     return {
         "operator": operator_wiring.print_json,
-        "gate": gate_cmd._print,
+        "gate": gate_io.print_json,
         "review": review_cmd._emit,
     }
 
