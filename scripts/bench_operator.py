@@ -36,7 +36,7 @@ from tests.support.bench import isolate as _isolate  # noqa: E402
 
 
 def bench_plan(issues: int, reps: int) -> dict[str, Any]:
-    from factory.operator.forge import Forge, read_forge
+    from factory.operator.forge_client import Forge, read_forge
     from tests.operator.helpers import REPO, TOKEN
     from tests.support.forge import serve_forge
 

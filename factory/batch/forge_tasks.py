@@ -13,12 +13,12 @@ def forge_tasks(repository: str, label: str, forge_url: str | None) -> tuple[lis
 
     from factory.operator.forge import (
         DEFAULT_FORGE,
-        Forge,
         check_forge_url,
         check_label,
         check_repository,
         find_token,
     )
+    from factory.operator.forge_client import Forge
     from factory.operator.intent import snapshot, task_for
 
     check_repository(repository)

@@ -159,7 +159,8 @@ def keygen(args: argparse.Namespace) -> int:
 
 
 def plan(args: argparse.Namespace) -> int:
-    from factory.operator.forge import check_label, read_forge
+    from factory.operator.forge import check_label
+    from factory.operator.forge_client import read_forge
 
     check_label(args.label)
     with wiring.forge_of(args) as forge:

@@ -23,7 +23,7 @@ from factory.cli.framework import emit_stdout, say
 if TYPE_CHECKING:
     from factory.agent.admission import AgentRequest
     from factory.gitio.create import WorktreeSpec
-    from factory.operator.forge import Forge
+    from factory.operator.forge_client import Forge
     from factory.operator.publication import Precondition
     from factory.operator.session import Prepare, Result
     from factory.operator.tty import Terminal
@@ -103,11 +103,11 @@ def forge_of(args: argparse.Namespace, *, token_required: bool = False) -> Forge
     from factory.operator.forge import (
         DEFAULT_FORGE,
         FORGE_TOKEN_MISSING,
-        Forge,
         check_forge_url,
         check_repository,
         find_token,
     )
+    from factory.operator.forge_client import Forge
 
     check_repository(args.repository)
     url = check_forge_url(args.forge_url if args.forge_url is not None else DEFAULT_FORGE)

@@ -33,7 +33,8 @@ from typing import Final, Literal
 
 from factory.errors import Failure, Refused
 from factory.gitio.run import run_git, try_git
-from factory.operator.forge import Forge, PullRequest
+from factory.operator.forge import PullRequest
+from factory.operator.forge_client import Forge
 from factory.operator.intent import CommitPlan, PublishIntent
 
 ZERO_OID: Final = "0" * 40

@@ -37,7 +37,7 @@ from factory.display import inert
 from factory.documents.canonical import sha256_hex
 from factory.errors import Code, FactoryError, Refused
 from factory.operator import adapter, dialog
-from factory.operator.forge import Forge
+from factory.operator.forge_client import Forge
 from factory.operator.gateref import GateLookup
 from factory.operator.grant import SignedGrant
 from factory.operator.intent import PublishIntent, RemoteRef, RunIntent

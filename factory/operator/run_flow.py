@@ -24,7 +24,7 @@ from factory.documents.canonical import sha256_hex
 from factory.errors import Code, ExitCode
 from factory.gitio.create import WorktreeSpec
 from factory.operator import dialog
-from factory.operator.forge import Forge, read_forge
+from factory.operator.forge_client import Forge, read_forge
 from factory.operator.grant import SignedGrant
 from factory.operator.intent import NO_READY_WORK, PublishIntent, RunIntent
 from factory.operator.receipt import AgentRunRef, Command, ErrorRecord, GateRecord

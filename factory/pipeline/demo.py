@@ -179,7 +179,7 @@ def gate_and_operator(walk: Walk, sample: Sample, receipt: Path) -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from factory.gate.scenario import load_bytes
-    from factory.operator.forge import Forge
+    from factory.operator.forge_client import Forge
     from factory.operator.publication import require_accepted_gate
     from factory.operator.session import Authority, operate
     from factory.operator.verify import verify_operator_receipt

@@ -13,7 +13,7 @@ from pathlib import Path
 from factory.agent.receipt_once import VerifiedReceipt, pinned
 from factory.gate.acquire import ProviderFn, default_providers
 from factory.gate.scenario import Scenario
-from factory.operator.forge import Forge
+from factory.operator.forge_client import Forge
 from factory.operator.publication import Precondition, require_accepted_gate
 from factory.operator.publish_flow import PublishFlow, Source, verified_source
 from factory.pipeline.binding import StoreGate

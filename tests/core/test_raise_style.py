@@ -101,7 +101,7 @@ HELPER_RAISES = {
     "factory/inventory/reader.py": 1,
     "factory/inventory/walk.py": 1,
     "factory/models.py": 2,
-    "factory/operator/forge.py": 2,
+    "factory/operator/forge_client.py": 2,
     "factory/operator/session.py": 4,
     "factory/review/finalize.py": 7,
     "factory/review/lens.py": 1,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from factory.operator import keys
-from factory.operator.forge import Forge
+from factory.operator.forge_client import Forge
 from factory.operator.ledger import open_ledger
 from factory.operator.session import Authority
 from factory.operator.tty import PromptClosed

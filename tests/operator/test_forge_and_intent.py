@@ -12,14 +12,13 @@ from hypothesis import strategies as st
 
 from factory.operator.forge import (
     MAX_PAGES,
-    Forge,
     ForgeFailure,
     ForgeRefused,
     check_forge_url,
     check_repository,
     find_token,
-    read_forge,
 )
+from factory.operator.forge_client import Forge, read_forge
 from factory.operator.intent import IssueRecord, run_intent, snapshot, task_for
 from tests.operator.helpers import REPO, TOKEN
 from tests.support.forge import LoopbackForge

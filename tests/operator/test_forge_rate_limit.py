@@ -12,7 +12,8 @@ import re
 import pytest
 
 from factory.errors import ExitCode
-from factory.operator.forge import MAX_RATE_RETRIES, Forge, ForgeFailure, read_forge
+from factory.operator.forge import MAX_RATE_RETRIES, ForgeFailure
+from factory.operator.forge_client import Forge, read_forge
 from tests.operator.helpers import REPO, TOKEN
 from tests.support.cli import run_factory
 from tests.support.forge import LoopbackForge
